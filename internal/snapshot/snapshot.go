@@ -1,0 +1,296 @@
+// Package snapshot is the data model shared by every part of gpuwatch.
+//
+// A backend reads the GPUs into a Snapshot; attribution fills in each
+// process's Owner; outputs (Prometheus collectors, the textfile writer,
+// `gpuwatch ps`, the JSON API) only read it. Nothing in this package talks to
+// NVML or to a socket.
+//
+// Every value is stored in base units (bytes, watts, joules, hertz, degrees
+// Celsius, ratios 0–1) so that outputs never convert. A reading that the
+// device does not support is an unset Opt, never a zero: outputs emit no
+// series for it.
+package snapshot
+
+import "time"
+
+// Opt is a reading that may be absent, because the device does not support
+// it or the read failed.
+type Opt[T any] struct {
+	Value T
+	Valid bool
+}
+
+// Some returns a present reading.
+func Some[T any](v T) Opt[T] { return Opt[T]{Value: v, Valid: true} }
+
+// Get returns the value and whether it is present.
+func (o Opt[T]) Get() (T, bool) { return o.Value, o.Valid }
+
+// Snapshot is one consistent reading of every GPU on the host.
+type Snapshot struct {
+	// Time is when the reading started (wall clock, or the simulator's clock).
+	Time time.Time
+	// Driver versions are host-wide facts, repeated on each gpu_info series.
+	DriverVersion     string
+	CUDADriverVersion string // e.g. "12.4"
+	NVMLVersion       string
+
+	Devices   []Device
+	Processes []Process
+	// Allocations are workloads that hold a GPU whether or not their
+	// processes are visible (kubelet pod-resources, Slurm GRES). Filled by
+	// attribution.
+	Allocations []Allocation
+	// AttributionErrors counts, per source ("procfs", "docker", "cri",
+	// "kubelet", "slurm"), the lookups that failed since start.
+	AttributionErrors map[string]uint64
+
+	// Groups reports, per collector group that was read, how long it took
+	// and whether it failed. Keys are the Group* constants.
+	Groups map[string]GroupStatus
+}
+
+// GroupStatus is the outcome of reading one collector group across all devices.
+type GroupStatus struct {
+	Duration time.Duration
+	// Err is the first unexpected error (not NOT_SUPPORTED, not a lost GPU,
+	// which gpu_up reports) seen while reading the group; nil on success.
+	Err error
+}
+
+// Collector group names. A group is both a unit of NVML work (a disabled
+// group is not read) and a collector on /metrics (--collector.NAME).
+const (
+	GroupInfo        = "info"
+	GroupUtilization = "utilization"
+	GroupMemory      = "memory"
+	GroupTemperature = "temperature"
+	GroupFan         = "fan"
+	GroupClocks      = "clocks"
+	GroupClockEvents = "clock_events"
+	GroupPower       = "power"
+	GroupPCIe        = "pcie"
+	GroupECC         = "ecc"
+	GroupNVLink      = "nvlink"
+	GroupXID         = "xid"
+	GroupGPM         = "gpm"
+	GroupMIG         = "mig"
+	GroupProcesses   = "processes"
+)
+
+// AllGroups lists every group in a stable order.
+var AllGroups = []string{
+	GroupInfo, GroupUtilization, GroupMemory, GroupTemperature, GroupFan,
+	GroupClocks, GroupClockEvents, GroupPower, GroupPCIe, GroupECC,
+	GroupNVLink, GroupXID, GroupGPM, GroupMIG, GroupProcesses,
+}
+
+// Device is one physical GPU.
+type Device struct {
+	Index int
+	UUID  string
+	// Up is false when the device did not answer (lost, fallen off the bus,
+	// handle unavailable). A down device carries only Index, UUID (when
+	// known) and DownReason; every reading is absent.
+	Up         bool
+	DownReason string
+
+	Info         Info
+	Utilization  Utilization
+	Memory       Memory
+	Temperature  Temperature
+	FanSpeed     Opt[float64] // ratio of maximum speed, averaged over fans
+	Clocks       []Clock      // one per clock domain the device reports
+	PState       Opt[int]     // 0 (max performance) .. 15 (min)
+	ClockEvents  []ClockEvent // nil when the device cannot report reasons
+	Power        Power
+	PCIe         PCIe
+	ECC          ECC
+	NVLinks      []NVLink // nil when NVLink is not supported
+	XIDErrors    []XIDCount
+	GPM          GPM
+	MIGInstances []MIGInstance
+}
+
+// Info holds the descriptive facts exported on gpu_info.
+type Info struct {
+	Name              string
+	Brand             string // e.g. "nvidia", "geforce", "tesla"
+	Architecture      string // e.g. "hopper", "ampere", "ada"
+	PCIBusID          string // "00000000:18:00.0"
+	Serial            string
+	VBIOSVersion      string
+	ComputeCapability string // "9.0"
+	PersistenceMode   string // "enabled" | "disabled" | "" (unknown)
+	ComputeMode       string // "default" | "exclusive_process" | "prohibited" | ""
+	MIGMode           string // "enabled" | "disabled" | "" (not supported)
+	ECCMode           string // "enabled" | "disabled" | "" (not supported)
+}
+
+// Utilization ratios, 0–1, over the driver's last sample period.
+type Utilization struct {
+	GPU, Memory, Encoder, Decoder Opt[float64]
+}
+
+// Memory is framebuffer and BAR1 memory in bytes.
+type Memory struct {
+	Total, Used, Free, Reserved   Opt[uint64]
+	BAR1Total, BAR1Used, BAR1Free Opt[uint64]
+}
+
+// Temperature in degrees Celsius.
+type Temperature struct {
+	GPU, Memory        Opt[float64]
+	SlowdownThreshold  Opt[float64]
+	ShutdownThreshold  Opt[float64]
+	MemoryMaxThreshold Opt[float64]
+}
+
+// Clock is one clock domain ("graphics", "sm", "memory", "video") in hertz.
+type Clock struct {
+	Type         string
+	Current, Max Opt[float64]
+}
+
+// ClockEvent is one clock-event (throttle) reason, e.g. "sw_power_cap".
+type ClockEvent struct {
+	Reason string
+	Active bool
+}
+
+// Power readings.
+type Power struct {
+	Usage         Opt[float64] // watts
+	EnforcedLimit Opt[float64] // watts
+	Energy        Opt[float64] // joules since driver load; only grows
+}
+
+// PCIe link and traffic.
+type PCIe struct {
+	TxBytes, RxBytes         Opt[uint64] // counters since driver load
+	LinkGen, LinkWidth       Opt[int]    // current
+	MaxLinkGen, MaxLinkWidth Opt[int]
+	ReplayCounter            Opt[uint64]
+}
+
+// ECC error counters and memory repair state.
+type ECC struct {
+	VolatileCorrected, VolatileUncorrected             Opt[uint64]
+	AggregateCorrected, AggregateUncorrected           Opt[uint64]
+	RetiredPagesSingleBit, RetiredPagesDoubleBit       Opt[uint64]
+	RetiredPagesPending                                Opt[bool]
+	RemappedRowsCorrectable, RemappedRowsUncorrectable Opt[uint64]
+	RemappedRowsPending, RemappedRowsFailure           Opt[bool]
+}
+
+// NVLink is one link of a device.
+type NVLink struct {
+	Link             int
+	Active           bool
+	TxBytes, RxBytes Opt[uint64]
+	CRCFlitErrors    Opt[uint64]
+	CRCDataErrors    Opt[uint64]
+	ReplayErrors     Opt[uint64]
+	RecoveryErrors   Opt[uint64]
+}
+
+// XIDCount is how many XID events of one code the device raised since the
+// exporter started.
+type XIDCount struct {
+	XID   uint64
+	Count uint64
+}
+
+// GPM holds Hopper-and-later profiling ratios (0–1) over the interval since
+// the previous collection. All absent on older GPUs and on the first
+// collection after start.
+type GPM struct {
+	SMActive, SMOccupancy, TensorActive, DRAMActive Opt[float64]
+	FP16Active, FP32Active, FP64Active              Opt[float64]
+}
+
+// MIGInstance is one MIG compute instance on a MIG-enabled device.
+type MIGInstance struct {
+	GPUInstanceID           int
+	ComputeInstanceID       int
+	UUID                    string // "MIG-..."
+	Profile                 string // e.g. "1g.10gb"
+	MemoryTotal, MemoryUsed Opt[uint64]
+	GPM                     GPM
+}
+
+// Process is one process holding a context on a GPU.
+type Process struct {
+	GPU     int    // device index
+	GPUUUID string // device UUID
+	// MIGUUID, GPUInstanceID and ComputeInstanceID are set when the process
+	// runs in a MIG instance.
+	MIGUUID           string
+	GPUInstanceID     Opt[int]
+	ComputeInstanceID Opt[int]
+
+	PID  uint32
+	Type string // "compute" or "graphics"
+
+	UsedMemory        Opt[uint64]  // bytes
+	SMUtilization     Opt[float64] // ratio
+	MemoryUtilization Opt[float64] // ratio
+
+	// Owner is filled by attribution; the zero value means unknown.
+	Owner Owner
+}
+
+// Owner is who a GPU process belongs to. Fields stay empty when a source is
+// not configured or did not answer.
+type Owner struct {
+	// StartTime is the process start time in clock ticks since boot, from
+	// /proc/PID/stat. Together with PID it identifies a process even when
+	// the PID is reused.
+	StartTime uint64
+	UID       string
+	User      string
+	Command   string
+
+	Container Container
+	Pod       Pod
+	Slurm     SlurmJob
+}
+
+// Container identifies a container runtime's container.
+type Container struct {
+	Runtime        string // "docker", "containerd", "cri-o", "podman"
+	ID             string
+	Name           string
+	Image          string
+	ComposeProject string
+	ComposeService string
+}
+
+// Pod identifies a Kubernetes pod and container.
+type Pod struct {
+	UID       string
+	Name      string
+	Namespace string
+	Container string
+	QoSClass  string // "guaranteed", "burstable", "besteffort"
+}
+
+// SlurmJob identifies a Slurm job.
+type SlurmJob struct {
+	JobID     string
+	Step      string
+	User      string
+	Account   string
+	Partition string
+	JobName   string
+}
+
+// Allocation is a workload that holds a GPU or a MIG instance of it.
+type Allocation struct {
+	GPU     int    // device index
+	GPUUUID string // device UUID
+	MIGUUID string // set when the allocation is one MIG instance
+	// Exactly one of Pod and Slurm is set.
+	Pod   Pod
+	Slurm SlurmJob
+}
