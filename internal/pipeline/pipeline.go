@@ -1,0 +1,130 @@
+// Package pipeline turns a backend and attribution into one shared source of
+// snapshots for every output.
+//
+// It is the single place where the data flow is assembled:
+// backend → snapshot → attribution → outputs. Its other job is to make
+// concurrent scrapes share one collection, so N scrapers never cost N times
+// the NVML work.
+package pipeline
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"time"
+
+	"golang.org/x/sync/singleflight"
+
+	"github.com/gpuwatch/gpuwatch/internal/snapshot"
+)
+
+// Reader produces a fresh snapshot from a backend.
+type Reader interface {
+	Read(ctx context.Context) (*snapshot.Snapshot, error)
+}
+
+// Enricher adds facts to a snapshot (process owners, allocations). It must
+// respect ctx and never fail the snapshot: what it cannot learn stays empty.
+type Enricher interface {
+	Enrich(ctx context.Context, s *snapshot.Snapshot)
+}
+
+// Options tunes a Pipeline.
+type Options struct {
+	// Timeout bounds one whole collection (read plus enrichment). A scrape
+	// whose own context ends sooner stops waiting, but the shared collection
+	// carries on for the other waiters.
+	Timeout time.Duration
+	// MaxAge lets a finished snapshot answer callers that arrive within this
+	// age. Zero shares only collections that are still in flight.
+	MaxAge time.Duration
+}
+
+// Pipeline is safe for concurrent use. Snapshots it returns are shared
+// between callers and must be treated as read-only.
+type Pipeline struct {
+	reader    Reader
+	enrichers []Enricher
+	opts      Options
+	group     singleflight.Group
+
+	mu       sync.Mutex
+	last     *snapshot.Snapshot
+	lastAt   time.Time
+	lastErr  error
+	everGood bool
+}
+
+// New assembles a pipeline. A zero Timeout means 10 seconds.
+func New(r Reader, opts Options, enrichers ...Enricher) *Pipeline {
+	if opts.Timeout <= 0 {
+		opts.Timeout = 10 * time.Second
+	}
+	return &Pipeline{reader: r, enrichers: enrichers, opts: opts}
+}
+
+// Snapshot returns a snapshot no older than MaxAge, collecting one if needed.
+// Concurrent callers share a single collection.
+func (p *Pipeline) Snapshot(ctx context.Context) (*snapshot.Snapshot, error) {
+	if s := p.fresh(); s != nil {
+		return s, nil
+	}
+	ch := p.group.DoChan("collect", func() (any, error) {
+		return p.collect()
+	})
+	select {
+	case res := <-ch:
+		if res.Err != nil {
+			return nil, res.Err
+		}
+		return res.Val.(*snapshot.Snapshot), nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+// Ready reports whether at least one collection has succeeded and the most
+// recent one did too; it backs /readyz.
+func (p *Pipeline) Ready() error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	switch {
+	case p.lastErr != nil:
+		return p.lastErr
+	case !p.everGood:
+		return errors.New("no collection has completed yet")
+	}
+	return nil
+}
+
+func (p *Pipeline) fresh() *snapshot.Snapshot {
+	if p.opts.MaxAge <= 0 {
+		return nil
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.last != nil && time.Since(p.lastAt) < p.opts.MaxAge {
+		return p.last
+	}
+	return nil
+}
+
+// collect runs detached from any one caller's context, so that a scraper
+// that gives up does not cancel the collection others are waiting for.
+func (p *Pipeline) collect() (*snapshot.Snapshot, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), p.opts.Timeout)
+	defer cancel()
+	s, err := p.reader.Read(ctx)
+	if err == nil {
+		for _, e := range p.enrichers {
+			e.Enrich(ctx, s)
+		}
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.lastErr = err
+	if err == nil {
+		p.last, p.lastAt, p.everGood = s, time.Now(), true
+	}
+	return s, err
+}

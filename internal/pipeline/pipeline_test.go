@@ -1,0 +1,124 @@
+package pipeline
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/gpuwatch/gpuwatch/internal/snapshot"
+)
+
+type countingReader struct {
+	calls   atomic.Int32
+	release chan struct{}
+	err     error
+}
+
+func (r *countingReader) Read(ctx context.Context) (*snapshot.Snapshot, error) {
+	r.calls.Add(1)
+	if r.release != nil {
+		<-r.release
+	}
+	if r.err != nil {
+		return nil, r.err
+	}
+	return &snapshot.Snapshot{Devices: []snapshot.Device{{Index: 0, Up: true}}}, nil
+}
+
+type markEnricher struct{}
+
+func (markEnricher) Enrich(_ context.Context, s *snapshot.Snapshot) {
+	s.Processes = append(s.Processes, snapshot.Process{PID: 7, Owner: snapshot.Owner{User: "alice"}})
+}
+
+func TestConcurrentCallersShareOneCollection(t *testing.T) {
+	r := &countingReader{release: make(chan struct{})}
+	p := New(r, Options{})
+	const callers = 16
+	var wg sync.WaitGroup
+	results := make(chan *snapshot.Snapshot, callers)
+	for i := 0; i < callers; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			s, err := p.Snapshot(context.Background())
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			results <- s
+		}()
+	}
+	// Let every caller reach the in-flight collection before it finishes.
+	deadline := time.Now().Add(5 * time.Second)
+	for r.calls.Load() == 0 && time.Now().Before(deadline) {
+		time.Sleep(time.Millisecond)
+	}
+	time.Sleep(50 * time.Millisecond)
+	close(r.release)
+	wg.Wait()
+	close(results)
+	if got := r.calls.Load(); got != 1 {
+		t.Fatalf("reader called %d times for %d concurrent callers, want 1", got, callers)
+	}
+	var first *snapshot.Snapshot
+	for s := range results {
+		if first == nil {
+			first = s
+		}
+		if s != first {
+			t.Fatal("callers got different snapshots from one shared collection")
+		}
+	}
+}
+
+func TestEnrichersRunAndMaxAgeReuses(t *testing.T) {
+	r := &countingReader{}
+	p := New(r, Options{MaxAge: time.Hour}, markEnricher{})
+	s1, err := p.Snapshot(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(s1.Processes) != 1 || s1.Processes[0].Owner.User != "alice" {
+		t.Fatalf("enricher did not run: %+v", s1.Processes)
+	}
+	s2, _ := p.Snapshot(context.Background())
+	if s1 != s2 || r.calls.Load() != 1 {
+		t.Fatalf("MaxAge did not reuse the snapshot (calls=%d)", r.calls.Load())
+	}
+	if err := p.Ready(); err != nil {
+		t.Fatalf("Ready after a good collection: %v", err)
+	}
+}
+
+func TestCallerContextEndsWithoutCancellingCollection(t *testing.T) {
+	r := &countingReader{release: make(chan struct{})}
+	p := New(r, Options{})
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
+	defer cancel()
+	if _, err := p.Snapshot(ctx); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("impatient caller got %v, want deadline exceeded", err)
+	}
+	close(r.release)
+	s, err := p.Snapshot(context.Background())
+	if err != nil || s == nil {
+		t.Fatalf("later caller: %v", err)
+	}
+}
+
+func TestReadyReflectsFailures(t *testing.T) {
+	r := &countingReader{err: errors.New("nvml went away")}
+	p := New(r, Options{})
+	if err := p.Ready(); err == nil {
+		t.Fatal("ready before any collection")
+	}
+	if _, err := p.Snapshot(context.Background()); err == nil {
+		t.Fatal("want the reader's error")
+	}
+	if err := p.Ready(); err == nil || err.Error() != "nvml went away" {
+		t.Fatalf("Ready = %v", err)
+	}
+}
