@@ -1,0 +1,115 @@
+package textfile
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
+)
+
+func testRegistry(v float64) *prometheus.Registry {
+	reg := prometheus.NewRegistry()
+	g := prometheus.NewGauge(prometheus.GaugeOpts{Name: "gpu_test_value", Help: "A test gauge."})
+	g.Set(v)
+	reg.MustRegister(g)
+	return reg
+}
+
+func TestWriteIsAtomicAndLeavesNoTemporaries(t *testing.T) {
+	dir := t.TempDir()
+	out := filepath.Join(dir, "gpu.prom")
+	if err := Write(testRegistry(1), out); err != nil {
+		t.Fatal(err)
+	}
+	if err := Write(testRegistry(2), out); err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(data), "gpu_test_value 2\n") {
+		t.Fatalf("file holds %q", data)
+	}
+	entries, _ := os.ReadDir(dir)
+	if len(entries) != 1 {
+		t.Fatalf("directory holds %d entries, want only gpu.prom", len(entries))
+	}
+}
+
+func TestWriteRejectsNamesNodeExporterIgnores(t *testing.T) {
+	err := Write(testRegistry(1), filepath.Join(t.TempDir(), "gpu.txt"))
+	if err == nil || !strings.Contains(err.Error(), ".prom") {
+		t.Fatalf("err = %v", err)
+	}
+}
+
+func TestWriteIntoMissingDirectoryFailsClearly(t *testing.T) {
+	err := Write(testRegistry(1), "/nonexistent-dir-for-gpuwatch/gpu.prom")
+	if err == nil || !strings.Contains(err.Error(), "nonexistent-dir-for-gpuwatch") {
+		t.Fatalf("err = %v", err)
+	}
+}
+
+type failingGatherer struct{}
+
+func (failingGatherer) Gather() ([]*dto.MetricFamily, error) { return nil, errors.New("boom") }
+
+func TestFailedGatherKeepsPreviousFile(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "gpu.prom")
+	if err := Write(testRegistry(5), out); err != nil {
+		t.Fatal(err)
+	}
+	if err := Write(failingGatherer{}, out); err == nil {
+		t.Fatal("want the gather error")
+	}
+	data, _ := os.ReadFile(out)
+	if !strings.Contains(string(data), "gpu_test_value 5") {
+		t.Fatalf("previous file was clobbered: %q", data)
+	}
+}
+
+func TestLoopRewritesUntilCancelled(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "gpu.prom")
+	reg := prometheus.NewRegistry()
+	c := prometheus.NewCounter(prometheus.CounterOpts{Name: "gpu_test_writes_total", Help: "Writes."})
+	reg.MustRegister(c)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error)
+	go func() {
+		done <- Loop(ctx, gatherAndCount{reg, c}, out, 5*time.Millisecond, slog.New(slog.DiscardHandler))
+	}()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		data, _ := os.ReadFile(out)
+		if strings.Contains(string(data), "gpu_test_writes_total 3") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("loop did not rewrite the file: %q", data)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+}
+
+// gatherAndCount bumps a counter on every gather so the test can see rewrites.
+type gatherAndCount struct {
+	reg *prometheus.Registry
+	c   prometheus.Counter
+}
+
+func (g gatherAndCount) Gather() ([]*dto.MetricFamily, error) {
+	g.c.Inc()
+	return g.reg.Gather()
+}
