@@ -1,0 +1,311 @@
+package exporter
+
+import (
+	"sort"
+	"strings"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/gpuwatch/gpuwatch/internal/snapshot"
+)
+
+// Metric describes one metric gpuwatch can export: the single source of
+// truth for the collectors, `gpuwatch metrics`, docs/metrics.md and the
+// --metrics.config validation.
+type Metric struct {
+	Name string `json:"name"`
+	// Type is "gauge", "counter" or "info" (an info metric is a gauge whose
+	// value is always 1 and whose labels carry the facts).
+	Type string `json:"type"`
+	// Unit is the base unit named by the suffix ("bytes", "ratio", ...), or
+	// "" for a count or a state.
+	Unit   string   `json:"unit"`
+	Labels []string `json:"labels"`
+	// OptInLabels are appended to Labels only when Options.PIDLabels is on.
+	OptInLabels []string `json:"opt_in_labels,omitempty"`
+	Help        string   `json:"help"`
+	// Source is the NVML call (or gpuwatch component) the value comes from.
+	Source string `json:"source"`
+	// Collector is the collector group (snapshot.Group*, or "exporter" for
+	// series that are always produced) that emits the metric.
+	Collector string `json:"collector"`
+	// Default says whether the metric is on without a --metrics.config.
+	Default bool `json:"default"`
+}
+
+// CollectorExporter is the pseudo-group of the series every scrape carries
+// whatever collectors are enabled: gpu_up and the exporter's own gpuwatch_*
+// metrics. It cannot be disabled with Options.Collectors, only per metric.
+const CollectorExporter = "exporter"
+
+// Metric types.
+const (
+	typeGauge   = "gauge"
+	typeCounter = "counter"
+	typeInfo    = "info"
+)
+
+// metricDef is a catalog entry plus everything precomputed once so that a
+// scrape never builds a descriptor or a label prefix.
+type metricDef struct {
+	Metric
+	id        int
+	valueType prometheus.ValueType
+	desc      *prometheus.Desc // Labels
+	descOptIn *prometheus.Desc // Labels + OptInLabels; nil without OptInLabels
+	text      textForm         // Labels
+	textOptIn textForm         // Labels + OptInLabels
+}
+
+// catalog holds every metric in declaration order; metricDef.id indexes it.
+var catalog []*metricDef
+
+var (
+	devLabels     = []string{"gpu", "uuid"}
+	migLabels     = []string{"gpu", "uuid", "gpu_instance", "compute_instance", "mig_uuid"}
+	ownerLabels   = []string{"gpu", "uuid", "user", "container", "pod", "namespace", "slurm_job"}
+	pidOptLabels  = []string{"pid", "command"}
+	infoLabels    = []string{"gpu", "uuid", "name", "brand", "architecture", "pci_bus_id", "serial", "vbios_version", "driver_version", "cuda_driver_version", "compute_capability", "persistence_mode", "compute_mode", "mig_mode", "ecc_mode"}
+	migInfoLabels = []string{"gpu", "uuid", "gpu_instance", "compute_instance", "mig_uuid", "profile"}
+)
+
+func withLabels(base []string, extra ...string) []string {
+	return append(append([]string(nil), base...), extra...)
+}
+
+// def adds a metric to the catalog. Every metric is on by default; see off.
+func def(group, name, typ, unit, source, help string, labels []string) *metricDef {
+	m := &metricDef{Metric: Metric{
+		Name: name, Type: typ, Unit: unit, Labels: labels, Help: help,
+		Source: source, Collector: group, Default: true,
+	}}
+	m.id = len(catalog)
+	m.valueType = prometheus.GaugeValue
+	if typ == typeCounter {
+		m.valueType = prometheus.CounterValue
+	}
+	m.desc = prometheus.NewDesc(name, help, labels, nil)
+	m.text = newTextForm(name, help, m.valueType, labels)
+	catalog = append(catalog, m)
+	return m
+}
+
+// off makes a metric opt-in; the help text says why.
+func (m *metricDef) off() *metricDef {
+	m.Default = false
+	return m
+}
+
+// optIn declares labels added only with Options.PIDLabels.
+func (m *metricDef) optIn(labels []string) *metricDef {
+	m.OptInLabels = labels
+	all := withLabels(m.Labels, labels...)
+	m.descOptIn = prometheus.NewDesc(m.Name, m.Help, all, nil)
+	m.textOptIn = newTextForm(m.Name, m.Help, m.valueType, all)
+	return m
+}
+
+const (
+	fvPrefix = "nvmlDeviceGetFieldValues"
+	gpmCall  = "nvmlGpmMetricsGet"
+)
+
+// The catalog. Order here is the order of `gpuwatch metrics` and of the docs.
+var (
+	// --- always produced ---
+	mUp = def(CollectorExporter, "gpu_up", typeGauge, "", "nvmlDeviceGetHandleByIndex + every read (GPU_IS_LOST, GPU_NOT_FOUND)",
+		"1 if the GPU answered during the last collection, 0 if it is lost or unreachable.", devLabels)
+
+	// --- info ---
+	mInfo = def(snapshot.GroupInfo, "gpu_info", typeInfo, "", "nvmlDeviceGetName, GetBrand, GetArchitecture, GetPciInfo, GetSerial, GetVbiosVersion, GetCudaComputeCapability, GetPersistenceMode, GetComputeMode, GetMigMode, GetEccMode; nvmlSystemGetDriverVersion, nvmlSystemGetCudaDriverVersion_v2",
+		"Descriptive facts about the GPU; always 1. Join on gpu and uuid in PromQL.", infoLabels)
+
+	// --- utilization ---
+	mUtilGPU = def(snapshot.GroupUtilization, "gpu_utilization_ratio", typeGauge, "ratio", "nvmlDeviceGetUtilizationRates (gpu)",
+		"Fraction of the last sample period during which one or more kernels ran on the GPU.", devLabels)
+	mUtilMemory = def(snapshot.GroupUtilization, "gpu_memory_utilization_ratio", typeGauge, "ratio", "nvmlDeviceGetUtilizationRates (memory)",
+		"Fraction of the last sample period during which device memory was read or written.", devLabels)
+	mUtilEncoder = def(snapshot.GroupUtilization, "gpu_encoder_utilization_ratio", typeGauge, "ratio", "nvmlDeviceGetEncoderUtilization",
+		"Video encoder utilization over the last sample period.", devLabels)
+	mUtilDecoder = def(snapshot.GroupUtilization, "gpu_decoder_utilization_ratio", typeGauge, "ratio", "nvmlDeviceGetDecoderUtilization",
+		"Video decoder utilization over the last sample period.", devLabels)
+
+	// --- memory ---
+	mMemTotal = def(snapshot.GroupMemory, "gpu_memory_total_bytes", typeGauge, "bytes", "nvmlDeviceGetMemoryInfo_v2 (total)",
+		"Total framebuffer memory.", devLabels)
+	mMemUsed = def(snapshot.GroupMemory, "gpu_memory_used_bytes", typeGauge, "bytes", "nvmlDeviceGetMemoryInfo_v2 (used)",
+		"Framebuffer memory allocated by processes.", devLabels)
+	mMemFree = def(snapshot.GroupMemory, "gpu_memory_free_bytes", typeGauge, "bytes", "nvmlDeviceGetMemoryInfo_v2 (free)",
+		"Framebuffer memory not allocated.", devLabels)
+	mMemReserved = def(snapshot.GroupMemory, "gpu_memory_reserved_bytes", typeGauge, "bytes", "nvmlDeviceGetMemoryInfo_v2 (reserved)",
+		"Framebuffer memory reserved by the driver and firmware.", devLabels)
+	mBAR1Total = def(snapshot.GroupMemory, "gpu_bar1_memory_total_bytes", typeGauge, "bytes", "nvmlDeviceGetBAR1MemoryInfo (bar1Total)",
+		"Total BAR1 memory (the window through which the host and peers map GPU memory). Off by default: rarely actionable outside GPUDirect debugging.", devLabels).off()
+	mBAR1Used = def(snapshot.GroupMemory, "gpu_bar1_memory_used_bytes", typeGauge, "bytes", "nvmlDeviceGetBAR1MemoryInfo (bar1Used)",
+		"Used BAR1 memory. Off by default: rarely actionable outside GPUDirect debugging.", devLabels).off()
+	mBAR1Free = def(snapshot.GroupMemory, "gpu_bar1_memory_free_bytes", typeGauge, "bytes", "nvmlDeviceGetBAR1MemoryInfo (bar1Free)",
+		"Free BAR1 memory. Off by default: rarely actionable outside GPUDirect debugging.", devLabels).off()
+
+	// --- temperature ---
+	mTempGPU = def(snapshot.GroupTemperature, "gpu_temperature_celsius", typeGauge, "celsius", "nvmlDeviceGetTemperature (NVML_TEMPERATURE_GPU)",
+		"GPU die temperature.", devLabels)
+	mTempMemory = def(snapshot.GroupTemperature, "gpu_memory_temperature_celsius", typeGauge, "celsius", fvPrefix+"(NVML_FI_DEV_MEMORY_TEMP)",
+		"Device memory (HBM) temperature.", devLabels)
+	mTempThreshold = def(snapshot.GroupTemperature, "gpu_temperature_threshold_celsius", typeGauge, "celsius", "nvmlDeviceGetTemperatureThreshold (SLOWDOWN, SHUTDOWN, MEM_MAX)",
+		"Temperature at which the GPU slows down (slowdown), shuts down (shutdown), or the memory's maximum operating temperature (memory_max).", withLabels(devLabels, "threshold"))
+
+	// --- fan ---
+	mFan = def(snapshot.GroupFan, "gpu_fan_speed_ratio", typeGauge, "ratio", "nvmlDeviceGetNumFans + nvmlDeviceGetFanSpeed_v2 (mean over fans)",
+		"Intended fan speed as a fraction of its maximum, averaged over the GPU's fans.", devLabels)
+
+	// --- clocks ---
+	mPState = def(snapshot.GroupClocks, "gpu_performance_state", typeGauge, "", "nvmlDeviceGetPerformanceState",
+		"Performance state P0 (maximum performance) to P15 (minimum), as its number.", devLabels)
+	mClock = def(snapshot.GroupClocks, "gpu_clock_hertz", typeGauge, "hertz", "nvmlDeviceGetClockInfo",
+		"Current clock frequency per clock domain (graphics, sm, memory, video).", withLabels(devLabels, "clock"))
+	mClockMax = def(snapshot.GroupClocks, "gpu_clock_max_hertz", typeGauge, "hertz", "nvmlDeviceGetMaxClockInfo",
+		"Maximum clock frequency per clock domain.", withLabels(devLabels, "clock"))
+
+	// --- clock events ---
+	mClockEvent = def(snapshot.GroupClockEvents, "gpu_clock_event_active", typeGauge, "", "nvmlDeviceGetCurrentClocksEventReasons",
+		"1 while the clock-event (throttle) reason holds clocks down, else 0; one series per reason the driver knows.", withLabels(devLabels, "reason"))
+
+	// --- power ---
+	mPowerUsage = def(snapshot.GroupPower, "gpu_power_usage_watts", typeGauge, "watts", "nvmlDeviceGetPowerUsage",
+		"Power drawn by the GPU and its memory.", devLabels)
+	mPowerLimit = def(snapshot.GroupPower, "gpu_power_limit_watts", typeGauge, "watts", "nvmlDeviceGetEnforcedPowerLimit",
+		"Power limit the driver enforces (the lowest of all limits in effect).", devLabels)
+	mEnergy = def(snapshot.GroupPower, "gpu_energy_joules_total", typeCounter, "joules", "nvmlDeviceGetTotalEnergyConsumption",
+		"Energy consumed since the driver was loaded; resets when the driver reloads.", devLabels)
+
+	// --- PCIe ---
+	mPCIeTx = def(snapshot.GroupPCIe, "gpu_pcie_transmit_bytes_total", typeCounter, "bytes", fvPrefix+"(NVML_FI_DEV_PCIE_COUNT_TX_BYTES)",
+		"Bytes the GPU transmitted over PCIe since the driver was loaded.", devLabels)
+	mPCIeRx = def(snapshot.GroupPCIe, "gpu_pcie_receive_bytes_total", typeCounter, "bytes", fvPrefix+"(NVML_FI_DEV_PCIE_COUNT_RX_BYTES)",
+		"Bytes the GPU received over PCIe since the driver was loaded.", devLabels)
+	mPCIeGen = def(snapshot.GroupPCIe, "gpu_pcie_link_generation", typeGauge, "", "nvmlDeviceGetCurrPcieLinkGeneration",
+		"Current PCIe link generation (drops at idle to save power).", devLabels)
+	mPCIeWidth = def(snapshot.GroupPCIe, "gpu_pcie_link_width", typeGauge, "", "nvmlDeviceGetCurrPcieLinkWidth",
+		"Current PCIe link width in lanes.", devLabels)
+	mPCIeMaxGen = def(snapshot.GroupPCIe, "gpu_pcie_link_max_generation", typeGauge, "", "nvmlDeviceGetMaxPcieLinkGeneration",
+		"Maximum PCIe link generation of the GPU and the slot.", devLabels)
+	mPCIeMaxWidth = def(snapshot.GroupPCIe, "gpu_pcie_link_max_width", typeGauge, "", "nvmlDeviceGetMaxPcieLinkWidth",
+		"Maximum PCIe link width in lanes.", devLabels)
+	mPCIeReplays = def(snapshot.GroupPCIe, "gpu_pcie_replays_total", typeCounter, "", "nvmlDeviceGetPcieReplayCounter",
+		"PCIe replays (retransmissions after link errors) since the driver was loaded.", devLabels)
+
+	// --- ECC and memory repair ---
+	mECCErrors = def(snapshot.GroupECC, "gpu_ecc_errors_total", typeCounter, "", "nvmlDeviceGetTotalEccErrors (CORRECTED|UNCORRECTED × VOLATILE_ECC|AGGREGATE_ECC)",
+		"ECC errors in device memory. counter=\"volatile\" counts since the driver was loaded and resets on reboot or driver reload; counter=\"aggregate\" is kept in the InfoROM for the life of the GPU.", withLabels(devLabels, "type", "counter"))
+	mRetiredPages = def(snapshot.GroupECC, "gpu_retired_pages", typeGauge, "", "nvmlDeviceGetRetiredPages (MULTIPLE_SINGLE_BIT_ECC_ERRORS, DOUBLE_BIT_ECC_ERROR)",
+		"Memory pages retired (pre-Ampere GPUs), by cause: multiple_single_bit or double_bit ECC errors.", withLabels(devLabels, "cause"))
+	mRetiredPending = def(snapshot.GroupECC, "gpu_retired_pages_pending", typeGauge, "", "nvmlDeviceGetRetiredPagesPendingStatus",
+		"1 if a page is waiting to be retired at the next driver reload, else 0.", devLabels)
+	mRemappedRows = def(snapshot.GroupECC, "gpu_remapped_rows", typeGauge, "", "nvmlDeviceGetRemappedRows (corrRows, uncRows)",
+		"Memory rows remapped (Ampere and later), by the kind of error that caused it: correctable or uncorrectable.", withLabels(devLabels, "type"))
+	mRemapPending = def(snapshot.GroupECC, "gpu_remapped_rows_pending", typeGauge, "", "nvmlDeviceGetRemappedRows (isPending)",
+		"1 if a row remapping waits for a GPU reset, else 0.", devLabels)
+	mRemapFailure = def(snapshot.GroupECC, "gpu_remapped_rows_failure", typeGauge, "", "nvmlDeviceGetRemappedRows (failureOccurred)",
+		"1 if a row remapping failed (the GPU needs service), else 0.", devLabels)
+
+	// --- NVLink ---
+	mNVLinkUp = def(snapshot.GroupNVLink, "gpu_nvlink_up", typeGauge, "", "nvmlDeviceGetNvLinkState",
+		"1 if the NVLink link is active, else 0.", withLabels(devLabels, "link"))
+	mNVLinkTx = def(snapshot.GroupNVLink, "gpu_nvlink_transmit_bytes_total", typeCounter, "bytes", fvPrefix+"(NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_TX, scopeId=link)",
+		"Data bytes transmitted on the NVLink link.", withLabels(devLabels, "link"))
+	mNVLinkRx = def(snapshot.GroupNVLink, "gpu_nvlink_receive_bytes_total", typeCounter, "bytes", fvPrefix+"(NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_RX, scopeId=link)",
+		"Data bytes received on the NVLink link.", withLabels(devLabels, "link"))
+	mNVLinkErrors = def(snapshot.GroupNVLink, "gpu_nvlink_errors_total", typeCounter, "", "nvmlDeviceGetNvLinkErrorCounter (DL_CRC_FLIT, DL_CRC_DATA, DL_REPLAY, DL_RECOVERY)",
+		"NVLink data-link errors by type: crc_flit, crc_data, replay, recovery.", withLabels(devLabels, "link", "type"))
+
+	// --- XID ---
+	mXID = def(snapshot.GroupXID, "gpu_xid_errors_total", typeCounter, "", "nvmlEventSetWait (nvmlEventTypeXidCriticalError)",
+		"XID error events by XID code, counted since the exporter started.", withLabels(devLabels, "xid"))
+
+	// --- GPM (Hopper and later) ---
+	mGPMSMActive    = gpmDef(snapshot.GroupGPM, "gpu_gpm_sm_active_ratio", "NVML_GPM_METRIC_SM_UTIL", "Fraction of time at least one warp was resident on an SM, averaged over SMs.", devLabels)
+	mGPMSMOccupancy = gpmDef(snapshot.GroupGPM, "gpu_gpm_sm_occupancy_ratio", "NVML_GPM_METRIC_SM_OCCUPANCY", "Resident warps as a fraction of the maximum, averaged over SMs.", devLabels)
+	mGPMTensor      = gpmDef(snapshot.GroupGPM, "gpu_gpm_tensor_active_ratio", "NVML_GPM_METRIC_ANY_TENSOR_UTIL", "Fraction of cycles any tensor pipe was active.", devLabels)
+	mGPMDRAM        = gpmDef(snapshot.GroupGPM, "gpu_gpm_dram_active_ratio", "NVML_GPM_METRIC_DRAM_BW_UTIL", "Device memory bandwidth used as a fraction of the peak.", devLabels)
+	mGPMFP16        = gpmDef(snapshot.GroupGPM, "gpu_gpm_fp16_active_ratio", "NVML_GPM_METRIC_FP16_UTIL", "Fraction of cycles the FP16 pipe was active.", devLabels)
+	mGPMFP32        = gpmDef(snapshot.GroupGPM, "gpu_gpm_fp32_active_ratio", "NVML_GPM_METRIC_FP32_UTIL", "Fraction of cycles the FP32 pipe was active.", devLabels)
+	mGPMFP64        = gpmDef(snapshot.GroupGPM, "gpu_gpm_fp64_active_ratio", "NVML_GPM_METRIC_FP64_UTIL", "Fraction of cycles the FP64 pipe was active.", devLabels)
+
+	// --- MIG ---
+	mMIGInfo = def(snapshot.GroupMIG, "gpu_mig_info", typeInfo, "", "nvmlDeviceGetMigDeviceHandleByIndex, nvmlDeviceGetGpuInstanceId, nvmlDeviceGetComputeInstanceId, GetUUID, GetGpuInstanceProfileInfo",
+		"One series per MIG compute instance; always 1. Join on mig_uuid.", migInfoLabels)
+	mMIGMemTotal = def(snapshot.GroupMIG, "gpu_mig_memory_total_bytes", typeGauge, "bytes", "nvmlDeviceGetMemoryInfo on the MIG device handle (total)",
+		"Memory of the MIG instance.", migLabels)
+	mMIGMemUsed = def(snapshot.GroupMIG, "gpu_mig_memory_used_bytes", typeGauge, "bytes", "nvmlDeviceGetMemoryInfo on the MIG device handle (used)",
+		"Memory used in the MIG instance.", migLabels)
+	mMIGGPMSMActive    = gpmDef(snapshot.GroupMIG, "gpu_mig_gpm_sm_active_ratio", "NVML_GPM_METRIC_SM_UTIL via nvmlGpmMigSampleGet", "SM active ratio of the MIG instance.", migLabels)
+	mMIGGPMSMOccupancy = gpmDef(snapshot.GroupMIG, "gpu_mig_gpm_sm_occupancy_ratio", "NVML_GPM_METRIC_SM_OCCUPANCY via nvmlGpmMigSampleGet", "SM occupancy ratio of the MIG instance.", migLabels)
+	mMIGGPMTensor      = gpmDef(snapshot.GroupMIG, "gpu_mig_gpm_tensor_active_ratio", "NVML_GPM_METRIC_ANY_TENSOR_UTIL via nvmlGpmMigSampleGet", "Tensor pipe active ratio of the MIG instance.", migLabels)
+	mMIGGPMDRAM        = gpmDef(snapshot.GroupMIG, "gpu_mig_gpm_dram_active_ratio", "NVML_GPM_METRIC_DRAM_BW_UTIL via nvmlGpmMigSampleGet", "Memory bandwidth ratio of the MIG instance.", migLabels)
+	mMIGGPMFP16        = gpmDef(snapshot.GroupMIG, "gpu_mig_gpm_fp16_active_ratio", "NVML_GPM_METRIC_FP16_UTIL via nvmlGpmMigSampleGet", "FP16 pipe active ratio of the MIG instance.", migLabels)
+	mMIGGPMFP32        = gpmDef(snapshot.GroupMIG, "gpu_mig_gpm_fp32_active_ratio", "NVML_GPM_METRIC_FP32_UTIL via nvmlGpmMigSampleGet", "FP32 pipe active ratio of the MIG instance.", migLabels)
+	mMIGGPMFP64        = gpmDef(snapshot.GroupMIG, "gpu_mig_gpm_fp64_active_ratio", "NVML_GPM_METRIC_FP64_UTIL via nvmlGpmMigSampleGet", "FP64 pipe active ratio of the MIG instance.", migLabels)
+
+	// --- processes ---
+	mProcesses = def(snapshot.GroupProcesses, "gpu_processes", typeGauge, "", "nvmlDeviceGetComputeRunningProcesses_v3 + nvmlDeviceGetGraphicsRunningProcesses_v3",
+		"Number of processes holding a context on the GPU.", devLabels)
+	mProcMemory = def(snapshot.GroupProcesses, "gpu_process_memory_used_bytes", typeGauge, "bytes", "nvmlDeviceGetComputeRunningProcesses_v3 (usedGpuMemory) + attribution",
+		"GPU memory used by the owner's processes on the GPU (summed per owner; per process with pid labels).", ownerLabels).optIn(pidOptLabels)
+	mProcSM = def(snapshot.GroupProcesses, "gpu_process_sm_utilization_ratio", typeGauge, "ratio", "nvmlDeviceGetProcessUtilization (smUtil) + attribution",
+		"Share of the GPU's SM time used by the owner's processes (summed per owner).", ownerLabels).optIn(pidOptLabels)
+	mProcMemUtil = def(snapshot.GroupProcesses, "gpu_process_memory_utilization_ratio", typeGauge, "ratio", "nvmlDeviceGetProcessUtilization (memUtil) + attribution",
+		"Share of the GPU's memory-controller time used by the owner's processes (summed per owner).", ownerLabels).optIn(pidOptLabels)
+
+	// --- the exporter's own ---
+	mCollectorDuration = def(CollectorExporter, "gpuwatch_collector_duration_seconds", typeGauge, "seconds", "gpuwatch (time spent reading the group from NVML)",
+		"Time the collector group took to read every GPU in the last collection.", []string{"collector"})
+	mCollectorSuccess = def(CollectorExporter, "gpuwatch_collector_success", typeGauge, "", "gpuwatch",
+		"1 if the collector group read without unexpected errors, else 0.", []string{"collector"})
+	mAttributionErrors = def(CollectorExporter, "gpuwatch_attribution_errors_total", typeCounter, "", "gpuwatch attribution",
+		"Owner lookups that failed since start, by source (procfs, docker, cri, kubelet, slurm).", []string{"source"})
+	mSnapshotDuration = def(CollectorExporter, "gpuwatch_snapshot_duration_seconds", typeGauge, "seconds", "gpuwatch",
+		"Time this scrape waited for the snapshot of all GPUs.", nil)
+)
+
+func gpmDef(group, name, metric, help string, labels []string) *metricDef {
+	return def(group, name, typeGauge, "ratio", gpmCall+"("+metric+")", help, labels)
+}
+
+// Catalog returns every metric gpuwatch can export, in catalog order.
+func Catalog() []Metric {
+	out := make([]Metric, len(catalog))
+	for i, m := range catalog {
+		out[i] = m.Metric
+		out[i].Labels = append([]string(nil), m.Labels...)
+		out[i].OptInLabels = append([]string(nil), m.OptInLabels...)
+	}
+	return out
+}
+
+// catalogByName returns the catalog sorted by name: the family order of the
+// text exposition, the same as a prometheus.Registry's Gather.
+// It is built in init, which runs after every def above.
+var catalogByName []*metricDef
+
+func init() {
+	catalogByName = append([]*metricDef(nil), catalog...)
+	sort.Slice(catalogByName, func(i, j int) bool { return catalogByName[i].Name < catalogByName[j].Name })
+}
+
+func lookupMetric(name string) *metricDef {
+	for _, m := range catalog {
+		if m.Name == name {
+			return m
+		}
+	}
+	return nil
+}
+
+// allLabels is Labels plus OptInLabels, for display.
+func (m *Metric) allLabels(sep string) string {
+	s := strings.Join(m.Labels, sep)
+	if len(m.OptInLabels) > 0 {
+		s += " [+" + strings.Join(m.OptInLabels, sep) + "]"
+	}
+	return s
+}

@@ -1,0 +1,144 @@
+package exporter
+
+import (
+	"bytes"
+	"encoding/json"
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/gpuwatch/gpuwatch/internal/snapshot"
+)
+
+var update = flag.Bool("update", false, "rewrite docs/metrics.md from the catalog")
+
+// TestCatalogConventions enforces DESIGN.md's naming rules on every entry.
+func TestCatalogConventions(t *testing.T) {
+	seen := map[string]bool{}
+	groups := map[string]bool{CollectorExporter: true}
+	for _, g := range snapshot.AllGroups {
+		groups[g] = true
+	}
+	unitSuffix := map[string]string{
+		"bytes": "_bytes", "seconds": "_seconds", "joules": "_joules", "celsius": "_celsius",
+		"watts": "_watts", "hertz": "_hertz", "ratio": "_ratio",
+	}
+	for _, m := range catalog {
+		if seen[m.Name] {
+			t.Errorf("%s declared twice", m.Name)
+		}
+		seen[m.Name] = true
+		if !strings.HasPrefix(m.Name, "gpu_") && !strings.HasPrefix(m.Name, "gpuwatch_") {
+			t.Errorf("%s: prefix must be gpu_ or gpuwatch_", m.Name)
+		}
+		if strings.HasPrefix(m.Name, "gpuwatch_") != (m.Collector == CollectorExporter && m.Name != "gpu_up") {
+			t.Errorf("%s: gpuwatch_ is for the exporter's own metrics only", m.Name)
+		}
+		if (m.Type == typeCounter) != strings.HasSuffix(m.Name, "_total") {
+			t.Errorf("%s: counters and only counters end in _total", m.Name)
+		}
+		base := strings.TrimSuffix(m.Name, "_total")
+		if m.Unit != "" && !strings.HasSuffix(base, unitSuffix[m.Unit]) {
+			t.Errorf("%s: unit %q but the name does not end in %s", m.Name, m.Unit, unitSuffix[m.Unit])
+		}
+		for u, suffix := range unitSuffix {
+			if m.Unit != u && strings.HasSuffix(base, suffix) {
+				t.Errorf("%s: name ends in %s but unit is %q", m.Name, suffix, m.Unit)
+			}
+		}
+		if m.Type == typeInfo && !strings.HasSuffix(m.Name, "_info") {
+			t.Errorf("%s: info metrics end in _info", m.Name)
+		}
+		if !groups[m.Collector] {
+			t.Errorf("%s: unknown collector %q", m.Name, m.Collector)
+		}
+		if m.Help == "" || m.Source == "" {
+			t.Errorf("%s: help and source are required", m.Name)
+		}
+		if strings.HasPrefix(m.Name, "gpu_") && (len(m.Labels) < 2 || m.Labels[0] != "gpu" || m.Labels[1] != "uuid") {
+			t.Errorf("%s: device series start with the labels gpu, uuid; have %v", m.Name, m.Labels)
+		}
+	}
+	for _, g := range snapshot.AllGroups {
+		if _, ok := collectors[g]; !ok {
+			t.Errorf("no collector registered for group %s", g)
+		}
+	}
+}
+
+func TestWriteCatalog(t *testing.T) {
+	var table bytes.Buffer
+	if err := WriteCatalog(&table, "table"); err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(table.String()), "\n")
+	if len(lines) != len(catalog)+1 || !strings.HasPrefix(lines[0], "NAME") {
+		t.Fatalf("table has %d lines for %d metrics:\n%s", len(lines), len(catalog), table.String())
+	}
+	// Aligned columns: TYPE starts at the same offset on every line.
+	col := strings.Index(lines[0], "TYPE")
+	for _, l := range lines[1:] {
+		if len(l) < col || l[col-1] != ' ' || l[col] == ' ' {
+			t.Errorf("misaligned line: %q", l)
+		}
+	}
+	if !strings.Contains(table.String(), "nvmlDeviceGetPowerUsage") {
+		t.Error("table lacks the NVML source column")
+	}
+
+	var js bytes.Buffer
+	if err := WriteCatalog(&js, "json", WithMetricFilter(&MetricFilter{Disable: []string{"gpu_up"}})); err != nil {
+		t.Fatal(err)
+	}
+	var entries []struct {
+		Name    string   `json:"name"`
+		Labels  []string `json:"labels"`
+		Default bool     `json:"default"`
+		Enabled *bool    `json:"enabled"`
+	}
+	if err := json.Unmarshal(js.Bytes(), &entries); err != nil {
+		t.Fatal(err)
+	}
+	if len(entries) != len(catalog) {
+		t.Fatalf("json has %d entries, catalog %d", len(entries), len(catalog))
+	}
+	if entries[0].Name != "gpu_up" || !entries[0].Default || entries[0].Enabled == nil || *entries[0].Enabled {
+		t.Errorf("gpu_up under a filter that disables it: %+v", entries[0])
+	}
+
+	if err := WriteCatalog(&js, "yaml"); err == nil || !strings.Contains(err.Error(), "markdown") {
+		t.Errorf("unknown format: err = %v", err)
+	}
+}
+
+// TestMetricsDoc fails when docs/metrics.md is not what the catalog
+// generates.
+func TestMetricsDoc(t *testing.T) {
+	path := filepath.Join("..", "..", "docs", "metrics.md")
+	var want bytes.Buffer
+	if err := WriteCatalog(&want, "markdown"); err != nil {
+		t.Fatal(err)
+	}
+	if *update {
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, want.Bytes(), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v; generate it with: go test ./internal/exporter -run TestMetricsDoc -update", err)
+	}
+	if !bytes.Equal(got, want.Bytes()) {
+		t.Errorf("docs/metrics.md is out of date with the catalog; regenerate it with:\n  go test ./internal/exporter -run TestMetricsDoc -update")
+	}
+	for _, m := range catalog {
+		if !bytes.Contains(got, []byte("`"+m.Name+"`")) {
+			t.Errorf("docs/metrics.md lacks %s", m.Name)
+		}
+	}
+}

@@ -1,0 +1,145 @@
+package exporter
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/gpuwatch/gpuwatch/internal/snapshot"
+)
+
+// CatalogOption changes what WriteCatalog shows.
+type CatalogOption func(*catalogView)
+
+type catalogView struct {
+	filter    *MetricFilter
+	hasFilter bool
+}
+
+// WithMetricFilter shows whether each metric is enabled under the filter
+// (the effect of a --metrics.config) instead of its default.
+func WithMetricFilter(f *MetricFilter) CatalogOption {
+	return func(v *catalogView) { v.filter, v.hasFilter = f, true }
+}
+
+// CatalogFormats are the formats WriteCatalog accepts.
+var CatalogFormats = []string{"table", "markdown", "json"}
+
+// WriteCatalog writes every metric in the catalog: "table" (aligned
+// columns for a terminal), "markdown" (docs/metrics.md) or "json".
+func WriteCatalog(w io.Writer, format string, opts ...CatalogOption) error {
+	var v catalogView
+	for _, o := range opts {
+		o(&v)
+	}
+	switch format {
+	case "table":
+		return v.writeTable(w)
+	case "markdown":
+		return v.writeMarkdown(w)
+	case "json":
+		return v.writeJSON(w)
+	default:
+		return fmt.Errorf("unknown catalog format %q (use one of %s)", format, strings.Join(CatalogFormats, ", "))
+	}
+}
+
+// on is the state shown in the default/enabled column.
+func (v *catalogView) on(m *metricDef) bool {
+	if v.hasFilter {
+		return v.filter.enabled(m)
+	}
+	return m.Default
+}
+
+func (v *catalogView) stateColumn() string {
+	if v.hasFilter {
+		return "enabled"
+	}
+	return "default"
+}
+
+func onOff(b bool) string {
+	if b {
+		return "on"
+	}
+	return "off"
+}
+
+func (v *catalogView) writeTable(w io.Writer) error {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintf(tw, "NAME\tTYPE\tUNIT\tLABELS\tCOLLECTOR\t%s\tSOURCE\tHELP\n", strings.ToUpper(v.stateColumn()))
+	for _, m := range catalog {
+		unit := m.Unit
+		if unit == "" {
+			unit = "-"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n",
+			m.Name, m.Type, unit, m.allLabels(","), m.Collector, onOff(v.on(m)), m.Source, m.Help)
+	}
+	return tw.Flush()
+}
+
+func (v *catalogView) writeJSON(w io.Writer) error {
+	type entry struct {
+		Metric
+		Enabled *bool `json:"enabled,omitempty"`
+	}
+	out := make([]entry, len(catalog))
+	for i, m := range catalog {
+		out[i].Metric = m.Metric
+		if out[i].Labels == nil {
+			out[i].Labels = []string{}
+		}
+		if v.hasFilter {
+			on := v.on(m)
+			out[i].Enabled = &on
+		}
+	}
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(out)
+}
+
+// mdEscape keeps a cell inside its markdown table column.
+var mdEscape = strings.NewReplacer("|", `\|`, "\n", " ")
+
+func (v *catalogView) writeMarkdown(w io.Writer) error {
+	var b strings.Builder
+	b.WriteString("# gpuwatch metrics\n\n")
+	b.WriteString("<!-- Generated from internal/exporter/catalog.go; do not edit.\n")
+	b.WriteString("     Regenerate: go test ./internal/exporter -run TestMetricsDoc -update -->\n\n")
+	b.WriteString("Every metric gpuwatch can export, by collector. `gpuwatch metrics` prints the same list.\n\n")
+	b.WriteString("- Device series carry `gpu` (the NVML index) and `uuid`; descriptive facts are on `gpu_info`, joined in PromQL:\n")
+	b.WriteString("  `gpu_power_usage_watts * on(gpu, uuid) group_left(name) gpu_info`.\n")
+	b.WriteString("- Values are in base units: bytes, seconds, joules, degrees Celsius, watts, hertz, and ratios from 0 to 1.\n")
+	b.WriteString("- A reading the GPU does not support produces no series (never a fake 0). A GPU that stops answering\n")
+	b.WriteString("  has `gpu_up 0` and no other series.\n")
+	b.WriteString("- A collector is turned off with `--no-collector.NAME`; single metrics with `--metrics.config=FILE`:\n\n")
+	b.WriteString("  ```yaml\n  disable: [\"gpu_nvlink_*\"]                         # names or path.Match globs\n")
+	b.WriteString("  enable: [\"gpu_nvlink_up\", \"gpu_bar1_memory_*\"]     # enable wins over disable\n  ```\n\n")
+	b.WriteString("- `gpu_process_*` series are summed per owner (user, container, pod, namespace, slurm_job) on each GPU;\n")
+	b.WriteString("  labels in [+...] (`pid`, `command`) are added only when per-process labels are turned on.\n")
+
+	groups := append([]string{CollectorExporter}, snapshot.AllGroups...)
+	for _, g := range groups {
+		fmt.Fprintf(&b, "\n## %s\n\n", g)
+		if g == CollectorExporter {
+			b.WriteString("Always produced, whatever collectors are enabled.\n\n")
+		}
+		fmt.Fprintf(&b, "| Name | Type | Unit | Labels | %s | NVML source | Help |\n", strings.ToUpper(v.stateColumn()[:1])+v.stateColumn()[1:])
+		b.WriteString("|---|---|---|---|---|---|---|\n")
+		for _, m := range catalog {
+			if m.Collector != g {
+				continue
+			}
+			fmt.Fprintf(&b, "| `%s` | %s | %s | %s | %s | %s | %s |\n",
+				m.Name, m.Type, m.Unit, mdEscape.Replace(m.allLabels(", ")), onOff(v.on(m)),
+				mdEscape.Replace(m.Source), mdEscape.Replace(m.Help))
+		}
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}

@@ -1,0 +1,15 @@
+package exporter
+
+import "github.com/gpuwatch/gpuwatch/internal/snapshot"
+
+// The XID collector: critical error events by code. The backend counts
+// them in its own event goroutine; this only renders the counts.
+func init() {
+	registerCollector(snapshot.GroupXID, collector{device: collectXID})
+}
+
+func collectXID(em *emitter, _ *snapshot.Snapshot, d *snapshot.Device) {
+	for _, x := range d.XIDErrors {
+		em.dev1(mXID, float64(x.Count), utoa(x.XID))
+	}
+}

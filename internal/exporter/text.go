@@ -1,0 +1,141 @@
+package exporter
+
+import (
+	"math"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// This file writes the Prometheus text exposition format (version 0.0.4)
+// directly: per family the same bytes expfmt writes, apart from the order
+// of series inside a family (expfmt sorts them; we keep the snapshot's
+// order, which Prometheus does not care about) and the order of labels (we
+// keep the catalog's, gpu and uuid first; expfmt sorts them by name).
+// TestTextMatchesExpfmt holds the two paths to the same parsed result.
+
+// textForm is the part of a metric's exposition that does not change
+// between scrapes, built once in the catalog.
+type textForm struct {
+	header []byte   // "# HELP name help\n# TYPE name gauge\n"
+	parts  [][]byte // parts[i] precedes label value i: `name{gpu="`, `",uuid="`, ...
+	bare   []byte   // "name " for a metric without labels
+}
+
+var helpEscaper = strings.NewReplacer(`\`, `\\`, "\n", `\n`)
+
+func newTextForm(name, help string, vt prometheus.ValueType, labels []string) textForm {
+	typ := "gauge"
+	if vt == prometheus.CounterValue {
+		typ = "counter"
+	}
+	t := textForm{
+		header: []byte("# HELP " + name + " " + helpEscaper.Replace(help) + "\n# TYPE " + name + " " + typ + "\n"),
+	}
+	if len(labels) == 0 {
+		t.bare = []byte(name + " ")
+	}
+	for i, l := range labels {
+		if i == 0 {
+			t.parts = append(t.parts, []byte(name+"{"+l+`="`))
+		} else {
+			t.parts = append(t.parts, []byte(`",`+l+`="`))
+		}
+	}
+	return t
+}
+
+// appendSeries appends one sample line.
+func (t *textForm) appendSeries(b []byte, lvs []string, v float64) []byte {
+	if len(t.parts) == 0 {
+		b = append(b, t.bare...)
+	} else {
+		for i, lv := range lvs {
+			b = append(b, t.parts[i]...)
+			b = appendLabelValue(b, lv)
+		}
+		b = append(b, `"} `...)
+	}
+	b = appendFloat(b, v)
+	return append(b, '\n')
+}
+
+// appendLabelValue escapes a label value as the text format requires
+// (backslash, double quote and line feed) and replaces invalid UTF-8 with
+// U+FFFD, as the client_golang path does before it.
+func appendLabelValue(b []byte, s string) []byte {
+	// Fast path: plain printable ASCII, the case for almost every value.
+	i := 0
+	for i < len(s) {
+		c := s[i]
+		if c >= utf8.RuneSelf || c == '\\' || c == '"' || c == '\n' {
+			break
+		}
+		i++
+	}
+	b = append(b, s[:i]...)
+	for i < len(s) {
+		c := s[i]
+		switch {
+		case c == '\\':
+			b = append(b, `\\`...)
+			i++
+		case c == '"':
+			b = append(b, `\"`...)
+			i++
+		case c == '\n':
+			b = append(b, `\n`...)
+			i++
+		case c < utf8.RuneSelf:
+			b = append(b, c)
+			i++
+		default:
+			r, size := utf8.DecodeRuneInString(s[i:])
+			if r == utf8.RuneError && size == 1 {
+				b = append(b, "\uFFFD"...)
+			} else {
+				b = append(b, s[i:i+size]...)
+			}
+			i += size
+		}
+	}
+	return b
+}
+
+// appendFloat formats a sample value exactly as expfmt's writeFloat does.
+func appendFloat(b []byte, f float64) []byte {
+	switch {
+	case f == 1:
+		return append(b, '1')
+	case f == 0:
+		return append(b, '0')
+	case f == -1:
+		return append(b, "-1"...)
+	case math.IsNaN(f):
+		return append(b, "NaN"...)
+	case math.IsInf(f, +1):
+		return append(b, "+Inf"...)
+	case math.IsInf(f, -1):
+		return append(b, "-Inf"...)
+	default:
+		return strconv.AppendFloat(b, f, 'g', -1, 64)
+	}
+}
+
+// assembleText joins the per-metric buffers into one exposition, families
+// in name order like a Registry's Gather, each under its HELP and TYPE.
+func (em *emitter) assembleText() []byte {
+	out := em.out[:0]
+	for _, m := range catalogByName {
+		body := em.bufs[m.id]
+		if len(body) == 0 {
+			continue
+		}
+		out = append(out, m.text.header...)
+		out = append(out, body...)
+	}
+	em.out = out
+	return out
+}
