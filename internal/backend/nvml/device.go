@@ -1,0 +1,147 @@
+package nvmlbackend
+
+import (
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/NVIDIA/go-nvml/pkg/nvml"
+
+	"github.com/gpuwatch/gpuwatch/internal/snapshot"
+)
+
+// deviceState is what the reader remembers about one device between reads.
+// Its mutex is held for the whole read of the device, so concurrent Reads
+// take turns per device and the state needs no finer locking.
+type deviceState struct {
+	mu   sync.Mutex
+	uuid string
+	// retired is set when the index now belongs to another GPU; a read still
+	// holding this state must not allocate into it.
+	retired bool
+
+	// static identity, read once (it does not change while the driver is loaded).
+	static *staticInfo
+	// nvlinks lists the links that exist, discovered once; nvlinksKnown says
+	// whether discovery finished.
+	nvlinks      []int
+	nvlinksKnown bool
+	// fields is reused by every read for the batched GetFieldValues call.
+	fields []nvml.FieldValue
+	// lastProcessSample is the newest GetProcessUtilization timestamp seen,
+	// so each read asks only for newer samples.
+	lastProcessSample uint64
+	gpm               gpmDeviceState
+}
+
+// deviceReader reads one device once. It is not shared between goroutines.
+type deviceReader struct {
+	r     *Reader
+	index int
+	dev   nvml.Device
+	st    *deviceState
+	out   *deviceResult
+
+	// gone is set when a call reported the GPU lost mid-read; reading stops
+	// and the device is reported down with this reason.
+	gone string
+
+	fields fieldBatch
+
+	// Facts read once per device read and shared by several groups.
+	migModeRead bool
+	migEnabled  bool
+	migListed   bool
+	migDevs     []migDevice
+}
+
+// readDevice reads device index into out. It never panics: a panic inside a
+// group (a broken binding, a mock without a function) becomes that group's
+// error.
+func (r *Reader) readDevice(index int, out *deviceResult) {
+	out.device = snapshot.Device{Index: index}
+	dev, ret := r.lib.DeviceGetHandleByIndex(index)
+	if ret != nvml.SUCCESS {
+		out.device.DownReason = downReason(ret)
+		return
+	}
+	// GetUUID doubles as the liveness probe: it is called on every read,
+	// and a lost GPU fails it with GPU_IS_LOST.
+	uuid, ret := dev.GetUUID()
+	if ret != nvml.SUCCESS {
+		out.device.DownReason = downReason(ret)
+		return
+	}
+	out.device.UUID = uuid
+	out.device.Up = true
+
+	st := r.state(index, uuid)
+	st.mu.Lock()
+	defer st.mu.Unlock()
+
+	d := &deviceReader{r: r, index: index, dev: dev, st: st, out: out}
+	d.readAll()
+	if d.gone != "" {
+		out.device = snapshot.Device{Index: index, UUID: uuid, DownReason: d.gone}
+		out.processes = nil
+	}
+}
+
+// readAll runs every enabled group in an order that respects their
+// dependencies: NVLink discovery before the batched field read that carries
+// NVLink traffic, MIG instances before GPM (which fills per-instance
+// metrics) and processes (which map to instances).
+func (d *deviceReader) readAll() {
+	dev := &d.out.device
+	d.run(gInfo, d.readInfo)
+	d.run(gNVLink, d.discoverNVLinks)
+	d.readFieldBatch()
+	d.run(gUtilization, func() { d.readUtilization(&dev.Utilization) })
+	d.run(gMemory, func() { d.readMemory(&dev.Memory) })
+	d.run(gTemperature, func() { d.readTemperature(&dev.Temperature) })
+	d.run(gFan, func() { dev.FanSpeed = d.readFanSpeed() })
+	d.run(gClocks, d.readClocks)
+	d.run(gClockEvents, func() { dev.ClockEvents = d.readClockEvents() })
+	d.run(gPower, func() { d.readPower(&dev.Power) })
+	d.run(gPCIe, func() { d.readPCIe(&dev.PCIe) })
+	d.run(gECC, func() { d.readECC(&dev.ECC) })
+	d.run(gNVLink, func() { dev.NVLinks = d.readNVLinks() })
+	d.run(gMIG, func() { dev.MIGInstances = d.readMIGInstances() })
+	d.run(gGPM, d.readGPM)
+	d.run(gProcesses, func() { d.out.processes = d.readProcesses() })
+}
+
+// run calls fn if group g is enabled and the device still answers, adds the
+// time it took to the group, and turns a panic into the group's error.
+func (d *deviceReader) run(g groupID, fn func()) {
+	if !d.r.groups[g] || d.gone != "" {
+		return
+	}
+	start := time.Now()
+	defer func() {
+		d.out.stats[g].dur += time.Since(start)
+		if p := recover(); p != nil {
+			d.out.stats.fail(g, fmt.Errorf("gpu %d: %s: panic: %v", d.index, g, p))
+		}
+	}()
+	fn()
+}
+
+// ok reports whether an NVML call succeeded, and files its failure: nothing
+// for NOT_SUPPORTED, device down for a lost GPU, the group's error otherwise.
+func (d *deviceReader) ok(g groupID, call string, ret nvml.Return) bool {
+	switch classify(ret) {
+	case succeeded:
+		return true
+	case absent:
+		return false
+	case deviceGone:
+		if d.gone == "" {
+			d.gone = downReason(ret)
+		}
+		return false
+	default:
+		d.out.stats.fail(g, callError(d.index, call, ret))
+		return false
+	}
+}

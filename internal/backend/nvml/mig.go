@@ -1,0 +1,99 @@
+package nvmlbackend
+
+import (
+	"strings"
+
+	"github.com/NVIDIA/go-nvml/pkg/nvml"
+
+	"github.com/gpuwatch/gpuwatch/internal/snapshot"
+)
+
+// migDevice is one MIG device (a compute instance inside a GPU instance) of
+// a MIG-enabled GPU.
+type migDevice struct {
+	handle            nvml.Device
+	gpuInstanceID     int
+	computeInstanceID int
+	uuid              string
+	profile           string
+}
+
+// migDevices lists the MIG devices of a MIG-enabled GPU, once per device
+// read (instances can be created and destroyed at any time, so the list is
+// not cached between reads). The calls are charged to group g, the first
+// group that needs the list.
+func (d *deviceReader) migDevices(g groupID) []migDevice {
+	if d.migListed {
+		return d.migDevs
+	}
+	d.migListed = true
+	if enabled, _ := d.migMode(g); !enabled {
+		return nil
+	}
+	count, ret := d.dev.GetMaxMigDeviceCount()
+	if !d.ok(g, "GetMaxMigDeviceCount", ret) {
+		return nil
+	}
+	for i := range count {
+		h, ret := d.dev.GetMigDeviceHandleByIndex(i)
+		switch ret {
+		case nvml.SUCCESS:
+		case nvml.ERROR_NOT_FOUND, nvml.ERROR_INVALID_ARGUMENT:
+			continue // an empty slot
+		default:
+			d.ok(g, "GetMigDeviceHandleByIndex", ret)
+			if d.gone != "" {
+				return nil
+			}
+			continue
+		}
+		m := migDevice{handle: h}
+		gi, ret := h.GetGpuInstanceId()
+		if !d.ok(g, "GetGpuInstanceId", ret) {
+			continue
+		}
+		ci, ret := h.GetComputeInstanceId()
+		if !d.ok(g, "GetComputeInstanceId", ret) {
+			continue
+		}
+		m.gpuInstanceID, m.computeInstanceID = gi, ci
+		if uuid, ret := h.GetUUID(); d.ok(g, "GetUUID", ret) {
+			m.uuid = uuid
+		}
+		if name, ret := h.GetName(); d.ok(g, "GetName", ret) {
+			m.profile = migProfile(name)
+		}
+		d.migDevs = append(d.migDevs, m)
+	}
+	return d.migDevs
+}
+
+// migProfile extracts the profile from a MIG device name:
+// "NVIDIA A100-SXM4-80GB MIG 1g.10gb" → "1g.10gb",
+// "NVIDIA A100-SXM4-40GB MIG 1c.3g.20gb" → "1c.3g.20gb".
+func migProfile(name string) string {
+	i := strings.LastIndex(name, "MIG ")
+	if i < 0 {
+		return ""
+	}
+	return strings.TrimSpace(name[i+len("MIG "):])
+}
+
+// readMIGInstances reads each MIG device's identity and memory; GPM fills
+// in per-instance profiling afterwards.
+func (d *deviceReader) readMIGInstances() []snapshot.MIGInstance {
+	devs := d.migDevices(gMIG)
+	if len(devs) == 0 {
+		return nil
+	}
+	out := make([]snapshot.MIGInstance, len(devs))
+	for i, m := range devs {
+		inst := &out[i]
+		inst.GPUInstanceID = m.gpuInstanceID
+		inst.ComputeInstanceID = m.computeInstanceID
+		inst.UUID = m.uuid
+		inst.Profile = m.profile
+		inst.MemoryTotal, inst.MemoryUsed, _, _ = d.readFramebuffer(gMIG, m.handle)
+	}
+	return out
+}

@@ -1,0 +1,86 @@
+package nvmlbackend
+
+import (
+	"github.com/NVIDIA/go-nvml/pkg/nvml"
+
+	"github.com/gpuwatch/gpuwatch/internal/snapshot"
+)
+
+// discoverNVLinks finds, once per device, which link numbers exist: NVML
+// answers NOT_SUPPORTED or INVALID_ARGUMENT for links the device does not
+// have. Probing all NVLINK_MAX_LINKS on every scrape would waste 36 calls on
+// a PCIe card; a device with no links is remembered and never probed again.
+// Discovery is repeated only if a probe failed for another reason.
+func (d *deviceReader) discoverNVLinks() {
+	if d.st.nvlinksKnown {
+		return
+	}
+	var links []int
+	complete := true
+	for link := range nvml.NVLINK_MAX_LINKS {
+		_, ret := d.dev.GetNvLinkState(link)
+		switch ret {
+		case nvml.SUCCESS:
+			links = append(links, link)
+		case nvml.ERROR_NOT_SUPPORTED, nvml.ERROR_INVALID_ARGUMENT, nvml.ERROR_FUNCTION_NOT_FOUND:
+		default:
+			complete = false
+			if !d.ok(gNVLink, "GetNvLinkState", ret) && d.gone != "" {
+				return
+			}
+		}
+	}
+	d.st.nvlinks = links
+	d.st.nvlinksKnown = complete
+}
+
+var nvlinkErrorCounters = [...]struct {
+	counter nvml.NvLinkErrorCounter
+	field   func(*snapshot.NVLink) *snapshot.Opt[uint64]
+}{
+	{nvml.NVLINK_ERROR_DL_CRC_FLIT, func(l *snapshot.NVLink) *snapshot.Opt[uint64] { return &l.CRCFlitErrors }},
+	{nvml.NVLINK_ERROR_DL_CRC_DATA, func(l *snapshot.NVLink) *snapshot.Opt[uint64] { return &l.CRCDataErrors }},
+	{nvml.NVLINK_ERROR_DL_REPLAY, func(l *snapshot.NVLink) *snapshot.Opt[uint64] { return &l.ReplayErrors }},
+	{nvml.NVLINK_ERROR_DL_RECOVERY, func(l *snapshot.NVLink) *snapshot.Opt[uint64] { return &l.RecoveryErrors }},
+}
+
+// readNVLinks reads state, traffic and error counters of every link found
+// by discovery; nil when the device has no NVLink.
+func (d *deviceReader) readNVLinks() []snapshot.NVLink {
+	if len(d.st.nvlinks) == 0 {
+		return nil
+	}
+	out := make([]snapshot.NVLink, 0, len(d.st.nvlinks))
+	for _, link := range d.st.nvlinks {
+		l := snapshot.NVLink{Link: link}
+		state, ret := d.dev.GetNvLinkState(link)
+		if !d.ok(gNVLink, "GetNvLinkState", ret) {
+			if d.gone != "" {
+				return nil
+			}
+			continue
+		}
+		l.Active = state == nvml.FEATURE_ENABLED
+		// Throughput fields count KiB.
+		if v, ok := d.field(gNVLink, nvml.FI_DEV_NVLINK_THROUGHPUT_DATA_TX, uint32(link)); ok {
+			if n, ok := fieldUint(v); ok {
+				l.TxBytes = snapshot.Some(n * 1024)
+			}
+		}
+		if v, ok := d.field(gNVLink, nvml.FI_DEV_NVLINK_THROUGHPUT_DATA_RX, uint32(link)); ok {
+			if n, ok := fieldUint(v); ok {
+				l.RxBytes = snapshot.Some(n * 1024)
+			}
+		}
+		for _, c := range nvlinkErrorCounters {
+			if n, ret := d.dev.GetNvLinkErrorCounter(link, c.counter); d.ok(gNVLink, "GetNvLinkErrorCounter", ret) {
+				*c.field(&l) = snapshot.Some(n)
+			}
+		}
+		out = append(out, l)
+	}
+	if len(out) == 0 {
+		return nil
+	}
+	return out
+}

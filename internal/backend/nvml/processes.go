@@ -1,0 +1,126 @@
+package nvmlbackend
+
+import (
+	"math"
+
+	"github.com/NVIDIA/go-nvml/pkg/nvml"
+
+	"github.com/gpuwatch/gpuwatch/internal/snapshot"
+)
+
+// noInstance is what NVML puts in ProcessInfo.GpuInstanceId and
+// ComputeInstanceId for a process that is not in a MIG instance.
+const noInstance = math.MaxUint32
+
+// memoryNotAvailable is NVML_VALUE_NOT_AVAILABLE as an unsigned long long:
+// NVML reports it as UsedGpuMemory when it cannot tell (e.g. under WDDM, or
+// for processes of another container without the right permissions).
+const memoryNotAvailable = math.MaxUint64
+
+// readProcesses lists the compute and graphics processes of the device and
+// of each of its MIG devices, with per-process utilization. Owner
+// attribution fills Process.Owner later.
+func (d *deviceReader) readProcesses() []snapshot.Process {
+	var procs []snapshot.Process
+	uuid := d.out.device.UUID
+
+	// Processes seen on a MIG device carry its identity; the same process
+	// may also appear in the parent's list, where it is skipped.
+	type key struct {
+		pid  uint32
+		kind string
+	}
+	var onMIG map[key]bool
+	for _, m := range d.migDevices(gProcesses) {
+		for _, kind := range processKinds {
+			list, ret := kind.list(m.handle)
+			if !d.ok(gProcesses, kind.call, ret) {
+				continue
+			}
+			for _, info := range list {
+				p := newProcess(d.index, uuid, kind.name, info)
+				p.MIGUUID = m.uuid
+				p.GPUInstanceID = snapshot.Some(m.gpuInstanceID)
+				p.ComputeInstanceID = snapshot.Some(m.computeInstanceID)
+				procs = append(procs, p)
+				if onMIG == nil {
+					onMIG = make(map[key]bool)
+				}
+				onMIG[key{info.Pid, kind.name}] = true
+			}
+		}
+	}
+
+	for _, kind := range processKinds {
+		list, ret := kind.list(d.dev)
+		if !d.ok(gProcesses, kind.call, ret) {
+			continue
+		}
+		for _, info := range list {
+			if onMIG[key{info.Pid, kind.name}] {
+				continue
+			}
+			p := newProcess(d.index, uuid, kind.name, info)
+			if info.GpuInstanceId != noInstance && info.ComputeInstanceId != noInstance && d.migEnabled {
+				p.GPUInstanceID = snapshot.Some(int(info.GpuInstanceId))
+				p.ComputeInstanceID = snapshot.Some(int(info.ComputeInstanceId))
+				for _, m := range d.migDevs {
+					if m.gpuInstanceID == int(info.GpuInstanceId) && m.computeInstanceID == int(info.ComputeInstanceId) {
+						p.MIGUUID = m.uuid
+					}
+				}
+			}
+			procs = append(procs, p)
+		}
+	}
+
+	if len(procs) > 0 {
+		d.readProcessUtilization(procs)
+	}
+	return procs
+}
+
+var processKinds = [...]struct {
+	name string
+	call string
+	list func(nvml.Device) ([]nvml.ProcessInfo, nvml.Return)
+}{
+	{"compute", "GetComputeRunningProcesses", nvml.Device.GetComputeRunningProcesses},
+	{"graphics", "GetGraphicsRunningProcesses", nvml.Device.GetGraphicsRunningProcesses},
+}
+
+func newProcess(gpu int, uuid, kind string, info nvml.ProcessInfo) snapshot.Process {
+	p := snapshot.Process{GPU: gpu, GPUUUID: uuid, PID: info.Pid, Type: kind}
+	if info.UsedGpuMemory != memoryNotAvailable {
+		p.UsedMemory = snapshot.Some(info.UsedGpuMemory)
+	}
+	return p
+}
+
+// readProcessUtilization adds SM and memory utilization from the driver's
+// per-process samples. It asks only for samples newer than the last read's
+// newest, and takes each pid's newest sample. A process with no new sample
+// (idle since the last read, or sampling unsupported, as on MIG) keeps the
+// readings absent.
+func (d *deviceReader) readProcessUtilization(procs []snapshot.Process) {
+	samples, ret := d.dev.GetProcessUtilization(d.st.lastProcessSample)
+	if ret == nvml.ERROR_NOT_FOUND { // no sample since lastProcessSample
+		return
+	}
+	if !d.ok(gProcesses, "GetProcessUtilization", ret) {
+		return
+	}
+	newest := make(map[uint32]nvml.ProcessUtilizationSample, len(samples))
+	for _, s := range samples {
+		if prev, seen := newest[s.Pid]; !seen || s.TimeStamp > prev.TimeStamp {
+			newest[s.Pid] = s
+		}
+		d.st.lastProcessSample = max(d.st.lastProcessSample, s.TimeStamp)
+	}
+	for i := range procs {
+		if s, ok := newest[procs[i].PID]; ok {
+			procs[i].SMUtilization = snapshot.Some(percent(s.SmUtil))
+			procs[i].MemoryUtilization = snapshot.Some(percent(s.MemUtil))
+		}
+	}
+}

@@ -1,0 +1,272 @@
+package nvmlbackend
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"runtime"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/NVIDIA/go-nvml/pkg/nvml"
+
+	"github.com/gpuwatch/gpuwatch/internal/snapshot"
+)
+
+// Options configure a Reader.
+type Options struct {
+	// Groups names the snapshot.Group* groups to read. A group not in the
+	// map (or mapped to false) is not read: it makes no NVML call. Use
+	// AllGroups() to read everything.
+	Groups map[string]bool
+	// Now is the clock for Snapshot.Time (the simulator passes its own
+	// clock). Default time.Now.
+	Now func() time.Time
+	// Logger receives warnings (XID watcher failures, GPM set-up). Default:
+	// discard.
+	Logger *slog.Logger
+	// Parallel is how many devices are read concurrently. Default
+	// min(2*NumCPU, 8).
+	Parallel int
+}
+
+// Reader reads every GPU of one NVML library into snapshots. It keeps
+// per-device state between reads (static identity, GPM samples, the last
+// process-utilization timestamp), so one Reader should serve all scrapes.
+// Read is safe for concurrent use.
+type Reader struct {
+	lib      nvml.Interface
+	groups   groupSet
+	now      func() time.Time
+	log      *slog.Logger
+	parallel int
+
+	// lifecycle is held for reading by Read and for writing by Close, so
+	// Close waits for in-flight reads before it frees NVML resources.
+	lifecycle sync.RWMutex
+	closed    bool
+
+	mu       sync.Mutex
+	states   map[int]*deviceState // by device index
+	versions versions
+
+	xid *xidWatcher // nil when the xid group is off or no device supports it
+	// xidSetupErr is reported in Groups["xid"].Err on every read: the
+	// watcher could not be started for a reason other than NOT_SUPPORTED.
+	xidSetupErr error
+
+	reads atomic.Uint64
+}
+
+// New initialises NVML and returns a Reader. When the library cannot be
+// loaded the error wraps ErrLibraryNotFound.
+func New(lib nvml.Interface, opts Options) (*Reader, error) {
+	groups, err := parseGroups(opts.Groups)
+	if err != nil {
+		return nil, err
+	}
+	r := &Reader{
+		lib:      lib,
+		groups:   groups,
+		now:      opts.Now,
+		log:      opts.Logger,
+		parallel: opts.Parallel,
+		states:   make(map[int]*deviceState),
+	}
+	if r.now == nil {
+		r.now = time.Now
+	}
+	if r.log == nil {
+		r.log = slog.New(slog.DiscardHandler)
+	}
+	if r.parallel <= 0 {
+		r.parallel = min(2*runtime.NumCPU(), 8)
+	}
+
+	switch ret := lib.Init(); ret {
+	case nvml.SUCCESS:
+	case nvml.ERROR_LIBRARY_NOT_FOUND:
+		return nil, fmt.Errorf("nvml init: %w", ErrLibraryNotFound)
+	default:
+		return nil, fmt.Errorf("nvml init: %w", ret)
+	}
+
+	if r.groups[gGPM] {
+		r.primeGPM()
+	}
+	if r.groups[gXID] {
+		r.xid, r.xidSetupErr = startXIDWatcher(lib, r.log)
+	}
+	return r, nil
+}
+
+// Close stops the XID watcher, frees GPM samples and shuts NVML down. It
+// waits for reads in progress. Calling it twice is harmless.
+func (r *Reader) Close() error {
+	r.lifecycle.Lock()
+	defer r.lifecycle.Unlock()
+	if r.closed {
+		return nil
+	}
+	r.closed = true
+	if r.xid != nil {
+		r.xid.stop()
+	}
+	r.mu.Lock()
+	for _, st := range r.states {
+		st.mu.Lock()
+		st.gpm.free()
+		st.mu.Unlock()
+	}
+	r.mu.Unlock()
+	if ret := r.lib.Shutdown(); ret != nvml.SUCCESS {
+		return fmt.Errorf("nvml shutdown: %w", ret)
+	}
+	return nil
+}
+
+// errClosed is returned by Read after Close.
+var errClosed = errors.New("nvml reader is closed")
+
+// Read takes one full reading of every GPU. Only a failure to count the
+// devices fails the whole read; any per-device or per-group problem is
+// reported inside the snapshot (Device.Up, Snapshot.Groups).
+func (r *Reader) Read(ctx context.Context) (*snapshot.Snapshot, error) {
+	r.lifecycle.RLock()
+	defer r.lifecycle.RUnlock()
+	if r.closed {
+		return nil, errClosed
+	}
+	r.reads.Add(1)
+
+	snap := &snapshot.Snapshot{Time: r.now()}
+	var stats groupStats
+
+	if r.groups[gInfo] {
+		start := time.Now()
+		v, err := r.readVersions()
+		snap.DriverVersion, snap.CUDADriverVersion, snap.NVMLVersion = v.driver, v.cuda, v.nvml
+		stats[gInfo].dur += time.Since(start)
+		if err != nil {
+			stats.fail(gInfo, err)
+		}
+	}
+
+	count, ret := r.lib.DeviceGetCount()
+	if ret != nvml.SUCCESS {
+		return nil, fmt.Errorf("nvml device count: %w", ret)
+	}
+
+	results, err := r.readDevices(ctx, count)
+	if err != nil {
+		return nil, err
+	}
+
+	snap.Devices = make([]snapshot.Device, count)
+	nprocs := 0
+	for i := range results {
+		snap.Devices[i] = results[i].device
+		stats.add(&results[i].stats)
+		nprocs += len(results[i].processes)
+	}
+	if nprocs > 0 {
+		snap.Processes = make([]snapshot.Process, 0, nprocs)
+		for i := range results {
+			snap.Processes = append(snap.Processes, results[i].processes...)
+		}
+		slices.SortFunc(snap.Processes, compareProcesses)
+	}
+
+	if r.groups[gXID] {
+		start := time.Now()
+		if r.xid != nil {
+			r.xid.fill(snap.Devices)
+			if err := r.xid.lastError(); err != nil {
+				stats.fail(gXID, err)
+			}
+		}
+		if r.xidSetupErr != nil {
+			stats.fail(gXID, r.xidSetupErr)
+		}
+		stats[gXID].dur += time.Since(start)
+	}
+
+	snap.Groups = stats.statusMap(r.groups)
+	return snap, nil
+}
+
+func compareProcesses(a, b snapshot.Process) int {
+	return cmp.Or(
+		cmp.Compare(a.GPU, b.GPU),
+		cmp.Compare(a.PID, b.PID),
+		cmp.Compare(a.Type, b.Type),
+		cmp.Compare(a.MIGUUID, b.MIGUUID),
+	)
+}
+
+// deviceResult is what reading one device produces.
+type deviceResult struct {
+	device    snapshot.Device
+	processes []snapshot.Process
+	stats     groupStats
+}
+
+// readDevices reads devices 0..count-1 with at most r.parallel at a time.
+// Results are indexed by device index, so the snapshot is sorted for free.
+func (r *Reader) readDevices(ctx context.Context, count int) ([]deviceResult, error) {
+	results := make([]deviceResult, count)
+	workers := min(r.parallel, count)
+	if workers <= 1 {
+		for i := range count {
+			if err := ctx.Err(); err != nil {
+				return nil, err
+			}
+			r.readDevice(i, &results[i])
+		}
+		return results, nil
+	}
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Go(func() {
+			for {
+				i := int(next.Add(1) - 1)
+				if i >= count || ctx.Err() != nil {
+					return
+				}
+				r.readDevice(i, &results[i])
+			}
+		})
+	}
+	wg.Wait()
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	return results, nil
+}
+
+// state returns the per-device state for index, starting afresh when the
+// UUID changed (a different GPU now has this index).
+func (r *Reader) state(index int, uuid string) *deviceState {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	st := r.states[index]
+	if st != nil && st.uuid == uuid {
+		return st
+	}
+	if st != nil {
+		// Another Read may be using the old state; free its samples under
+		// its own lock.
+		st.mu.Lock()
+		st.retired = true
+		st.gpm.free()
+		st.mu.Unlock()
+	}
+	st = &deviceState{uuid: uuid}
+	r.states[index] = st
+	return st
+}
