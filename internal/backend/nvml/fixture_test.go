@@ -226,8 +226,9 @@ func busID(s string) [32]int8 {
 }
 
 // newFakeH100 is a Hopper data-centre GPU with every feature: NVLink (18
-// links), ECC with remapped rows, GPM, no fans.
-func newFakeH100(h *fakeHost, index int) *mock.Device {
+// links), ECC with remapped rows, GPM, no fans. mods change it before the
+// call counting is wired in (a Func replaced afterwards is not counted).
+func newFakeH100(h *fakeHost, index int, mods ...func(*mock.Device)) *mock.Device {
 	d := &mock.Device{
 		GetUUIDFunc: func() (string, nvml.Return) {
 			return fmt.Sprintf("GPU-00000000-0000-0000-0000-%012d", index), nvml.SUCCESS
@@ -343,6 +344,9 @@ func newFakeH100(h *fakeHost, index int) *mock.Device {
 			return nvml.GpmSupport{IsSupportedDevice: 1}, nvml.SUCCESS
 		},
 		GpmSampleGetFunc: h.takeSample,
+	}
+	for _, mod := range mods {
+		mod(d)
 	}
 	instrument(d, "Device", h.log)
 	return d
