@@ -1,0 +1,491 @@
+// Package attribution finds who owns each GPU process: the unix user and
+// command, the container (Docker, containerd, CRI-O, Podman), the
+// Kubernetes pod and the Slurm job.
+//
+// The Attributor fills snapshot.Process.Owner in place. What /proc says
+// about a process (uid, command, cgroup → container id, pod UID, job id) is
+// read once per process and cached per (pid, start time); what the runtime
+// APIs and Slurm say is cached per container id and per job id. With warm
+// caches Enrich makes no system call per process. Every lookup that can
+// block runs with a timeout, in the background, so Enrich returns within
+// its context's budget however slow a socket is; the answer serves the next
+// scrape.
+package attribution
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/gpuwatch/gpuwatch/internal/snapshot"
+)
+
+// Attribution sources, the keys of Snapshot.AttributionErrors.
+const (
+	SourceProcfs  = "procfs"
+	SourceDocker  = "docker"
+	SourceCRI     = "cri"
+	SourceKubelet = "kubelet"
+	SourceSlurm   = "slurm"
+)
+
+// Options configures an Attributor. The zero value of each field means its
+// default.
+type Options struct {
+	// ProcRoot is where procfs is mounted (--path.procfs). Default "/proc".
+	ProcRoot string
+	// RootFS is the host's root as mounted in the exporter's container
+	// (--path.rootfs). When set, user names come from RootFS/etc/passwd
+	// instead of /etc/passwd.
+	RootFS string
+	// DockerSocket is the Docker Engine API endpoint (--docker.socket),
+	// "unix:///var/run/docker.sock" or a Podman service socket. "" turns
+	// the Docker resolver off.
+	DockerSocket string
+	// Timeout bounds each lookup (one socket call, one Slurm query).
+	// Default 1s.
+	Timeout time.Duration
+	// Logger receives failures; lookups that fail repeatedly are logged
+	// at debug level only. Default: discard.
+	Logger *slog.Logger
+	// Slurm resolves job ids to job details; nil leaves them out (the job
+	// id and step from the cgroup are still reported).
+	Slurm SlurmLookup
+	// Resolvers are further container resolvers (the CRI resolver), tried
+	// after the Docker one for the runtimes they handle.
+	Resolvers []ContainerResolver
+	// AllocationSources fill Snapshot.Allocations (kubelet pod-resources).
+	AllocationSources []AllocationSource
+
+	// RevalidateInterval is how often a cached process is checked against
+	// /proc (its start time re-read) to catch a reused PID. Default 30s.
+	// Checks are spread over the interval, so the cost is a few reads per
+	// scrape rather than a burst.
+	RevalidateInterval time.Duration
+	// CacheTTL is how long a runtime's or Slurm's answer is kept. Default 5m.
+	CacheTTL time.Duration
+	// NegativeCacheTTL is how long a failed lookup is not retried, and how
+	// long an unreachable socket is left alone. Default 30s.
+	NegativeCacheTTL time.Duration
+}
+
+// Attributor fills in the owners of GPU processes. It is safe for
+// concurrent use; concurrent Enrich calls run one after the other.
+type Attributor struct {
+	log         *slog.Logger
+	timeout     time.Duration
+	revalidate  time.Duration
+	now         func() time.Time
+	procs       *procReader
+	users       *userDB
+	errs        *errorCounts
+	resolvers   []containerSource
+	slurm       *lookupCache[snapshot.SlurmJob]
+	allocations []AllocationSource
+
+	mu        sync.Mutex
+	pids      map[uint32]*pidEntry
+	gen       uint64   // Enrich calls so far; entries not seen in the latest are evicted
+	job       *procJob // procfs reads still running after an Enrich stopped waiting
+	lastSweep time.Time
+	// Per-call scratch space, kept to spare the warm path allocations.
+	wanted map[containerKey]ContainerMeta
+}
+
+type containerSource struct {
+	resolver ContainerResolver
+	cache    *lookupCache[ContainerMeta]
+}
+
+type containerKey struct {
+	source int // index into Attributor.resolvers
+	id     string
+}
+
+// pidEntry is the cached procfs view of one process.
+type pidEntry struct {
+	owner   snapshot.Owner // the parts procfs and the cgroup give
+	checkAt time.Time      // when to re-read the start time
+	gen     uint64
+}
+
+// New returns an Attributor. It fails when ProcRoot is not a procfs-like
+// directory or DockerSocket is malformed; an absent socket is not an error
+// (the daemon may start later).
+func New(opts Options) (*Attributor, error) {
+	if opts.ProcRoot == "" {
+		opts.ProcRoot = "/proc"
+	}
+	if opts.Timeout <= 0 {
+		opts.Timeout = time.Second
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	if opts.RevalidateInterval <= 0 {
+		opts.RevalidateInterval = 30 * time.Second
+	}
+	if opts.CacheTTL <= 0 {
+		opts.CacheTTL = 5 * time.Minute
+	}
+	if opts.NegativeCacheTTL <= 0 {
+		opts.NegativeCacheTTL = 30 * time.Second
+	}
+	procs, err := newProcReader(opts.ProcRoot)
+	if err != nil {
+		return nil, err
+	}
+	passwd := "/etc/passwd"
+	if opts.RootFS != "" {
+		passwd = filepath.Join(opts.RootFS, "etc", "passwd")
+	}
+	a := &Attributor{
+		log:         opts.Logger,
+		timeout:     opts.Timeout,
+		revalidate:  opts.RevalidateInterval,
+		now:         time.Now,
+		procs:       procs,
+		users:       newUserDB(passwd),
+		allocations: opts.AllocationSources,
+		pids:        make(map[uint32]*pidEntry),
+		wanted:      make(map[containerKey]ContainerMeta),
+	}
+	clock := func() time.Time { return a.now() }
+
+	resolvers := opts.Resolvers
+	if opts.DockerSocket != "" {
+		docker, err := NewDockerResolver(opts.DockerSocket, opts.Timeout)
+		if err != nil {
+			return nil, err
+		}
+		resolvers = append([]ContainerResolver{docker}, resolvers...)
+	}
+	sources := []string{SourceProcfs}
+	for _, r := range resolvers {
+		sources = append(sources, r.Source())
+	}
+	for _, s := range opts.AllocationSources {
+		sources = append(sources, s.Source())
+	}
+	if opts.Slurm != nil {
+		sources = append(sources, SourceSlurm)
+	}
+	a.errs = newErrorCounts(sources...)
+
+	for _, r := range resolvers {
+		a.resolvers = append(a.resolvers, containerSource{
+			resolver: r,
+			cache:    newLookupCache(r.Source(), r.Resolve, opts.Timeout, opts.CacheTTL, opts.NegativeCacheTTL, a.errs, a.log, clock),
+		})
+	}
+	if opts.Slurm != nil {
+		a.slurm = newLookupCache(SourceSlurm, opts.Slurm, opts.Timeout, opts.CacheTTL, opts.NegativeCacheTTL, a.errs, a.log, clock)
+	}
+	return a, nil
+}
+
+// Enrich fills s.Processes[i].Owner, appends to s.Allocations, and writes
+// the cumulative error counts into s.AttributionErrors. It returns when
+// everything is known or when ctx is done, whichever is first, and in any
+// case within Options.Timeout of its start plus the procfs reads; what was
+// not known in time stays empty and is usually there on the next call.
+func (a *Attributor) Enrich(ctx context.Context, s *snapshot.Snapshot) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	start := a.now()
+	a.gen++
+
+	a.readProcfs(ctx, s.Processes, start)
+
+	// Owners from the procfs cache, and the entries of PIDs no longer
+	// reported forgotten (which is also what makes a PID that comes back
+	// get re-read).
+	for i := range s.Processes {
+		p := &s.Processes[i]
+		if e := a.pids[p.PID]; e != nil {
+			e.gen = a.gen
+			p.Owner = e.owner
+		}
+	}
+	for pid, e := range a.pids {
+		if e.gen != a.gen {
+			delete(a.pids, pid)
+		}
+	}
+
+	a.resolve(ctx, s)
+
+	if s.AttributionErrors == nil {
+		s.AttributionErrors = make(map[string]uint64)
+	}
+	a.errs.copyInto(s.AttributionErrors)
+
+	if start.Sub(a.lastSweep) > time.Minute {
+		a.lastSweep = start
+		for _, r := range a.resolvers {
+			r.cache.sweep()
+		}
+		if a.slurm != nil {
+			a.slurm.sweep()
+		}
+	}
+}
+
+// readProcfs brings the procfs cache up to date for the reported PIDs:
+// reads new ones, re-checks the start time of those due. The reads run in a
+// background job so that a process stuck in the kernel (a read of
+// /proc/PID/cmdline can block on the process's memory lock) cannot hold
+// Enrich past ctx; a job that outlives its Enrich is merged by the next one,
+// and no second job starts meanwhile.
+func (a *Attributor) readProcfs(ctx context.Context, procs []snapshot.Process, now time.Time) {
+	if a.job != nil {
+		select {
+		case <-a.job.done:
+			a.merge(a.job, now)
+			a.job = nil
+		default:
+			return
+		}
+	}
+	var reqs []procRequest
+	for i := range procs {
+		pid := procs[i].PID
+		e := a.pids[pid]
+		if e != nil && now.Before(e.checkAt) {
+			continue
+		}
+		req := procRequest{pid: pid}
+		if e != nil {
+			req.knownStart = e.owner.StartTime
+		}
+		reqs = append(reqs, req)
+	}
+	if len(reqs) == 0 {
+		return
+	}
+	job := startProcJob(a.procs, a.errs, a.log, reqs)
+	select {
+	case <-job.done:
+		a.merge(job, now)
+	case <-ctx.Done():
+		a.job = job
+	}
+}
+
+// merge stores the results of a finished procfs job in the cache.
+func (a *Attributor) merge(job *procJob, now time.Time) {
+	if err := a.users.refresh(); err != nil {
+		a.log.Warn("user names unavailable; reporting uids only", "err", err)
+	}
+	for _, res := range job.results {
+		old := a.pids[res.pid]
+		switch {
+		case res.unchanged && old != nil:
+			old.checkAt = now.Add(a.revalidate)
+			continue
+		case res.err != nil && errors.Is(res.err, errProcGone) && old != nil && res.facts.StartTime == 0:
+			// The process exited while the driver still lists it: its
+			// memory was the old process's, so keep that owner.
+			old.checkAt = now.Add(a.revalidate)
+			continue
+		}
+		// New process, or a reused PID. Spread first checks over the
+		// interval so that a burst of new processes does not become a
+		// burst of re-reads.
+		jitter := time.Duration(rand.Int64N(int64(a.revalidate)/2 + 1))
+		a.pids[res.pid] = &pidEntry{
+			owner:   a.ownerFromFacts(res.facts),
+			checkAt: now.Add(a.revalidate/2 + jitter),
+			gen:     a.gen,
+		}
+	}
+}
+
+func (a *Attributor) ownerFromFacts(f procFacts) snapshot.Owner {
+	o := snapshot.Owner{
+		StartTime: f.StartTime,
+		UID:       f.UID,
+		Command:   f.Command,
+	}
+	if o.Command == "" {
+		// Kernel threads and zombies have an empty cmdline.
+		o.Command = f.Comm
+	}
+	if f.UID != "" {
+		o.User = a.users.name(f.UID)
+	}
+	cg := f.Cgroup
+	o.Container.Runtime, o.Container.ID = cg.Runtime, cg.ContainerID
+	o.Pod.UID, o.Pod.QoSClass = cg.PodUID, cg.QoSClass
+	o.Slurm.JobID, o.Slurm.Step = cg.SlurmJobID, cg.SlurmStep
+	if o.Slurm.JobID == "" {
+		o.Slurm.JobID, o.Slurm.Step = f.EnvSlurmJobID, f.EnvSlurmStep
+	}
+	return o
+}
+
+// resolve asks the runtimes and Slurm about the containers and jobs in s,
+// each unique one once, concurrently, and fills in what is known by the
+// time ctx is done or Timeout has passed.
+func (a *Attributor) resolve(ctx context.Context, s *snapshot.Snapshot) {
+	clear(a.wanted)
+	var waits []<-chan struct{}
+	slurmJobs := map[string]snapshot.SlurmJob(nil)
+
+	for i := range s.Processes {
+		o := &s.Processes[i].Owner
+		if o.Container.ID != "" {
+			for ri, r := range a.resolvers {
+				if !r.resolver.Handles(o.Container.Runtime) {
+					continue
+				}
+				key := containerKey{ri, o.Container.ID}
+				if _, seen := a.wanted[key]; !seen {
+					a.wanted[key] = ContainerMeta{}
+					if ch := r.cache.refresh(key.id); ch != nil {
+						waits = append(waits, ch)
+					}
+				}
+			}
+		}
+		if o.Slurm.JobID != "" && a.slurm != nil {
+			if slurmJobs == nil {
+				slurmJobs = make(map[string]snapshot.SlurmJob)
+			}
+			if _, seen := slurmJobs[o.Slurm.JobID]; !seen {
+				slurmJobs[o.Slurm.JobID] = snapshot.SlurmJob{}
+				if ch := a.slurm.refresh(o.Slurm.JobID); ch != nil {
+					waits = append(waits, ch)
+				}
+			}
+		}
+	}
+
+	allocations := a.listAllocations(s.Devices)
+	if len(waits) > 0 || allocations != nil {
+		// Wait no longer than one lookup's timeout: lookups queued
+		// behind others finish in the background for the next call.
+		wctx, cancel := context.WithTimeout(ctx, a.timeout)
+		defer cancel()
+	wait:
+		for _, ch := range waits {
+			select {
+			case <-ch:
+			case <-wctx.Done():
+				break wait
+			}
+		}
+		if allocations != nil {
+			s.Allocations = append(s.Allocations, allocations.collect(wctx)...)
+		}
+	}
+
+	for key := range a.wanted {
+		meta, _ := a.resolvers[key.source].cache.get(key.id)
+		a.wanted[key] = meta
+	}
+	for id := range slurmJobs {
+		job, _ := a.slurm.get(id)
+		slurmJobs[id] = job
+	}
+	for i := range s.Processes {
+		o := &s.Processes[i].Owner
+		if o.Container.ID != "" {
+			for ri, r := range a.resolvers {
+				if r.resolver.Handles(o.Container.Runtime) {
+					mergeContainer(o, a.wanted[containerKey{ri, o.Container.ID}])
+				}
+			}
+		}
+		if job, ok := slurmJobs[o.Slurm.JobID]; ok && o.Slurm.JobID != "" {
+			o.Slurm.User, o.Slurm.Account = job.User, job.Account
+			o.Slurm.Partition, o.Slurm.JobName = job.Partition, job.JobName
+		}
+	}
+}
+
+// mergeContainer fills the owner's empty fields from meta; an earlier
+// resolver's answer wins.
+func mergeContainer(o *snapshot.Owner, meta ContainerMeta) {
+	fill := func(dst *string, v string) {
+		if *dst == "" {
+			*dst = v
+		}
+	}
+	fill(&o.Container.Name, meta.Name)
+	fill(&o.Container.Image, meta.Image)
+	fill(&o.Container.ComposeProject, meta.ComposeProject)
+	fill(&o.Container.ComposeService, meta.ComposeService)
+	fill(&o.Pod.Name, meta.PodName)
+	fill(&o.Pod.Namespace, meta.PodNamespace)
+	fill(&o.Pod.Container, meta.PodContainer)
+}
+
+// allocationCalls are the AllocationSource.List calls of one Enrich.
+type allocationCalls struct {
+	results chan allocationResult
+	n       int
+}
+
+type allocationResult struct {
+	source string
+	allocs []snapshot.Allocation
+	err    error
+}
+
+func (a *Attributor) listAllocations(devices []snapshot.Device) *allocationCalls {
+	if len(a.allocations) == 0 {
+		return nil
+	}
+	// Buffered, so calls that finish after Enrich stopped waiting do not
+	// leak their goroutine.
+	calls := &allocationCalls{results: make(chan allocationResult, len(a.allocations)), n: len(a.allocations)}
+	for _, src := range a.allocations {
+		go func() {
+			ctx, cancel := context.WithTimeout(context.Background(), a.timeout)
+			defer cancel()
+			allocs, err := src.List(ctx, devices)
+			if err != nil {
+				a.errs.add(src.Source())
+				a.log.Debug("allocation source failed", "source", src.Source(), "err", err)
+			}
+			calls.results <- allocationResult{src.Source(), allocs, err}
+		}()
+	}
+	return calls
+}
+
+func (c *allocationCalls) collect(ctx context.Context) []snapshot.Allocation {
+	var all []snapshot.Allocation
+	for range c.n {
+		select {
+		case r := <-c.results:
+			if r.err == nil {
+				all = append(all, r.allocs...)
+			}
+		case <-ctx.Done():
+			return all
+		}
+	}
+	return all
+}
+
+// String describes the configuration, for the startup log.
+func (a *Attributor) String() string {
+	names := []string{SourceProcfs}
+	for _, r := range a.resolvers {
+		names = append(names, r.resolver.Source())
+	}
+	for _, s := range a.allocations {
+		names = append(names, s.Source())
+	}
+	if a.slurm != nil {
+		names = append(names, SourceSlurm)
+	}
+	return fmt.Sprintf("attribution sources %v, timeout %s", names, a.timeout)
+}

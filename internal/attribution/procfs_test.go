@@ -1,0 +1,268 @@
+package attribution
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+	"unicode/utf8"
+
+	"github.com/gpuwatch/gpuwatch/internal/snapshot"
+)
+
+// tempProc copies fixture processes into a writable procfs tree, so a test
+// can make them exit or be replaced.
+func tempProc(t testing.TB, pids ...int) string {
+	t.Helper()
+	root := t.TempDir()
+	for _, pid := range pids {
+		copyDir(t, filepath.Join("testdata/proc", strconv.Itoa(pid)), filepath.Join(root, strconv.Itoa(pid)))
+	}
+	return root
+}
+
+func copyDir(t testing.TB, src, dst string) {
+	t.Helper()
+	entries, err := os.ReadDir(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(dst, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		b, err := os.ReadFile(filepath.Join(src, e.Name()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dst, e.Name()), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func procs(pids ...uint32) *snapshot.Snapshot {
+	s := &snapshot.Snapshot{}
+	for _, pid := range pids {
+		s.Processes = append(s.Processes, snapshot.Process{PID: pid})
+	}
+	return s
+}
+
+func TestMissingPIDIsCountedOnce(t *testing.T) {
+	a := newFixtureAttributor(t, Options{})
+	s := procs(99999)
+	a.Enrich(context.Background(), s)
+	if got := s.Processes[0].Owner; got != (snapshot.Owner{}) {
+		t.Errorf("owner of a missing pid = %+v, want empty", got)
+	}
+	if got := s.AttributionErrors[SourceProcfs]; got != 1 {
+		t.Errorf("procfs errors = %d, want 1", got)
+	}
+	// Not re-read, so not re-counted, on every scrape.
+	s = procs(99999)
+	a.Enrich(context.Background(), s)
+	if got := s.AttributionErrors[SourceProcfs]; got != 1 {
+		t.Errorf("procfs errors after a second scrape = %d, want 1", got)
+	}
+}
+
+func TestPIDExitedMidRead(t *testing.T) {
+	// Fixture 1034 lost cmdline, cgroup and environ after stat and status
+	// were read.
+	a := newFixtureAttributor(t, Options{})
+	s := procs(1034)
+	a.Enrich(context.Background(), s)
+	// The command falls back to comm, which came with stat.
+	want := snapshot.Owner{StartTime: 101034, UID: "1000", User: "alice", Command: "python3"}
+	if got := s.Processes[0].Owner; got != want {
+		t.Errorf("got %+v\nwant %+v", got, want)
+	}
+	if got := s.AttributionErrors[SourceProcfs]; got != 1 {
+		t.Errorf("procfs errors = %d, want 1", got)
+	}
+}
+
+func TestVanishedPIDKeepsItsOwner(t *testing.T) {
+	root := tempProc(t, 1001)
+	a := newFixtureAttributor(t, Options{ProcRoot: root, RevalidateInterval: 10 * time.Second})
+	clock := newFakeClock()
+	a.now = clock.Now
+	s := procs(1001)
+	a.Enrich(context.Background(), s)
+	before := s.Processes[0].Owner
+	if before.Container.ID != fixtureDockerID {
+		t.Fatalf("setup: %+v", before)
+	}
+	// The process exits; the driver still lists it for a while.
+	if err := os.RemoveAll(filepath.Join(root, "1001")); err != nil {
+		t.Fatal(err)
+	}
+	clock.Advance(11 * time.Second)
+	s = procs(1001)
+	a.Enrich(context.Background(), s)
+	if got := s.Processes[0].Owner; got != before {
+		t.Errorf("after exit: got %+v\nwant the last known owner %+v", got, before)
+	}
+	if got := s.AttributionErrors[SourceProcfs]; got != 1 {
+		t.Errorf("procfs errors = %d, want 1", got)
+	}
+}
+
+func TestPIDReuseIsDetected(t *testing.T) {
+	root := tempProc(t, 1001)
+	a := newFixtureAttributor(t, Options{ProcRoot: root, RevalidateInterval: 10 * time.Second})
+	clock := newFakeClock()
+	a.now = clock.Now
+	a.Enrich(context.Background(), procs(1001))
+
+	// PID 1001 is reused by a process of another user, outside any
+	// container, started later.
+	dir := filepath.Join(root, "1001")
+	replace := func(name, old, new string) {
+		b, err := os.ReadFile(filepath.Join(dir, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(string(b), old) {
+			t.Fatalf("%s has no %q", name, old)
+		}
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(strings.ReplaceAll(string(b), old, new)), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	replace("stat", " 101001 ", " 555555 ")
+	replace("status", "Uid:\t1000\t1000\t1000\t1000", "Uid:\t1001\t1001\t1001\t1001")
+	if err := os.WriteFile(filepath.Join(dir, "cgroup"), []byte("0::/user.slice/user-1001.slice/session-4.scope\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+
+	clock.Advance(11 * time.Second)
+	s := procs(1001)
+	a.Enrich(context.Background(), s)
+	got := s.Processes[0].Owner
+	if got.StartTime != 555555 || got.User != "bob" || got.Container.ID != "" {
+		t.Errorf("after PID reuse: got %+v, want start 555555, user bob, no container", got)
+	}
+}
+
+func TestPIDsNoLongerReportedAreEvicted(t *testing.T) {
+	a := newFixtureAttributor(t, Options{})
+	a.Enrich(context.Background(), procs(1001, 1002, 1003))
+	a.Enrich(context.Background(), procs(1002))
+	if _, ok := a.pids[1001]; ok || len(a.pids) != 1 {
+		t.Errorf("cache holds %d pids after only 1002 was reported", len(a.pids))
+	}
+}
+
+func TestMalformedProcFilesAreErrorsNotPanics(t *testing.T) {
+	root := tempProc(t, 1001, 1002, 1003)
+	write := func(pid, name, content string) {
+		if err := os.WriteFile(filepath.Join(root, pid, name), []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("1001", "stat", "1001 (x)")                            // procfs indexes past the end of this
+	write("1002", "status", "Uid:\t1\t2\t3\t4\t5\t6\n")          // and of this
+	write("1003", "stat", "1003 (x) S 1 2 3 not numbers at all") // parse error
+	a := newFixtureAttributor(t, Options{ProcRoot: root})
+	s := procs(1001, 1002, 1003)
+	a.Enrich(context.Background(), s)
+	if got := s.AttributionErrors[SourceProcfs]; got != 3 {
+		t.Errorf("procfs errors = %d, want 3", got)
+	}
+	if got := s.Processes[1].Owner.StartTime; got != 101002 {
+		t.Errorf("pid 1002: start time %d, want 101002 read before status failed", got)
+	}
+}
+
+func TestNewRejectsMissingProcRoot(t *testing.T) {
+	if _, err := New(Options{ProcRoot: filepath.Join(t.TempDir(), "nope")}); err == nil {
+		t.Error("New with a missing --path.procfs: no error")
+	}
+}
+
+func TestPasswdReloadsWhenChanged(t *testing.T) {
+	rootfs := t.TempDir()
+	passwd := filepath.Join(rootfs, "etc", "passwd")
+	if err := os.MkdirAll(filepath.Dir(passwd), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(passwd, []byte("alice:x:1000:1000::/:/bin/sh\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	a := newFixtureAttributor(t, Options{RootFS: rootfs})
+	s := procs(1001)
+	a.Enrich(context.Background(), s)
+	if got := s.Processes[0].Owner.User; got != "alice" {
+		t.Fatalf("user = %q, want alice", got)
+	}
+	if err := os.WriteFile(passwd, []byte("alicia:x:1000:1000::/:/bin/sh\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	future := time.Now().Add(time.Hour)
+	if err := os.Chtimes(passwd, future, future); err != nil {
+		t.Fatal(err)
+	}
+	s = procs(1002) // a new process is named from the new file
+	a.Enrich(context.Background(), s)
+	if got := s.Processes[0].Owner.User; got != "alicia" {
+		t.Errorf("user after the passwd change = %q, want alicia", got)
+	}
+}
+
+func TestMissingPasswdLeavesUIDs(t *testing.T) {
+	a := newFixtureAttributor(t, Options{RootFS: t.TempDir()})
+	s := procs(1001)
+	a.Enrich(context.Background(), s)
+	if got := s.Processes[0].Owner; got.UID != "1000" || got.User != "" {
+		t.Errorf("got uid %q user %q, want uid 1000 and no name", got.UID, got.User)
+	}
+}
+
+func TestParsePasswd(t *testing.T) {
+	got := parsePasswd([]byte("root:x:0:0:root:/root:/bin/bash\n#c\n+nis::::::\n:x:5:5::/:/\nbad\nnum:x:abc:1::/:/\nalice:x:1000:1000::/h:/s\r\ndup:x:1000:1000::/h:/s\nlast:x:7:7::/:/"))
+	want := map[string]string{"0": "root", "1000": "alice", "7": "last"}
+	if len(got) != len(want) {
+		t.Errorf("got %v, want %v", got, want)
+	}
+	for k, v := range want {
+		if got[k] != v {
+			t.Errorf("uid %s: got %q, want %q", k, got[k], v)
+		}
+	}
+}
+
+func TestCommandLineBounds(t *testing.T) {
+	long := strings.Repeat("ab\x00", 200)
+	if got := commandLine([]byte(long)); len(got) != maxCommandBytes || strings.ContainsRune(got, 0) {
+		t.Errorf("len %d, NULs %v", len(got), strings.ContainsRune(got, 0))
+	}
+	// Cut on a character boundary, invalid bytes replaced.
+	got := commandLine([]byte(strings.Repeat("€", 100)))
+	if !utf8.ValidString(got) || len(got) > maxCommandBytes || len(got) < maxCommandBytes-3 {
+		t.Errorf("got %d bytes, valid %v", len(got), utf8.ValidString(got))
+	}
+	if got := commandLine([]byte("a\xffb\x00c\x00")); got != "a\uFFFDb c" {
+		t.Errorf("got %q", got)
+	}
+}
+
+func TestSlurmFromEnviron(t *testing.T) {
+	tests := []struct{ env, job, step string }{
+		{"A=1\x00SLURM_JOB_ID=42\x00SLURM_STEP_ID=3\x00", "42", "3"},
+		{"SLURM_JOB_ID=42\x00SLURM_STEP_ID=4294967292\x00", "42", "extern"},
+		{"SLURM_STEP_ID=3\x00", "", ""},
+		{"SLURM_JOB_ID=4x2\x00", "", ""},
+		{"", "", ""},
+	}
+	for _, tt := range tests {
+		job, step := slurmFromEnviron([]byte(tt.env))
+		if job != tt.job || step != tt.step {
+			t.Errorf("slurmFromEnviron(%q) = %q, %q; want %q, %q", tt.env, job, step, tt.job, tt.step)
+		}
+	}
+}

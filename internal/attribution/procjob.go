@@ -1,0 +1,79 @@
+package attribution
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+)
+
+// procRequest asks for one process: knownStart is the start time cached for
+// the PID (0 when none), so that an unchanged process costs one read of
+// /proc/PID/stat.
+type procRequest struct {
+	pid        uint32
+	knownStart uint64
+}
+
+type procResult struct {
+	pid       uint32
+	unchanged bool // still the process with knownStart; facts not re-read
+	facts     procFacts
+	err       error
+}
+
+// procJob reads a batch of processes in the background.
+type procJob struct {
+	results []procResult
+	done    chan struct{}
+}
+
+// procWorkers is how many processes are read at once: more than one, so
+// that one process stuck in the kernel does not hold up the rest.
+const procWorkers = 4
+
+func startProcJob(r *procReader, errs *errorCounts, log *slog.Logger, reqs []procRequest) *procJob {
+	job := &procJob{results: make([]procResult, len(reqs)), done: make(chan struct{})}
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range min(procWorkers, len(reqs)) {
+		wg.Go(func() {
+			for {
+				i := int(next.Add(1) - 1)
+				if i >= len(reqs) {
+					return
+				}
+				job.results[i] = readOne(r, errs, log, reqs[i])
+			}
+		})
+	}
+	go func() {
+		wg.Wait()
+		close(job.done)
+	}()
+	return job
+}
+
+func readOne(r *procReader, errs *errorCounts, log *slog.Logger, req procRequest) procResult {
+	res := procResult{pid: req.pid}
+	if req.knownStart != 0 {
+		start, err := r.startTime(int(req.pid))
+		if err == nil && start == req.knownStart {
+			res.unchanged = true
+			return res
+		}
+	}
+	res.facts, res.err = r.read(int(req.pid))
+	if res.err != nil {
+		// Counted, and logged at debug level only: a process that exits
+		// between the driver's list and this read is ordinary.
+		errs.add(SourceProcfs)
+		level := slog.LevelDebug
+		if !errors.Is(res.err, errProcGone) {
+			level = slog.LevelInfo
+		}
+		log.Log(context.Background(), level, "reading process failed", "pid", req.pid, "err", res.err)
+	}
+	return res
+}
