@@ -1,0 +1,263 @@
+package sim
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"reflect"
+	"regexp"
+	"strings"
+	"time"
+
+	"gopkg.in/yaml.v3"
+)
+
+// Config is the simulator's YAML configuration. Its schema is a public
+// contract that other tools rely on: fields may be added, never renamed.
+type Config struct {
+	// Profile names the simulated host (see Profiles).
+	Profile string `yaml:"profile"`
+	// Processes, when the key is present, replaces the profile's default
+	// GPU processes (an empty list means no processes at all).
+	Processes []ProcessSpec `yaml:"processes"`
+	// Faults are injected failures.
+	Faults []Fault `yaml:"faults"`
+	// PinTime, when set, freezes the simulated elapsed time: every reading,
+	// counter and fault is evaluated at this instant. Used by golden tests.
+	PinTime *Duration `yaml:"pin_time"`
+
+	// source is the file (or name) the config was parsed from, for errors.
+	source string
+	// processesSet records that the `processes` key was present, so that
+	// `processes: []` clears the profile defaults.
+	processesSet bool
+}
+
+// ProcessSpec is one GPU process the simulated driver reports.
+type ProcessSpec struct {
+	GPU             int    `yaml:"gpu"`
+	PID             uint32 `yaml:"pid"`
+	UsedMemoryBytes uint64 `yaml:"used_memory_bytes"`
+	// SMUtilization and MemoryUtilization are ratios 0–1 (NVML reports
+	// them as percent from GetProcessUtilization).
+	SMUtilization     float64 `yaml:"sm_utilization"`
+	MemoryUtilization float64 `yaml:"memory_utilization"`
+	// GPUInstance and ComputeInstance place the process in a MIG instance;
+	// required (gpu_instance) on a MIG-enabled GPU, refused elsewhere.
+	GPUInstance     *int `yaml:"gpu_instance"`
+	ComputeInstance *int `yaml:"compute_instance"`
+	// Type is "compute" (default) or "graphics".
+	Type string `yaml:"type"`
+
+	line int // line in the config file, 0 for profile defaults
+}
+
+// Fault is one injected failure on one GPU. An entry may combine kinds.
+type Fault struct {
+	GPU int `yaml:"gpu"`
+	// LostAfter: from this elapsed time on, every call on the device
+	// returns ERROR_GPU_IS_LOST.
+	LostAfter *Duration `yaml:"lost_after"`
+	// Unsupported names reads that return ERROR_NOT_SUPPORTED (see
+	// UnsupportedNames).
+	Unsupported []string `yaml:"unsupported"`
+	// XID is raised once as an EventTypeXidCriticalError event at elapsed
+	// time At (0 when At is absent).
+	XID uint64    `yaml:"xid"`
+	At  *Duration `yaml:"at"`
+
+	line int
+}
+
+// Duration is a time.Duration written in YAML as a Go duration string
+// ("30s", "1m30s", "2h").
+type Duration time.Duration
+
+// D returns the value as a time.Duration.
+func (d Duration) D() time.Duration { return time.Duration(d) }
+
+func (d Duration) String() string { return time.Duration(d).String() }
+
+// UnmarshalYAML parses a duration string; negative durations are refused.
+func (d *Duration) UnmarshalYAML(n *yaml.Node) error {
+	if n.Kind != yaml.ScalarNode {
+		return fmt.Errorf("line %d: expected a duration like \"30s\"", n.Line)
+	}
+	v, err := time.ParseDuration(n.Value)
+	if err != nil {
+		return fmt.Errorf("line %d: invalid duration %q (use a Go duration like \"30s\", \"5m\", \"1h30m\")", n.Line, n.Value)
+	}
+	if v < 0 {
+		return fmt.Errorf("line %d: duration %q is negative", n.Line, n.Value)
+	}
+	*d = Duration(v)
+	return nil
+}
+
+// MarshalYAML writes the duration string.
+func (d Duration) MarshalYAML() (any, error) { return d.String(), nil }
+
+// LoadConfig reads and parses a YAML config file.
+func LoadConfig(path string) (Config, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return Config{}, fmt.Errorf("sim config: %w", err)
+	}
+	return ParseConfig(data, path)
+}
+
+// ParseConfig parses YAML config data. name (usually the file path) prefixes
+// every error. Unknown keys are errors naming the line. Checks that need the
+// profile (GPU indexes, MIG instances) are done by New.
+func ParseConfig(data []byte, name string) (Config, error) {
+	var cfg Config
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	dec.KnownFields(true)
+	if err := dec.Decode(&cfg); err != nil && !errors.Is(err, io.EOF) {
+		return Config{}, fmt.Errorf("%s: %s", name, yamlErrorText(err))
+	}
+	var extra yaml.Node
+	if err := dec.Decode(&extra); !errors.Is(err, io.EOF) {
+		return Config{}, fmt.Errorf("%s: only one YAML document is allowed", name)
+	}
+	cfg.source = name
+	// A second pass over the node tree recovers line numbers, so that
+	// New can point at the offending list entry.
+	var root yaml.Node
+	if err := yaml.Unmarshal(data, &root); err == nil && len(root.Content) == 1 {
+		recordLines(root.Content[0], &cfg)
+	}
+	if err := cfg.validateShape(); err != nil {
+		return Config{}, err
+	}
+	return cfg, nil
+}
+
+// recordLines stores each list entry's line and whether `processes` was given.
+func recordLines(doc *yaml.Node, cfg *Config) {
+	if doc.Kind != yaml.MappingNode {
+		return
+	}
+	for i := 0; i+1 < len(doc.Content); i += 2 {
+		key, val := doc.Content[i], doc.Content[i+1]
+		switch key.Value {
+		case "processes":
+			cfg.processesSet = true
+			for j, item := range val.Content {
+				if j < len(cfg.Processes) {
+					cfg.Processes[j].line = item.Line
+				}
+			}
+		case "faults":
+			for j, item := range val.Content {
+				if j < len(cfg.Faults) {
+					cfg.Faults[j].line = item.Line
+				}
+			}
+		}
+	}
+}
+
+var notFoundRE = regexp.MustCompile(`^line (\d+): field (\S+) not found in type (\S+)$`)
+
+// yamlErrorText turns yaml.v3's multi-line errors into one line, and its
+// "field X not found in type sim.Fault" into a message listing valid keys.
+func yamlErrorText(err error) string {
+	var te *yaml.TypeError
+	if !errors.As(err, &te) {
+		return strings.TrimPrefix(err.Error(), "yaml: ")
+	}
+	msgs := make([]string, 0, len(te.Errors))
+	for _, e := range te.Errors {
+		if m := notFoundRE.FindStringSubmatch(e); m != nil {
+			e = fmt.Sprintf("line %s: unknown key %q (valid keys: %s)", m[1], m[2], strings.Join(keysOfType(m[3]), ", "))
+		}
+		msgs = append(msgs, e)
+	}
+	return strings.Join(msgs, "; ")
+}
+
+// keysOfType lists the YAML keys of the config type named by yaml.v3
+// (e.g. "sim.Fault").
+func keysOfType(typeName string) []string {
+	var t reflect.Type
+	switch strings.TrimPrefix(typeName, "sim.") {
+	case "Config":
+		t = reflect.TypeFor[Config]()
+	case "ProcessSpec":
+		t = reflect.TypeFor[ProcessSpec]()
+	case "Fault":
+		t = reflect.TypeFor[Fault]()
+	default:
+		return nil
+	}
+	var keys []string
+	for i := range t.NumField() {
+		if tag, _, _ := strings.Cut(t.Field(i).Tag.Get("yaml"), ","); tag != "" && tag != "-" {
+			keys = append(keys, tag)
+		}
+	}
+	return keys
+}
+
+// where names a list entry in errors: "file.yaml line 7 (faults[2])".
+func (c *Config) where(list string, i, line int) string {
+	src := c.source
+	if src == "" {
+		src = "sim config"
+	}
+	if line > 0 {
+		return fmt.Sprintf("%s line %d (%s[%d])", src, line, list, i)
+	}
+	return fmt.Sprintf("%s (%s[%d])", src, list, i)
+}
+
+// validateShape checks what does not depend on the profile.
+func (c *Config) validateShape() error {
+	for i, p := range c.Processes {
+		at := c.where("processes", i, p.line)
+		if p.PID == 0 {
+			return fmt.Errorf("%s: pid must be set and non-zero", at)
+		}
+		if p.GPU < 0 {
+			return fmt.Errorf("%s: gpu %d is negative", at, p.GPU)
+		}
+		if p.SMUtilization < 0 || p.SMUtilization > 1 {
+			return fmt.Errorf("%s: sm_utilization %g is not a ratio between 0 and 1", at, p.SMUtilization)
+		}
+		if p.MemoryUtilization < 0 || p.MemoryUtilization > 1 {
+			return fmt.Errorf("%s: memory_utilization %g is not a ratio between 0 and 1", at, p.MemoryUtilization)
+		}
+		switch p.Type {
+		case "", "compute", "graphics":
+		default:
+			return fmt.Errorf("%s: type %q is not \"compute\" or \"graphics\"", at, p.Type)
+		}
+		if p.ComputeInstance != nil && p.GPUInstance == nil {
+			return fmt.Errorf("%s: compute_instance needs gpu_instance", at)
+		}
+	}
+	for i, f := range c.Faults {
+		at := c.where("faults", i, f.line)
+		if f.GPU < 0 {
+			return fmt.Errorf("%s: gpu %d is negative", at, f.GPU)
+		}
+		if f.LostAfter == nil && len(f.Unsupported) == 0 && f.XID == 0 {
+			if f.At != nil {
+				return fmt.Errorf("%s: 'at' needs an 'xid'", at)
+			}
+			return fmt.Errorf("%s: a fault needs lost_after, unsupported or xid", at)
+		}
+		if f.At != nil && f.XID == 0 {
+			return fmt.Errorf("%s: 'at' needs a non-zero 'xid'", at)
+		}
+		for _, name := range f.Unsupported {
+			if _, err := featureByName(name); err != nil {
+				return fmt.Errorf("%s: %w", at, err)
+			}
+		}
+	}
+	return nil
+}

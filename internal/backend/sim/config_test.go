@@ -1,0 +1,161 @@
+package sim
+
+import (
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestExampleConfigParses(t *testing.T) {
+	cfg, err := LoadConfig("testdata/example.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Profile != "dgx-h100" {
+		t.Errorf("profile = %q", cfg.Profile)
+	}
+	if len(cfg.Processes) != 1 {
+		t.Fatalf("processes = %+v", cfg.Processes)
+	}
+	p := cfg.Processes[0]
+	if p.GPU != 0 || p.PID != 4242 || p.UsedMemoryBytes != 2147483648 || p.SMUtilization != 0.6 {
+		t.Errorf("process = %+v", p)
+	}
+	if len(cfg.Faults) != 3 {
+		t.Fatalf("faults = %+v", cfg.Faults)
+	}
+	if f := cfg.Faults[0]; f.GPU != 3 || f.LostAfter == nil || f.LostAfter.D() != 30*time.Second {
+		t.Errorf("fault 0 = %+v", f)
+	}
+	if f := cfg.Faults[1]; f.GPU != 1 || strings.Join(f.Unsupported, ",") != "power,fan_speed" {
+		t.Errorf("fault 1 = %+v", f)
+	}
+	if f := cfg.Faults[2]; f.GPU != 2 || f.XID != 79 || f.At == nil || f.At.D() != 10*time.Second {
+		t.Errorf("fault 2 = %+v", f)
+	}
+	s, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(s.devices) != 8 || len(s.devices[0].processes) != 1 || len(s.devices[1].processes) != 0 {
+		t.Errorf("config processes should replace the profile's defaults")
+	}
+}
+
+func TestConfigErrors(t *testing.T) {
+	cases := []struct {
+		name, yaml string
+		want       []string // substrings of the error
+	}{
+		{"unknown top-level key", "profile: h100\nprofiel: x\n",
+			[]string{"cfg.yaml", "line 2", `unknown key "profiel"`, "valid keys: profile, processes, faults, pin_time"}},
+		{"unknown key in a fault", "profile: h100\nfaults:\n  - gpu: 0\n    lost_afte: 3s\n",
+			[]string{"cfg.yaml", "line 4", `"lost_afte"`, "lost_after"}},
+		{"unknown key in a process", "profile: h100\nprocesses:\n  - {gpu: 0, pid: 1, sm_util: 0.5}\n",
+			[]string{"line 3", `"sm_util"`, "sm_utilization"}},
+		{"bad duration", "profile: h100\nfaults:\n  - {gpu: 0, lost_after: 30 seconds}\n",
+			[]string{"cfg.yaml", "line 3", `invalid duration "30 seconds"`}},
+		{"negative duration", "profile: h100\npin_time: -5s\n", []string{"line 2", "negative"}},
+		{"unknown unsupported name", "profile: h100\nfaults:\n  - {gpu: 0, unsupported: [powr]}\n",
+			[]string{"cfg.yaml line 3 (faults[0])", `"powr"`, "valid: utilization, encoder"}},
+		{"empty fault", "profile: h100\nfaults:\n  - {gpu: 0}\n", []string{"line 3", "needs lost_after, unsupported or xid"}},
+		{"at without xid", "profile: h100\nfaults:\n  - {gpu: 0, at: 5s}\n", []string{"needs an 'xid'"}},
+		{"pid missing", "profile: h100\nprocesses:\n  - {gpu: 0, used_memory_bytes: 5}\n", []string{"line 3", "pid"}},
+		{"utilization as percent", "profile: h100\nprocesses:\n  - {gpu: 0, pid: 9, sm_utilization: 60}\n", []string{"sm_utilization 60", "0 and 1"}},
+		{"bad type", "profile: h100\nprocesses:\n  - {gpu: 0, pid: 9, type: video}\n", []string{`type "video"`}},
+		{"not yaml", "profile: [h100\n", []string{"cfg.yaml"}},
+		{"two documents", "profile: h100\n---\nprofile: h100\n", []string{"one YAML document"}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := ParseConfig([]byte(c.yaml), "cfg.yaml")
+			if err == nil {
+				t.Fatal("no error")
+			}
+			for _, w := range c.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q does not contain %q", err, w)
+				}
+			}
+			if strings.Contains(err.Error(), "\n") {
+				t.Errorf("error spans lines: %q", err)
+			}
+		})
+	}
+}
+
+// Errors that need the profile come from New, still naming file and line.
+func TestNewErrors(t *testing.T) {
+	cases := []struct {
+		name, yaml string
+		want       []string
+	}{
+		{"unknown profile", "profile: dgx-b200\n", []string{`unknown simulator profile "dgx-b200"`, "dgx-a100-mig, dgx-h100, h100, large, rtx4090"}},
+		{"no profile", "faults: []\n", []string{"no simulator profile", "dgx-h100"}},
+		{"fault gpu out of range", "profile: dgx-h100\nfaults:\n  - {gpu: 1, xid: 79}\n  - {gpu: 8, lost_after: 1s}\n",
+			[]string{"cfg.yaml line 4 (faults[1])", "gpu 8 out of range", "GPUs 0-7"}},
+		{"process gpu out of range", "profile: h100\nprocesses:\n  - {gpu: 1, pid: 7}\n", []string{"line 3", "gpu 1 out of range", "GPUs 0-0"}},
+		{"process too big", "profile: rtx4090\nprocesses:\n  - {gpu: 0, pid: 7, used_memory_bytes: 99999999999}\n", []string{"does not fit"}},
+		{"duplicate pid", "profile: h100\nprocesses:\n  - {gpu: 0, pid: 7}\n  - {gpu: 0, pid: 7}\n", []string{"line 4", "pid 7 is already listed"}},
+		{"MIG GPU needs an instance", "profile: dgx-a100-mig\nprocesses:\n  - {gpu: 0, pid: 7}\n",
+			[]string{"MIG mode", "gpu_instance=7 compute_instance=0 (1g.10gb)"}},
+		{"unknown MIG instance", "profile: dgx-a100-mig\nprocesses:\n  - {gpu: 1, pid: 7, gpu_instance: 9}\n",
+			[]string{"no MIG instance gpu_instance=9", "gpu_instance=1 compute_instance=0 (3g.40gb)"}},
+		{"instance on a non-MIG GPU", "profile: dgx-a100-mig\nprocesses:\n  - {gpu: 5, pid: 7, gpu_instance: 1}\n",
+			[]string{"not in MIG mode"}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			cfg, err := ParseConfig([]byte(c.yaml), "cfg.yaml")
+			if err != nil {
+				t.Fatalf("ParseConfig: %v", err)
+			}
+			_, err = New(cfg)
+			if err == nil {
+				t.Fatal("New: no error")
+			}
+			for _, w := range c.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q does not contain %q", err, w)
+				}
+			}
+		})
+	}
+}
+
+func TestEmptyProcessesClearsDefaults(t *testing.T) {
+	cfg, err := ParseConfig([]byte("profile: h100\nprocesses: []\n"), "cfg.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := newSim(t, cfg)
+	procs, _ := handle(t, s, 0).GetComputeRunningProcesses()
+	if len(procs) != 0 {
+		t.Errorf("processes: [] should clear the defaults, got %+v", procs)
+	}
+	// Without the key, the profile's defaults stay.
+	s = newSim(t, Config{Profile: "h100"})
+	if procs, _ := handle(t, s, 0).GetComputeRunningProcesses(); len(procs) == 0 {
+		t.Error("profile h100 should have default processes")
+	}
+}
+
+func TestEmptyFileIsEmptyConfig(t *testing.T) {
+	cfg, err := ParseConfig(nil, "empty.yaml")
+	if err != nil || cfg.Profile != "" {
+		t.Fatalf("got %+v, %v", cfg, err)
+	}
+}
+
+func TestProfilesListed(t *testing.T) {
+	var names []string
+	for _, p := range Profiles() {
+		if p.Description == "" {
+			t.Errorf("profile %s has no description", p.Name)
+		}
+		names = append(names, p.Name)
+	}
+	if got := strings.Join(names, ","); got != "dgx-a100-mig,dgx-h100,h100,large,rtx4090" {
+		t.Errorf("profiles = %s", got)
+	}
+}

@@ -1,0 +1,149 @@
+package sim
+
+import (
+	"encoding/binary"
+	"math"
+
+	"github.com/NVIDIA/go-nvml/pkg/nvml"
+)
+
+// GetFieldValues answers NVML field queries the way the driver does: the
+// call succeeds as a whole and each FieldValue carries its own NvmlReturn,
+// ValueType and little-endian Value bytes. Fields a device lacks answer
+// NOT_SUPPORTED; unknown field IDs INVALID_ARGUMENT. On a lost GPU the call
+// and every field answer GPU_IS_LOST.
+func (d *device) GetFieldValues(values []nvml.FieldValue) nvml.Return {
+	e, r := d.always()
+	if r == nvml.ERROR_UNINITIALIZED {
+		return r
+	}
+	ts := Epoch.Add(e).UnixMicro()
+	t := seconds(e)
+	for i := range values {
+		v := &values[i]
+		v.Timestamp = ts
+		v.LatencyUsec = 0
+		v.Value = [8]byte{}
+		v.ValueType = 0
+		if r == nvml.ERROR_GPU_IS_LOST {
+			v.NvmlReturn = uint32(nvml.ERROR_GPU_IS_LOST)
+			continue
+		}
+		v.NvmlReturn = uint32(d.fieldValue(t, v))
+	}
+	return r
+}
+
+// fieldValue fills one field and returns its NvmlReturn.
+func (d *device) fieldValue(t float64, v *nvml.FieldValue) nvml.Return {
+	link := int(v.ScopeId)
+	switch v.FieldId {
+	case nvml.FI_DEV_MEMORY_TEMP:
+		c, ok := d.memoryTemperature(t)
+		if !ok {
+			return nvml.ERROR_NOT_SUPPORTED
+		}
+		return setUint(v, c)
+	case nvml.FI_DEV_PCIE_COUNT_TX_BYTES, nvml.FI_DEV_PCIE_COUNT_RX_BYTES:
+		if !d.features.has(featPCIe) {
+			return nvml.ERROR_NOT_SUPPORTED
+		}
+		return setULL(v, d.pcieBytes(t, v.FieldId == nvml.FI_DEV_PCIE_COUNT_TX_BYTES))
+	case nvml.FI_DEV_PCIE_REPLAY_COUNTER:
+		if !d.features.has(featPCIeReplay) {
+			return nvml.ERROR_NOT_SUPPORTED
+		}
+		return setULL(v, d.pcieReplays(t))
+	case nvml.FI_DEV_TOTAL_ENERGY_CONSUMPTION:
+		if !d.features.has(featEnergy) {
+			return nvml.ERROR_NOT_SUPPORTED
+		}
+		return setULL(v, uint64(d.energyJ(t)*1000))
+	case nvml.FI_DEV_POWER_INSTANT:
+		if !d.features.has(featPower) {
+			return nvml.ERROR_NOT_SUPPORTED
+		}
+		return setUint(v, uint32(math.Round(d.powerW(t)*1000)))
+	case nvml.FI_DEV_NVLINK_LINK_COUNT:
+		if !d.features.has(featNVLink) {
+			return nvml.ERROR_NOT_SUPPORTED
+		}
+		return setUint(v, uint32(d.model.nvlinks))
+	case nvml.FI_DEV_NVLINK_SPEED_MBPS_COMMON:
+		if !d.features.has(featNVLink) {
+			return nvml.ERROR_NOT_SUPPORTED
+		}
+		if !d.nvlinkUp {
+			return setUint(v, 0)
+		}
+		return setUint(v, 26562)
+	case nvml.FI_DEV_NVLINK_THROUGHPUT_DATA_TX, nvml.FI_DEV_NVLINK_THROUGHPUT_DATA_RX,
+		nvml.FI_DEV_NVLINK_THROUGHPUT_RAW_TX, nvml.FI_DEV_NVLINK_THROUGHPUT_RAW_RX:
+		if r := d.checkLinkField(link); r != nvml.SUCCESS {
+			return r
+		}
+		tx := v.FieldId == nvml.FI_DEV_NVLINK_THROUGHPUT_DATA_TX || v.FieldId == nvml.FI_DEV_NVLINK_THROUGHPUT_RAW_TX
+		raw := v.FieldId == nvml.FI_DEV_NVLINK_THROUGHPUT_RAW_TX || v.FieldId == nvml.FI_DEV_NVLINK_THROUGHPUT_RAW_RX
+		return setULL(v, d.nvlinkKiB(t, link, tx, raw))
+	case nvml.FI_DEV_NVLINK_ERROR_DL_REPLAY, nvml.FI_DEV_NVLINK_ERROR_DL_RECOVERY, nvml.FI_DEV_NVLINK_ERROR_DL_CRC:
+		if r := d.checkLinkField(link); r != nvml.SUCCESS {
+			return r
+		}
+		c := nvml.NVLINK_ERROR_DL_CRC_FLIT
+		switch v.FieldId {
+		case nvml.FI_DEV_NVLINK_ERROR_DL_REPLAY:
+			c = nvml.NVLINK_ERROR_DL_REPLAY
+		case nvml.FI_DEV_NVLINK_ERROR_DL_RECOVERY:
+			c = nvml.NVLINK_ERROR_DL_RECOVERY
+		}
+		return setULL(v, d.nvlinkErrors(t, link, c))
+	case nvml.FI_DEV_NVLINK_REPLAY_ERROR_COUNT_TOTAL, nvml.FI_DEV_NVLINK_RECOVERY_ERROR_COUNT_TOTAL:
+		if !d.features.has(featNVLink) {
+			return nvml.ERROR_NOT_SUPPORTED
+		}
+		c := nvml.NVLINK_ERROR_DL_REPLAY
+		if v.FieldId == nvml.FI_DEV_NVLINK_RECOVERY_ERROR_COUNT_TOTAL {
+			c = nvml.NVLINK_ERROR_DL_RECOVERY
+		}
+		var sum uint64
+		for l := range d.model.nvlinks {
+			sum += d.nvlinkErrors(t, l, c)
+		}
+		return setULL(v, sum)
+	case nvml.FI_DEV_NVLINK_GET_STATE:
+		if r := d.checkLinkField(link); r != nvml.SUCCESS {
+			return r
+		}
+		if d.nvlinkUp {
+			return setUint(v, 1)
+		}
+		return setUint(v, 0)
+	}
+	if v.FieldId == 0 || v.FieldId >= nvml.FI_MAX {
+		return nvml.ERROR_INVALID_ARGUMENT
+	}
+	return nvml.ERROR_NOT_SUPPORTED
+}
+
+// checkLinkField validates a per-link field's scope (the link number).
+func (d *device) checkLinkField(link int) nvml.Return {
+	if !d.features.has(featNVLink) {
+		return nvml.ERROR_NOT_SUPPORTED
+	}
+	if link >= d.model.nvlinks {
+		return nvml.ERROR_INVALID_ARGUMENT
+	}
+	return nvml.SUCCESS
+}
+
+func setUint(v *nvml.FieldValue, x uint32) nvml.Return {
+	v.ValueType = uint32(nvml.VALUE_TYPE_UNSIGNED_INT)
+	binary.LittleEndian.PutUint32(v.Value[:4], x)
+	return nvml.SUCCESS
+}
+
+func setULL(v *nvml.FieldValue, x uint64) nvml.Return {
+	v.ValueType = uint32(nvml.VALUE_TYPE_UNSIGNED_LONG_LONG)
+	binary.LittleEndian.PutUint64(v.Value[:], x)
+	return nvml.SUCCESS
+}

@@ -1,0 +1,250 @@
+package sim
+
+import (
+	"sync"
+	"time"
+
+	"github.com/NVIDIA/go-nvml/pkg/nvml"
+)
+
+// GPM (GPU Performance Monitoring, Hopper and later). A reader allocates
+// two samples, fills them with GpmSampleGet some time apart, and asks
+// GpmMetricsGet for metrics over the interval between them. The simulator
+// records, in each sample, the device and the simulated time; metrics are
+// the exact averages of the activity model over the interval (the
+// instantaneous value when both samples were taken at the same simulated
+// time, as with a pinned clock).
+
+// gpmSample implements nvml.GpmSample.
+type gpmSample struct {
+	sim *Sim
+
+	mu    sync.Mutex
+	dev   *device
+	giID  int // GPU instance for MigGet, -1 for the whole device
+	at    time.Duration
+	taken bool
+	freed bool
+}
+
+var _ nvml.GpmSample = (*gpmSample)(nil)
+
+func (s *Sim) GpmSampleAlloc() (nvml.GpmSample, nvml.Return) {
+	if !s.initialized() {
+		return nil, nvml.ERROR_UNINITIALIZED
+	}
+	return &gpmSample{sim: s, giID: -1}, nvml.SUCCESS
+}
+
+func (s *Sim) GpmSampleFree(sample nvml.GpmSample) nvml.Return {
+	if sample == nil {
+		return nvml.ERROR_INVALID_ARGUMENT
+	}
+	return sample.Free()
+}
+
+func (s *Sim) GpmSampleGet(dev nvml.Device, sample nvml.GpmSample) nvml.Return {
+	if sample == nil {
+		return nvml.ERROR_INVALID_ARGUMENT
+	}
+	return sample.Get(dev)
+}
+
+func (s *Sim) GpmMigSampleGet(dev nvml.Device, gpuInstanceID int, sample nvml.GpmSample) nvml.Return {
+	if sample == nil {
+		return nvml.ERROR_INVALID_ARGUMENT
+	}
+	return sample.MigGet(dev, gpuInstanceID)
+}
+
+func (s *Sim) GpmQueryDeviceSupport(dev nvml.Device) (nvml.GpmSupport, nvml.Return) {
+	if dev == nil {
+		return nvml.GpmSupport{}, nvml.ERROR_INVALID_ARGUMENT
+	}
+	return dev.GpmQueryDeviceSupport()
+}
+
+func (g *gpmSample) Free() nvml.Return {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.freed {
+		return nvml.ERROR_INVALID_ARGUMENT
+	}
+	g.freed = true
+	return nvml.SUCCESS
+}
+
+func (g *gpmSample) Get(dev nvml.Device) nvml.Return { return g.take(dev, -1) }
+
+func (g *gpmSample) MigGet(dev nvml.Device, gpuInstanceID int) nvml.Return {
+	return g.take(dev, gpuInstanceID)
+}
+
+func (g *gpmSample) take(dev nvml.Device, giID int) nvml.Return {
+	d, ok := dev.(*device)
+	if !ok || d == nil || d.sim != g.sim {
+		return nvml.ERROR_INVALID_ARGUMENT
+	}
+	e, r := d.begin(featGPM)
+	if r != nvml.SUCCESS {
+		return r
+	}
+	if giID >= 0 {
+		if !d.migEnabled {
+			return nvml.ERROR_INVALID_ARGUMENT
+		}
+		found := false
+		for _, gi := range d.gpuInsts {
+			found = found || gi.id == giID
+		}
+		if !found {
+			return nvml.ERROR_NOT_FOUND
+		}
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.freed {
+		return nvml.ERROR_INVALID_ARGUMENT
+	}
+	g.dev, g.giID, g.at, g.taken = d, giID, e, true
+	return nvml.SUCCESS
+}
+
+func (g *gpmSample) snapshot() (d *device, giID int, at time.Duration, ok bool) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.dev, g.giID, g.at, g.taken && !g.freed
+}
+
+// GpmQueryDeviceSupport answers SUCCESS on every device, with
+// IsSupportedDevice 1 on Hopper and 0 elsewhere, as NVML does.
+func (d *device) GpmQueryDeviceSupport() (nvml.GpmSupport, nvml.Return) {
+	_, r := d.always()
+	if r != nvml.SUCCESS {
+		return nvml.GpmSupport{}, r
+	}
+	out := nvml.GpmSupport{Version: nvml.GPM_SUPPORT_VERSION}
+	if d.features.has(featGPM) {
+		out.IsSupportedDevice = 1
+	}
+	return out, r
+}
+
+func (d *device) GpmSampleGet(sample nvml.GpmSample) nvml.Return {
+	if sample == nil {
+		return nvml.ERROR_INVALID_ARGUMENT
+	}
+	return sample.Get(d)
+}
+
+func (d *device) GpmMigSampleGet(gpuInstanceID int, sample nvml.GpmSample) nvml.Return {
+	if sample == nil {
+		return nvml.ERROR_INVALID_ARGUMENT
+	}
+	return sample.MigGet(d, gpuInstanceID)
+}
+
+// GPM metric shares: what fraction of SM activity each pipe shows, for a
+// mixed-precision training-like load.
+const (
+	gpmOccupancyShare = 0.62
+	gpmTensorShare    = 0.48
+	gpmFP16Share      = 0.40
+	gpmFP32Share      = 0.12
+	gpmFP64Share      = 0.02
+)
+
+// GpmMetricsGet fills Metrics[0:NumMetrics] from the two samples: Value in
+// percent and NvmlReturn per metric.
+func (s *Sim) GpmMetricsGet(m *nvml.GpmMetricsGetType) nvml.Return {
+	if !s.initialized() {
+		return nvml.ERROR_UNINITIALIZED
+	}
+	if m == nil || int(m.NumMetrics) > len(m.Metrics) {
+		return nvml.ERROR_INVALID_ARGUMENT
+	}
+	s1, ok1 := m.Sample1.(*gpmSample)
+	s2, ok2 := m.Sample2.(*gpmSample)
+	if !ok1 || !ok2 || s1 == nil || s2 == nil {
+		return nvml.ERROR_INVALID_ARGUMENT
+	}
+	d1, gi1, t1, ok1 := s1.snapshot()
+	d2, gi2, t2, ok2 := s2.snapshot()
+	if !ok1 || !ok2 || d1 != d2 || gi1 != gi2 {
+		return nvml.ERROR_INVALID_ARGUMENT
+	}
+	if t2 < t1 {
+		t1, t2 = t2, t1
+	}
+	util, mem := d1.averageActivity(seconds(t1), seconds(t2))
+	if gi1 >= 0 {
+		util *= d1.giShare(gi1)
+		mem *= d1.giShare(gi1)
+	}
+	m.Version = nvml.GPM_METRICS_GET_VERSION
+	for i := range m.NumMetrics {
+		metric := &m.Metrics[i]
+		var ratio float64
+		switch nvml.GpmMetricId(metric.MetricId) {
+		case nvml.GPM_METRIC_GRAPHICS_UTIL, nvml.GPM_METRIC_SM_UTIL:
+			ratio = util
+		case nvml.GPM_METRIC_SM_OCCUPANCY:
+			ratio = gpmOccupancyShare * util
+		case nvml.GPM_METRIC_ANY_TENSOR_UTIL:
+			ratio = gpmTensorShare * util
+		case nvml.GPM_METRIC_DRAM_BW_UTIL:
+			ratio = mem
+		case nvml.GPM_METRIC_FP16_UTIL:
+			ratio = gpmFP16Share * util
+		case nvml.GPM_METRIC_FP32_UTIL:
+			ratio = gpmFP32Share * util
+		case nvml.GPM_METRIC_FP64_UTIL:
+			ratio = gpmFP64Share * util
+		default:
+			metric.Value = 0
+			metric.NvmlReturn = uint32(nvml.ERROR_NOT_SUPPORTED)
+			continue
+		}
+		metric.Value = 100 * ratio
+		metric.NvmlReturn = uint32(nvml.SUCCESS)
+	}
+	return nvml.SUCCESS
+}
+
+// averageActivity is the mean utilization and memory utilization over
+// [t1, t2] seconds, or the value at t1 when the interval is empty.
+func (d *device) averageActivity(t1, t2 float64) (util, mem float64) {
+	if t2 <= t1 {
+		return d.act.util(t1), d.act.memUtil(t1)
+	}
+	span := t2 - t1
+	return (d.act.utilIntegral(t2) - d.act.utilIntegral(t1)) / span,
+		(d.act.memUtilIntegral(t2) - d.act.memUtilIntegral(t1)) / span
+}
+
+// giShare is the part of the device's activity that happens in one GPU
+// instance, scaled to that instance's size (so a lone busy 1g instance
+// reads as busy, not as 1/7 busy).
+func (d *device) giShare(giID int) float64 {
+	var own, all float64
+	var slices uint32
+	for _, p := range d.processes {
+		if p.mig == nil {
+			continue
+		}
+		w := p.sm * float64(p.mig.ciSlices)
+		all += w
+		if p.mig.gi.id == giID {
+			own += w
+		}
+	}
+	for _, gi := range d.gpuInsts {
+		if gi.id == giID {
+			slices = gi.info.SliceCount
+		}
+	}
+	if all == 0 || slices == 0 {
+		return 0
+	}
+	return min(1, own/all*migTotalSlices/float64(slices))
+}

@@ -1,0 +1,161 @@
+package sim
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/NVIDIA/go-nvml/pkg/nvml"
+)
+
+// simProcess is one process holding a context on a simulated GPU.
+type simProcess struct {
+	pid        uint32
+	usedMemory uint64
+	sm, mem    float64 // utilization ratios
+	graphics   bool
+	mig        *migDevice // nil unless the process runs in a MIG instance
+}
+
+// noInstance is what NVML puts in ProcessInfo's instance IDs outside MIG.
+const noInstance = 0xFFFFFFFF
+
+// placeProcesses checks each process against the profile, attaches it to
+// its device (and MIG instance), then derives each device's load from its
+// processes.
+func (s *Sim) placeProcesses(cfg *Config, procs []ProcessSpec) error {
+	for i, p := range procs {
+		at := cfg.where("processes", i, p.line)
+		if p.GPU >= len(s.devices) {
+			return fmt.Errorf("%s: gpu %d out of range (profile %s has GPUs 0-%d)", at, p.GPU, s.profile.name, len(s.devices)-1)
+		}
+		d := s.devices[p.GPU]
+		sp := simProcess{
+			pid: p.PID, usedMemory: p.UsedMemoryBytes,
+			sm: p.SMUtilization, mem: p.MemoryUtilization, graphics: p.Type == "graphics",
+		}
+		for _, q := range d.processes {
+			if q.pid == p.PID {
+				return fmt.Errorf("%s: pid %d is already listed on gpu %d", at, p.PID, p.GPU)
+			}
+		}
+		capacity := (d.model.memoryMiB - d.model.reservedMiB) * mib
+		if d.migEnabled {
+			if p.GPUInstance == nil {
+				return fmt.Errorf("%s: gpu %d is in MIG mode: set gpu_instance (and compute_instance) to one of %s", at, p.GPU, d.migInstanceList())
+			}
+			ci := 0
+			if p.ComputeInstance != nil {
+				ci = *p.ComputeInstance
+			}
+			m := d.findMIG(*p.GPUInstance, ci)
+			if m == nil {
+				return fmt.Errorf("%s: gpu %d has no MIG instance gpu_instance=%d compute_instance=%d (valid: %s)", at, p.GPU, *p.GPUInstance, ci, d.migInstanceList())
+			}
+			sp.mig = m
+			capacity = m.gi.memoryBytes()
+			for _, q := range d.processes {
+				if q.mig != nil && q.mig.gi == m.gi {
+					capacity -= min(capacity, q.usedMemory)
+				}
+			}
+		} else {
+			if p.GPUInstance != nil || p.ComputeInstance != nil {
+				return fmt.Errorf("%s: gpu %d is not in MIG mode: remove gpu_instance/compute_instance", at, p.GPU)
+			}
+			capacity -= min(capacity, d.allocatedBytes())
+		}
+		if p.UsedMemoryBytes > capacity {
+			return fmt.Errorf("%s: used_memory_bytes %d does not fit: %d bytes free on gpu %d", at, p.UsedMemoryBytes, capacity, p.GPU)
+		}
+		d.processes = append(d.processes, sp)
+	}
+	for _, d := range s.devices {
+		d.act.sm, d.act.mem = d.loadFromProcesses()
+	}
+	return nil
+}
+
+// loadFromProcesses sums the processes' utilization into the device's base
+// load. A process in a MIG instance only drives its share of the GPU.
+func (d *device) loadFromProcesses() (sm, mem float64) {
+	for _, p := range d.processes {
+		share := 1.0
+		if p.mig != nil {
+			share = float64(p.mig.ciSlices) / float64(migTotalSlices)
+		}
+		sm += p.sm * share
+		mem += p.mem * share
+	}
+	return math.Min(sm, 1), math.Min(mem, 1)
+}
+
+func (d *device) GetComputeRunningProcesses() ([]nvml.ProcessInfo, nvml.Return) {
+	return d.runningProcesses(false, nil)
+}
+
+func (d *device) GetGraphicsRunningProcesses() ([]nvml.ProcessInfo, nvml.Return) {
+	return d.runningProcesses(true, nil)
+}
+
+// GetMPSComputeRunningProcesses: the simulated host runs no MPS server.
+func (d *device) GetMPSComputeRunningProcesses() ([]nvml.ProcessInfo, nvml.Return) {
+	_, r := d.begin(featProcesses)
+	if r != nvml.SUCCESS {
+		return nil, r
+	}
+	return []nvml.ProcessInfo{}, r
+}
+
+// runningProcesses lists the compute or graphics processes of the device,
+// or only of one MIG device when only is set. On a MIG-enabled GPU the
+// instance IDs are filled; otherwise NVML sets them to 0xFFFFFFFF.
+func (d *device) runningProcesses(graphics bool, only *migDevice) ([]nvml.ProcessInfo, nvml.Return) {
+	_, r := d.begin(featProcesses)
+	if r != nvml.SUCCESS {
+		return nil, r
+	}
+	out := []nvml.ProcessInfo{}
+	for _, p := range d.processes {
+		if p.graphics != graphics || (only != nil && p.mig != only) {
+			continue
+		}
+		info := nvml.ProcessInfo{Pid: p.pid, UsedGpuMemory: p.usedMemory, GpuInstanceId: noInstance, ComputeInstanceId: noInstance}
+		if p.mig != nil {
+			info.GpuInstanceId = uint32(p.mig.gi.id)
+			info.ComputeInstanceId = uint32(p.mig.ciID)
+		}
+		out = append(out, info)
+	}
+	return out, r
+}
+
+// GetProcessUtilization returns one sample per process newer than
+// lastSeenTimestamp (µs since the Unix epoch on the simulated clock), or
+// ERROR_NOT_FOUND when there is none, as NVML does. It is NOT_SUPPORTED in
+// MIG mode.
+func (d *device) GetProcessUtilization(lastSeenTimestamp uint64) ([]nvml.ProcessUtilizationSample, nvml.Return) {
+	e, r := d.begin(featProcessUtilization)
+	if r != nvml.SUCCESS {
+		return nil, r
+	}
+	if d.migEnabled {
+		return nil, nvml.ERROR_NOT_SUPPORTED
+	}
+	ts := uint64(Epoch.Add(e).UnixMicro())
+	if ts <= lastSeenTimestamp {
+		return nil, nvml.ERROR_NOT_FOUND
+	}
+	var out []nvml.ProcessUtilizationSample
+	for _, p := range d.processes {
+		if p.graphics {
+			continue
+		}
+		out = append(out, nvml.ProcessUtilizationSample{
+			Pid: p.pid, TimeStamp: ts, SmUtil: pct(p.sm), MemUtil: pct(p.mem),
+		})
+	}
+	if len(out) == 0 {
+		return nil, nvml.ERROR_NOT_FOUND
+	}
+	return out, r
+}

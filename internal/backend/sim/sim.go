@@ -1,0 +1,278 @@
+package sim
+
+import (
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/NVIDIA/go-nvml/pkg/nvml"
+	"github.com/NVIDIA/go-nvml/pkg/nvml/mock"
+)
+
+// Epoch is the simulated clock's zero: Sim.Now() is Epoch + elapsed time.
+var Epoch = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+
+// Simulated host-wide versions, as a 550-series datacenter driver reports them.
+const (
+	DriverVersion     = "550.90.07"
+	NVMLVersion       = "12.550.90.07"
+	CUDADriverVersion = 12040
+)
+
+// Sim is a simulated host of NVIDIA GPUs. It implements nvml.Interface, so
+// the NVML reader runs against it unchanged. It is safe for concurrent use.
+//
+// Modelled calls are methods of Sim and its device types. Every other
+// method of nvml.Interface falls through to the embedded mock.Interface,
+// whose function fields New sets to answer ERROR_NOT_SUPPORTED (see
+// safetynet.go), so no call ever panics.
+type Sim struct {
+	mock.Interface
+
+	profile *profile
+	devices []*device
+
+	start time.Time // real time at New, origin of the unpinned clock
+	// pinned holds the pinned elapsed time in nanoseconds, or -1.
+	pinned atomic.Int64
+	// initCount is NVML's Init reference count: calls other than Init
+	// answer ERROR_UNINITIALIZED while it is zero.
+	initCount atomic.Int64
+
+	// clockMu guards clockChanged, closed and replaced each time the pinned
+	// clock moves, so that a waiting EventSet re-evaluates what is due.
+	clockMu      sync.Mutex
+	clockChanged chan struct{}
+}
+
+var _ nvml.Interface = (*Sim)(nil)
+
+// New builds the simulated host described by cfg. An unknown profile, a
+// GPU index out of range, an unknown unsupported name or a process that
+// does not fit its GPU is an error naming the config entry.
+func New(cfg Config) (*Sim, error) {
+	if err := cfg.validateShape(); err != nil {
+		return nil, err
+	}
+	p, err := lookupProfile(cfg.Profile)
+	if err != nil {
+		if cfg.source != "" {
+			return nil, fmt.Errorf("%s: %w", cfg.source, err)
+		}
+		return nil, err
+	}
+	s := &Sim{profile: p, start: time.Now(), clockChanged: make(chan struct{})}
+	s.pinned.Store(-1)
+	if cfg.PinTime != nil {
+		s.pinned.Store(int64(*cfg.PinTime))
+	}
+	s.devices = make([]*device, p.count)
+	for i := range p.count {
+		s.devices[i] = newDevice(s, i)
+	}
+	if err := s.applyFaults(&cfg); err != nil {
+		return nil, err
+	}
+	procs := p.processes
+	if cfg.Processes != nil || cfg.processesSet {
+		procs = cfg.Processes
+	}
+	if err := s.placeProcesses(&cfg, procs); err != nil {
+		return nil, err
+	}
+	installLibraryDefaults(s)
+	return s, nil
+}
+
+// applyFaults checks each fault against the profile and attaches it to its device.
+func (s *Sim) applyFaults(cfg *Config) error {
+	for i, f := range cfg.Faults {
+		if f.GPU >= len(s.devices) {
+			return fmt.Errorf("%s: gpu %d out of range (profile %s has GPUs 0-%d)",
+				cfg.where("faults", i, f.line), f.GPU, s.profile.name, len(s.devices)-1)
+		}
+		d := s.devices[f.GPU]
+		if f.LostAfter != nil {
+			lost := f.LostAfter.D()
+			if d.lostAfter < 0 || lost < d.lostAfter {
+				d.lostAfter = lost
+			}
+		}
+		for _, name := range f.Unsupported {
+			feat, err := featureByName(name)
+			if err != nil {
+				return fmt.Errorf("%s: %w", cfg.where("faults", i, f.line), err)
+			}
+			d.features &^= setOf(feat)
+		}
+		if f.XID != 0 {
+			var at time.Duration
+			if f.At != nil {
+				at = f.At.D()
+			}
+			d.xids = append(d.xids, scheduledXID{xid: f.XID, at: at})
+		}
+	}
+	return nil
+}
+
+// elapsed is the simulated time since the start: the pinned value, or the
+// real (monotonic) time since New.
+func (s *Sim) elapsed() time.Duration {
+	if p := s.pinned.Load(); p >= 0 {
+		return time.Duration(p)
+	}
+	return time.Since(s.start)
+}
+
+// Now returns the simulated wall clock: Epoch plus the elapsed time.
+func (s *Sim) Now() time.Time { return Epoch.Add(s.elapsed()) }
+
+// Elapsed returns the simulated time since the start.
+func (s *Sim) Elapsed() time.Duration { return s.elapsed() }
+
+// SetElapsed pins the simulated clock at d (tests, golden files). From then
+// on the clock only moves through SetElapsed.
+func (s *Sim) SetElapsed(d time.Duration) {
+	if d < 0 {
+		d = 0
+	}
+	s.pinned.Store(int64(d))
+	s.notifyClock()
+}
+
+// notifyClock wakes every EventSet.Wait so it re-checks which events are due.
+func (s *Sim) notifyClock() {
+	s.clockMu.Lock()
+	close(s.clockChanged)
+	s.clockChanged = make(chan struct{})
+	s.clockMu.Unlock()
+}
+
+func (s *Sim) clockSignal() <-chan struct{} {
+	s.clockMu.Lock()
+	defer s.clockMu.Unlock()
+	return s.clockChanged
+}
+
+func (s *Sim) initialized() bool { return s.initCount.Load() > 0 }
+
+// Init starts the library; like NVML it is reference counted.
+func (s *Sim) Init() nvml.Return {
+	s.initCount.Add(1)
+	return nvml.SUCCESS
+}
+
+// InitWithFlags is Init; the flags do not change the simulation.
+func (s *Sim) InitWithFlags(uint32) nvml.Return { return s.Init() }
+
+// Shutdown undoes one Init. Shutting down more often than initialising is
+// ERROR_UNINITIALIZED, as in NVML.
+func (s *Sim) Shutdown() nvml.Return {
+	for {
+		n := s.initCount.Load()
+		if n <= 0 {
+			return nvml.ERROR_UNINITIALIZED
+		}
+		if s.initCount.CompareAndSwap(n, n-1) {
+			return nvml.SUCCESS
+		}
+	}
+}
+
+// ErrorString is NVML's text for a return code.
+func (s *Sim) ErrorString(r nvml.Return) string { return r.Error() }
+
+// Extensions answers symbol lookups: the simulated driver has every symbol.
+func (s *Sim) Extensions() nvml.ExtendedInterface {
+	return &mock.ExtendedInterface{LookupSymbolFunc: func(string) error { return nil }}
+}
+
+func (s *Sim) SystemGetDriverVersion() (string, nvml.Return) {
+	if !s.initialized() {
+		return "", nvml.ERROR_UNINITIALIZED
+	}
+	return DriverVersion, nvml.SUCCESS
+}
+
+func (s *Sim) SystemGetNVMLVersion() (string, nvml.Return) {
+	if !s.initialized() {
+		return "", nvml.ERROR_UNINITIALIZED
+	}
+	return NVMLVersion, nvml.SUCCESS
+}
+
+func (s *Sim) SystemGetCudaDriverVersion() (int, nvml.Return) {
+	if !s.initialized() {
+		return 0, nvml.ERROR_UNINITIALIZED
+	}
+	return CUDADriverVersion, nvml.SUCCESS
+}
+
+func (s *Sim) SystemGetCudaDriverVersion_v2() (int, nvml.Return) {
+	return s.SystemGetCudaDriverVersion()
+}
+
+func (s *Sim) DeviceGetCount() (int, nvml.Return) {
+	if !s.initialized() {
+		return 0, nvml.ERROR_UNINITIALIZED
+	}
+	return len(s.devices), nvml.SUCCESS
+}
+
+// DeviceGetHandleByIndex returns the handle even for a lost GPU: the loss
+// shows on the calls made through it.
+func (s *Sim) DeviceGetHandleByIndex(i int) (nvml.Device, nvml.Return) {
+	if !s.initialized() {
+		return nil, nvml.ERROR_UNINITIALIZED
+	}
+	if i < 0 || i >= len(s.devices) {
+		return nil, nvml.ERROR_INVALID_ARGUMENT
+	}
+	return s.devices[i], nvml.SUCCESS
+}
+
+func (s *Sim) DeviceGetHandleByUUID(uuid string) (nvml.Device, nvml.Return) {
+	if !s.initialized() {
+		return nil, nvml.ERROR_UNINITIALIZED
+	}
+	for _, d := range s.devices {
+		if d.uuid == uuid {
+			if d.lost(s.elapsed()) {
+				return nil, nvml.ERROR_GPU_IS_LOST
+			}
+			return d, nvml.SUCCESS
+		}
+		for _, m := range d.migDevices {
+			if m.uuid == uuid {
+				return m, nvml.SUCCESS
+			}
+		}
+	}
+	return nil, nvml.ERROR_NOT_FOUND
+}
+
+func (s *Sim) DeviceGetHandleByPciBusId(busID string) (nvml.Device, nvml.Return) {
+	if !s.initialized() {
+		return nil, nvml.ERROR_UNINITIALIZED
+	}
+	for _, d := range s.devices {
+		if d.busID == busID || d.busIDLegacy == busID {
+			return d, nvml.SUCCESS
+		}
+	}
+	return nil, nvml.ERROR_NOT_FOUND
+}
+
+func (s *Sim) DeviceGetHandleBySerial(serial string) (nvml.Device, nvml.Return) {
+	if !s.initialized() {
+		return nil, nvml.ERROR_UNINITIALIZED
+	}
+	for _, d := range s.devices {
+		if d.serial != "" && d.serial == serial {
+			return d, nvml.SUCCESS
+		}
+	}
+	return nil, nvml.ERROR_NOT_FOUND
+}
