@@ -32,5 +32,5 @@ func migOpt[T number](em *emitter, m *metricDef, o snapshot.Opt[T], gi, ci, migU
 		return
 	}
 	em.lv[0], em.lv[1], em.lv[2], em.lv[3], em.lv[4] = em.gpu, em.uuid, gi, ci, migUUID
-	em.emit(m, float64(o.Value), em.lv[:5])
+	em.emitDev(m, float64(o.Value), em.lv[:5])
 }

@@ -110,7 +110,7 @@ func collectProcesses(em *emitter, s *snapshot.Snapshot, pidLabels bool) {
 	for i := range s.Devices {
 		d := &s.Devices[i]
 		if d.Up {
-			em.gpu, em.uuid = itoa(d.Index), d.UUID
+			em.setDevice(d)
 			em.dev(mProcesses, float64(counts[i]))
 		}
 	}

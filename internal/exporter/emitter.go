@@ -25,8 +25,11 @@ type emitter struct {
 	bufs [][]byte // by metricDef.id; text output only
 	out  []byte   // the assembled text exposition
 
-	// Label values of the device being rendered.
+	// Label values of the device being rendered, and (text output) the
+	// escaped `GPU",uuid="UUID` between them, built once per device: every
+	// device series starts with it.
 	gpu, uuid string
+	devText   []byte
 	// lv is scratch for a series' label values; no collector needs more.
 	lv [20]string
 
@@ -55,7 +58,18 @@ func (em *emitter) reset() {
 	}
 	em.out = em.out[:0]
 	em.gpu, em.uuid = "", ""
+	em.devText = em.devText[:0]
 	clear(em.lv[:])
+}
+
+// setDevice makes d the device that dev* series are about.
+func (em *emitter) setDevice(d *snapshot.Device) {
+	em.gpu, em.uuid = itoa(d.Index), d.UUID
+	if em.ch == nil {
+		b := appendLabelValue(em.devText[:0], em.gpu)
+		b = append(b, `",uuid="`...)
+		em.devText = appendLabelValue(b, em.uuid)
+	}
 }
 
 // emit writes one series. lvs must be a slice of em.lv (or otherwise owned by
@@ -88,6 +102,29 @@ func (em *emitter) emit(m *metricDef, v float64, lvs []string) {
 	em.bufs[m.id] = tf.appendSeries(em.bufs[m.id], lvs, v)
 }
 
+// emitDev is emit for a series whose first two label values are em.gpu and
+// em.uuid: the text output copies their escaped form from em.devText
+// instead of escaping the UUID again for every series.
+func (em *emitter) emitDev(m *metricDef, v float64, lvs []string) {
+	if em.ch != nil {
+		em.emit(m, v, lvs)
+		return
+	}
+	tf := &m.text
+	if len(lvs) != len(m.Labels) {
+		tf = &m.textOptIn
+	}
+	b := append(em.bufs[m.id], tf.parts[0]...)
+	b = append(b, em.devText...)
+	for i := 2; i < len(lvs); i++ {
+		b = append(b, tf.parts[i]...)
+		b = appendLabelValue(b, lvs[i])
+	}
+	b = append(b, `"} `...)
+	b = appendFloat(b, v)
+	em.bufs[m.id] = append(b, '\n')
+}
+
 // on reports whether the metric is enabled; collectors check it before
 // doing any work for a metric.
 func (em *emitter) on(m *metricDef) bool { return em.enabled[m.id] }
@@ -98,7 +135,7 @@ func (em *emitter) dev(m *metricDef, v float64) {
 		return
 	}
 	em.lv[0], em.lv[1] = em.gpu, em.uuid
-	em.emit(m, v, em.lv[:2])
+	em.emitDev(m, v, em.lv[:2])
 }
 
 // dev1 emits a device series with one more label value.
@@ -107,7 +144,7 @@ func (em *emitter) dev1(m *metricDef, v float64, a string) {
 		return
 	}
 	em.lv[0], em.lv[1], em.lv[2] = em.gpu, em.uuid, a
-	em.emit(m, v, em.lv[:3])
+	em.emitDev(m, v, em.lv[:3])
 }
 
 // dev2 emits a device series with two more label values.
@@ -116,7 +153,7 @@ func (em *emitter) dev2(m *metricDef, v float64, a, b string) {
 		return
 	}
 	em.lv[0], em.lv[1], em.lv[2], em.lv[3] = em.gpu, em.uuid, a, b
-	em.emit(m, v, em.lv[:4])
+	em.emitDev(m, v, em.lv[:4])
 }
 
 // devN emits a device series with any number of extra label values.
@@ -126,7 +163,7 @@ func (em *emitter) devN(m *metricDef, v float64, extra ...string) {
 	}
 	em.lv[0], em.lv[1] = em.gpu, em.uuid
 	n := 2 + copy(em.lv[2:], extra)
-	em.emit(m, v, em.lv[:n])
+	em.emitDev(m, v, em.lv[:n])
 }
 
 // global emits a series that is not about one device.

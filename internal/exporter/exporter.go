@@ -180,7 +180,7 @@ func (e *Exporter) render(ctx context.Context, em *emitter) {
 	}
 	for i := range snap.Devices {
 		d := &snap.Devices[i]
-		em.gpu, em.uuid = itoa(d.Index), d.UUID
+		em.setDevice(d)
 		em.dev(mUp, bool01(d.Up))
 		if !d.Up {
 			continue

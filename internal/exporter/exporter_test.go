@@ -434,8 +434,8 @@ func TestOneSnapshotPerCollect(t *testing.T) {
 	}
 	gather(t, e)
 	textGather(t, e)
-	if src.calls != 2 {
-		t.Errorf("Source.Snapshot called %d times for two scrapes", src.calls)
+	if src.calls.Load() != 2 {
+		t.Errorf("Source.Snapshot called %d times for two scrapes", src.calls.Load())
 	}
 }
 
@@ -458,5 +458,41 @@ func TestDescribeMatchesCollect(t *testing.T) {
 	for _, pid := range []bool{false, true} {
 		e := newExporter(t, fullSnapshot(2, 2), Options{Metrics: allOn, PIDLabels: pid})
 		gather(t, e)
+	}
+}
+
+// TestConcurrentScrapes runs both outputs at once on one Exporter; run with
+// -race it checks that pooled emitters are never shared.
+func TestConcurrentScrapes(t *testing.T) {
+	e := newExporter(t, fullSnapshot(4, 18), Options{Metrics: allOn})
+	var want bytes.Buffer
+	if err := e.WriteText(context.Background(), &want); err != nil {
+		t.Fatal(err)
+	}
+	wantSeries := countSeries(want.Bytes())
+	done := make(chan error)
+	for w := 0; w < 8; w++ {
+		go func() {
+			var err error
+			for i := 0; i < 20 && err == nil; i++ {
+				if w%2 == 0 {
+					var buf bytes.Buffer
+					err = e.WriteText(context.Background(), &buf)
+					if n := countSeries(buf.Bytes()); err == nil && n != wantSeries {
+						err = fmt.Errorf("scrape %d has %d series, want %d", i, n, wantSeries)
+					}
+				} else {
+					reg := prometheus.NewRegistry()
+					reg.MustRegister(e)
+					_, err = reg.Gather()
+				}
+			}
+			done <- err
+		}()
+	}
+	for w := 0; w < 8; w++ {
+		if err := <-done; err != nil {
+			t.Error(err)
+		}
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	"github.com/gpuwatch/gpuwatch/internal/snapshot"
@@ -16,11 +17,11 @@ import (
 type fixedSource struct {
 	snap  *snapshot.Snapshot
 	err   error
-	calls int
+	calls atomic.Int64
 }
 
 func (f *fixedSource) Snapshot(context.Context) (*snapshot.Snapshot, error) {
-	f.calls++
+	f.calls.Add(1)
 	return f.snap, f.err
 }
 

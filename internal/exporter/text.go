@@ -63,46 +63,59 @@ func (t *textForm) appendSeries(b []byte, lvs []string, v float64) []byte {
 }
 
 // appendLabelValue escapes a label value as the text format requires
-// (backslash, double quote and line feed) and replaces invalid UTF-8 with
-// U+FFFD, as the client_golang path does before it.
+// (backslash, double quote and line feed) and replaces each run of invalid
+// UTF-8 with U+FFFD, as the client_golang path does before it
+// (strings.ToValidUTF8).
 func appendLabelValue(b []byte, s string) []byte {
-	// Fast path: plain printable ASCII, the case for almost every value.
+	// Fast path: ASCII without the three escaped bytes, the case for
+	// almost every value.
 	i := 0
-	for i < len(s) {
-		c := s[i]
-		if c >= utf8.RuneSelf || c == '\\' || c == '"' || c == '\n' {
-			break
-		}
+	for i < len(s) && !labelSpecial[s[i]] {
 		i++
 	}
 	b = append(b, s[:i]...)
+	invalidRun := false // inside a run of invalid bytes, already replaced
 	for i < len(s) {
 		c := s[i]
-		switch {
-		case c == '\\':
-			b = append(b, `\\`...)
-			i++
-		case c == '"':
-			b = append(b, `\"`...)
-			i++
-		case c == '\n':
-			b = append(b, `\n`...)
-			i++
-		case c < utf8.RuneSelf:
-			b = append(b, c)
-			i++
-		default:
+		if c >= utf8.RuneSelf {
 			r, size := utf8.DecodeRuneInString(s[i:])
 			if r == utf8.RuneError && size == 1 {
-				b = append(b, "\uFFFD"...)
+				// Like strings.ToValidUTF8: one U+FFFD per run.
+				if !invalidRun {
+					b = append(b, "\uFFFD"...)
+				}
+				invalidRun = true
 			} else {
 				b = append(b, s[i:i+size]...)
+				invalidRun = false
 			}
 			i += size
+			continue
 		}
+		invalidRun = false
+		switch c {
+		case '\\':
+			b = append(b, `\\`...)
+		case '"':
+			b = append(b, `\"`...)
+		case '\n':
+			b = append(b, `\n`...)
+		default:
+			b = append(b, c)
+		}
+		i++
 	}
 	return b
 }
+
+// labelSpecial marks the bytes appendLabelValue cannot copy as they are.
+var labelSpecial = func() (t [256]bool) {
+	for c := utf8.RuneSelf; c < 256; c++ {
+		t[c] = true
+	}
+	t['\\'], t['"'], t['\n'] = true, true, true
+	return t
+}()
 
 // appendFloat formats a sample value exactly as expfmt's writeFloat does.
 func appendFloat(b []byte, f float64) []byte {
@@ -119,9 +132,40 @@ func appendFloat(b []byte, f float64) []byte {
 		return append(b, "+Inf"...)
 	case math.IsInf(f, -1):
 		return append(b, "-Inf"...)
+	case f == math.Trunc(f) && math.Abs(f) < 1<<53:
+		return appendIntegralFloat(b, f)
 	default:
 		return strconv.AppendFloat(b, f, 'g', -1, 64)
 	}
+}
+
+// appendIntegralFloat formats an integral float with |f| < 2^53 exactly as
+// strconv.AppendFloat(b, f, 'g', -1, 64) does, without its shortest-digits
+// search (most of the formatting time; counters and byte gauges are
+// integers). Below 2^53 every integer is exact, so its shortest
+// round-tripping digits are its decimal digits minus trailing zeros, and
+// 'g' picks %e when the decimal exponent is 6 or more.
+func appendIntegralFloat(b []byte, f float64) []byte {
+	var buf [24]byte
+	d := strconv.AppendInt(buf[:0], int64(f), 10)
+	if d[0] == '-' {
+		b = append(b, '-')
+		d = d[1:]
+	}
+	if len(d) <= 6 {
+		return append(b, d...)
+	}
+	exp := len(d) - 1 // at most 15 below 2^53: always two digits
+	nd := len(d)
+	for nd > 1 && d[nd-1] == '0' {
+		nd--
+	}
+	b = append(b, d[0])
+	if nd > 1 {
+		b = append(b, '.')
+		b = append(b, d[1:nd]...)
+	}
+	return append(b, 'e', '+', byte('0'+exp/10), byte('0'+exp%10))
 }
 
 // assembleText joins the per-metric buffers into one exposition, families

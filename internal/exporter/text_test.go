@@ -5,8 +5,10 @@ import (
 	"compress/gzip"
 	"io"
 	"math"
+	"math/rand/v2"
 	"net/http/httptest"
 	"sort"
+	"strconv"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -208,5 +210,31 @@ func TestAcceptsGzip(t *testing.T) {
 		if got := acceptsGzip(h); got != want {
 			t.Errorf("acceptsGzip(%q) = %v", h, got)
 		}
+	}
+}
+
+func TestAppendIntegralFloatMatchesStrconv(t *testing.T) {
+	check := func(f float64) {
+		if f != math.Trunc(f) || math.Abs(f) >= 1<<53 {
+			return
+		}
+		want := strconv.AppendFloat(nil, f, 'g', -1, 64)
+		if got := appendIntegralFloat(nil, f); string(got) != string(want) {
+			t.Errorf("%v: got %s, want %s", f, got, want)
+		}
+	}
+	for _, f := range []float64{2, 10, 99999, 999999, 1000000, 1000001, 1e7, 1.5e7, 123456789012, 1 << 52, 1<<53 - 1, 1e15, 9.99e15, -2, -1e6, -1234567, 80 << 30} {
+		check(f)
+	}
+	r := rand.New(rand.NewPCG(1, 2))
+	for i := 0; i < 200000; i++ {
+		digits := r.IntN(16) + 1
+		v := r.Int64N(int64(math.Pow10(digits)))
+		// Bias towards trailing zeros, common in byte sizes and hertz.
+		v -= v % int64(math.Pow10(r.IntN(digits)))
+		if r.IntN(2) == 0 {
+			v = -v
+		}
+		check(float64(v))
 	}
 }
