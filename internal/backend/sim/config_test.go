@@ -90,7 +90,7 @@ func TestNewErrors(t *testing.T) {
 		name, yaml string
 		want       []string
 	}{
-		{"unknown profile", "profile: dgx-b200\n", []string{`unknown simulator profile "dgx-b200"`, "dgx-a100-mig, dgx-h100, h100, large, rtx4090"}},
+		{"unknown profile", "profile: dgx-b200\n", []string{`unknown simulator profile "dgx-b200"`, "dgx-a100-mig, dgx-h100, h100, large, rtx4090, v100"}},
 		{"no profile", "faults: []\n", []string{"no simulator profile", "dgx-h100"}},
 		{"fault gpu out of range", "profile: dgx-h100\nfaults:\n  - {gpu: 1, xid: 79}\n  - {gpu: 8, lost_after: 1s}\n",
 			[]string{"cfg.yaml line 4 (faults[1])", "gpu 8 out of range", "GPUs 0-7"}},
@@ -155,7 +155,7 @@ func TestProfilesListed(t *testing.T) {
 		}
 		names = append(names, p.Name)
 	}
-	if got := strings.Join(names, ","); got != "dgx-a100-mig,dgx-h100,h100,large,rtx4090" {
+	if got := strings.Join(names, ","); got != "dgx-a100-mig,dgx-h100,h100,large,rtx4090,v100" {
 		t.Errorf("profiles = %s", got)
 	}
 }

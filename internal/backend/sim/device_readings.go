@@ -197,7 +197,7 @@ func (d *device) GetFanSpeed_v2(fan int) (uint32, nvml.Return) {
 func (d *device) GetPerformanceState() (nvml.Pstates, nvml.Return) {
 	_, r := d.begin(featPState)
 	if r != nvml.SUCCESS {
-		return nvml.PSTATE_UNKNOWN, r
+		return 0, r
 	}
 	if d.act.busy() {
 		return d.model.busyPState, r

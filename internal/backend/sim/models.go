@@ -109,3 +109,21 @@ var rtx4090 = &gpuModel{
 	features: allFeatures &^ setOf(featECC, featNVLink, featGPM, featRetiredPages,
 		featRemappedRows, featMIG, featMemoryTemperature, featSerial),
 }
+
+// v100SXM2 is the Tesla V100-SXM2-32GB (Volta) of a DGX-1/DGX-2: the last
+// generation with page retirement instead of row remapping; no MIG, no GPM.
+var v100SXM2 = &gpuModel{
+	name: "Tesla V100-SXM2-32GB", brand: nvml.BRAND_TESLA, arch: nvml.DEVICE_ARCH_VOLTA,
+	ccMajor: 7, ccMinor: 0, vbios: "88.00.80.00.01", serialPrefix: "03231",
+	memoryMiB: 32768, reservedMiB: 0, bar1MiB: 32768,
+	powerLimitW: 300, powerMinW: 150, idlePowerW: 42, loadPowerFrac: 0.97,
+	tempIdleC: 33, tempLoadC: 70, memTempOffsetC: 3,
+	shutdownC: 90, slowdownC: 87, gpuMaxC: 83, memMaxC: 85,
+	maxGraphics: 1530, maxSM: 1530, maxMem: 877, maxVideo: 1372,
+	idleGraphics: 135, idleMem: 877, idleVideo: 555,
+	idlePState: nvml.PSTATE_0, busyPState: nvml.PSTATE_0,
+	pciDeviceID: 0x1DB510DE, pciSubsystemID: 0x124910DE, pcieGen: 3, pcieWidth: 16, idlePcieGen: 3,
+	nvlinks: 6, nvlinkVer: 2, persistence: true, hasEncoder: true,
+	eventTypes: datacenterEvents, supportedCER: nvml.ClocksEventReasonAll &^ nvml.ClocksEventReasonDisplayClockSetting,
+	features: allFeatures &^ setOf(featFanSpeed, featRemappedRows, featGPM, featMIG),
+}

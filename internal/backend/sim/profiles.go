@@ -142,6 +142,14 @@ var profiles = map[string]*profile{
 			{GPU: 0, PID: 5120, UsedMemoryBytes: 18 * gib, SMUtilization: 0.85, MemoryUtilization: 0.38},
 		},
 	},
+	"v100": {
+		name:        "v100",
+		description: "one Tesla V100-SXM2-32GB (Volta): page retirement instead of row remapping, no MIG, no GPM",
+		model:       v100SXM2, count: 1, busIDs: []uint32{0x06},
+		processes: []ProcessSpec{
+			{GPU: 0, PID: 12877, UsedMemoryBytes: 27 * gib, SMUtilization: 0.66, MemoryUtilization: 0.4},
+		},
+	},
 	"large": {
 		name:        "large",
 		description: "64 H100 80GB HBM3 with NVLink, one process on each GPU but every eighth (stress)",

@@ -1,0 +1,248 @@
+package sim
+
+import (
+	"testing"
+	"time"
+
+	"github.com/NVIDIA/go-nvml/pkg/nvml"
+)
+
+func exampleSim(t *testing.T) *Sim {
+	t.Helper()
+	cfg, err := LoadConfig("testdata/example.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.PinTime = pinAt(0)
+	return newSim(t, cfg)
+}
+
+func TestLostGPU(t *testing.T) {
+	s := exampleSim(t)
+	d := handle(t, s, 3)
+	if _, r := d.GetPowerUsage(); r != nvml.SUCCESS {
+		t.Fatalf("before lost_after: %v", r)
+	}
+	s.SetElapsed(30 * time.Second)
+	// The handle is still handed out, like real NVML ...
+	d = handle(t, s, 3)
+	// ... but every call on it, modelled or not, says the GPU is lost.
+	if _, r := d.GetPowerUsage(); r != nvml.ERROR_GPU_IS_LOST {
+		t.Errorf("GetPowerUsage: %v", r)
+	}
+	if _, r := d.GetUUID(); r != nvml.ERROR_GPU_IS_LOST {
+		t.Errorf("GetUUID: %v", r)
+	}
+	if _, r := d.GetBoardPartNumber(); r != nvml.ERROR_GPU_IS_LOST {
+		t.Errorf("unmodelled GetBoardPartNumber: %v", r)
+	}
+	vals := []nvml.FieldValue{{FieldId: nvml.FI_DEV_MEMORY_TEMP}}
+	if r := d.GetFieldValues(vals); r != nvml.ERROR_GPU_IS_LOST || nvml.Return(vals[0].NvmlReturn) != nvml.ERROR_GPU_IS_LOST {
+		t.Errorf("GetFieldValues: %v / %v", r, nvml.Return(vals[0].NvmlReturn))
+	}
+	if _, r := s.DeviceGetHandleByUUID(s.devices[3].uuid); r != nvml.ERROR_GPU_IS_LOST {
+		t.Errorf("DeviceGetHandleByUUID: %v", r)
+	}
+	// The other GPUs keep answering.
+	if _, r := handle(t, s, 2).GetPowerUsage(); r != nvml.SUCCESS {
+		t.Errorf("gpu 2: %v", r)
+	}
+	if n, _ := s.DeviceGetCount(); n != 8 {
+		t.Errorf("count %d", n)
+	}
+}
+
+func TestUnsupportedFault(t *testing.T) {
+	s := exampleSim(t)
+	d := handle(t, s, 1)
+	if _, r := d.GetPowerUsage(); r != nvml.ERROR_NOT_SUPPORTED {
+		t.Errorf("GetPowerUsage on gpu 1: %v", r)
+	}
+	if v, r := fieldULL(t, d, nvml.FI_DEV_POWER_INSTANT, 0); r != nvml.ERROR_NOT_SUPPORTED {
+		t.Errorf("FI_DEV_POWER_INSTANT on gpu 1: %d %v", v, r)
+	}
+	// Other reads of the same GPU, and power on other GPUs, still work.
+	if _, r := d.GetEnforcedPowerLimit(); r != nvml.SUCCESS {
+		t.Errorf("power_limit is a separate name: %v", r)
+	}
+	if _, r := handle(t, s, 0).GetPowerUsage(); r != nvml.SUCCESS {
+		t.Errorf("gpu 0 power: %v", r)
+	}
+}
+
+// Each unsupported name turns at least one call NOT_SUPPORTED that
+// succeeds without the fault.
+func TestEveryUnsupportedNameHasAnEffect(t *testing.T) {
+	probes := map[string]func(d *device) nvml.Return{
+		"utilization":            func(d *device) nvml.Return { _, r := d.GetUtilizationRates(); return r },
+		"encoder":                func(d *device) nvml.Return { _, _, r := d.GetEncoderUtilization(); return r },
+		"decoder":                func(d *device) nvml.Return { _, _, r := d.GetDecoderUtilization(); return r },
+		"memory":                 func(d *device) nvml.Return { _, r := d.GetMemoryInfo_v2(); return r },
+		"bar1":                   func(d *device) nvml.Return { _, r := d.GetBAR1MemoryInfo(); return r },
+		"temperature":            func(d *device) nvml.Return { _, r := d.GetTemperature(nvml.TEMPERATURE_GPU); return r },
+		"memory_temperature":     func(d *device) nvml.Return { _, r := fieldULL(t, d, nvml.FI_DEV_MEMORY_TEMP, 0); return r },
+		"temperature_thresholds": func(d *device) nvml.Return { _, r := d.GetTemperatureThreshold(nvml.TEMPERATURE_THRESHOLD_SLOWDOWN); return r },
+		"fan_speed":              func(d *device) nvml.Return { _, r := d.GetFanSpeed(); return r },
+		"pstate":                 func(d *device) nvml.Return { _, r := d.GetPerformanceState(); return r },
+		"power":                  func(d *device) nvml.Return { _, r := d.GetPowerUsage(); return r },
+		"power_limit":            func(d *device) nvml.Return { _, r := d.GetEnforcedPowerLimit(); return r },
+		"energy":                 func(d *device) nvml.Return { _, r := d.GetTotalEnergyConsumption(); return r },
+		"clocks":                 func(d *device) nvml.Return { _, r := d.GetClockInfo(nvml.CLOCK_SM); return r },
+		"clock_events":           func(d *device) nvml.Return { _, r := d.GetCurrentClocksEventReasons(); return r },
+		"pcie":                   func(d *device) nvml.Return { _, r := fieldULL(t, d, nvml.FI_DEV_PCIE_COUNT_TX_BYTES, 0); return r },
+		"pcie_replay":            func(d *device) nvml.Return { _, r := d.GetPcieReplayCounter(); return r },
+		"ecc":                    func(d *device) nvml.Return { _, r := d.GetTotalEccErrors(0, 0); return r },
+		"retired_pages":          func(d *device) nvml.Return { _, r := d.GetRetiredPagesPendingStatus(); return r },
+		"remapped_rows":          func(d *device) nvml.Return { _, _, _, _, r := d.GetRemappedRows(); return r },
+		"nvlink":                 func(d *device) nvml.Return { _, r := d.GetNvLinkState(0); return r },
+		"gpm": func(d *device) nvml.Return {
+			sample, _ := d.sim.GpmSampleAlloc()
+			return sample.Get(d)
+		},
+		"processes":           func(d *device) nvml.Return { _, r := d.GetComputeRunningProcesses(); return r },
+		"process_utilization": func(d *device) nvml.Return { _, r := d.GetProcessUtilization(0); return r },
+		"serial":              func(d *device) nvml.Return { _, r := d.GetSerial(); return r },
+		"vbios":               func(d *device) nvml.Return { _, r := d.GetVbiosVersion(); return r },
+		"mig":                 func(d *device) nvml.Return { _, _, r := d.GetMigMode(); return r },
+		"events":              func(d *device) nvml.Return { _, r := d.GetSupportedEventTypes(); return r },
+	}
+	for _, name := range UnsupportedNames() {
+		t.Run(name, func(t *testing.T) {
+			probe, ok := probes[name]
+			if !ok {
+				t.Fatalf("no probe for %q: add one", name)
+			}
+			profile := "h100"
+			switch name {
+			case "fan_speed":
+				profile = "rtx4090" // SXM modules have no fans
+			case "retired_pages":
+				profile = "v100" // Ampere and later remap rows instead
+			}
+			clean := newSim(t, Config{Profile: profile, PinTime: pinAt(time.Minute)})
+			if r := probe(clean.devices[0]); r != nvml.SUCCESS {
+				t.Fatalf("without the fault: %v", r)
+			}
+			faulty := newSim(t, Config{Profile: profile, PinTime: pinAt(time.Minute), Faults: []Fault{{GPU: 0, Unsupported: []string{name}}}})
+			if r := probe(faulty.devices[0]); r != nvml.ERROR_NOT_SUPPORTED {
+				t.Errorf("with unsupported [%s]: %v", name, r)
+			}
+		})
+	}
+}
+
+func registerXID(t *testing.T, s *Sim, gpus ...int) nvml.EventSet {
+	t.Helper()
+	set, r := s.EventSetCreate()
+	if r != nvml.SUCCESS {
+		t.Fatal(r)
+	}
+	for _, i := range gpus {
+		if r := handle(t, s, i).RegisterEvents(nvml.EventTypeXidCriticalError, set); r != nvml.SUCCESS {
+			t.Fatalf("RegisterEvents gpu %d: %v", i, r)
+		}
+	}
+	return set
+}
+
+func TestXIDDeliveredOnce(t *testing.T) {
+	s := exampleSim(t)
+	set := registerXID(t, s, 0, 1, 2, 3)
+	if _, r := set.Wait(0); r != nvml.ERROR_TIMEOUT {
+		t.Fatalf("before at: %v", r)
+	}
+	s.SetElapsed(10 * time.Second)
+	ev, r := set.Wait(0)
+	if r != nvml.SUCCESS {
+		t.Fatalf("after at: %v", r)
+	}
+	if ev.EventType != nvml.EventTypeXidCriticalError || ev.EventData != 79 || ev.Device != handle(t, s, 2) {
+		t.Errorf("event %+v", ev)
+	}
+	if ev.GpuInstanceId != 0xFFFFFFFF || ev.ComputeInstanceId != 0xFFFFFFFF {
+		t.Errorf("non-MIG event instance ids %x %x", ev.GpuInstanceId, ev.ComputeInstanceId)
+	}
+	s.SetElapsed(time.Hour)
+	if _, r := set.Wait(0); r != nvml.ERROR_TIMEOUT {
+		t.Errorf("second Wait: %v, the XID must come once", r)
+	}
+	// A second event set gets its own copy.
+	other := registerXID(t, s, 2)
+	if ev, r := other.Wait(0); r != nvml.SUCCESS || ev.EventData != 79 {
+		t.Errorf("second set: %+v %v", ev, r)
+	}
+	// A set without GPU 2 registered never sees it.
+	none := registerXID(t, newSimFromExample(t), 0, 1)
+	if _, r := none.Wait(0); r != nvml.ERROR_TIMEOUT {
+		t.Errorf("unregistered device: %v", r)
+	}
+	if r := set.Free(); r != nvml.SUCCESS {
+		t.Errorf("Free: %v", r)
+	}
+}
+
+func newSimFromExample(t *testing.T) *Sim {
+	s := exampleSim(t)
+	s.SetElapsed(time.Hour)
+	return s
+}
+
+func TestWaitTimesOutInRealTime(t *testing.T) {
+	s := exampleSim(t)
+	set := registerXID(t, s, 2)
+	start := time.Now()
+	_, r := set.Wait(60)
+	if r != nvml.ERROR_TIMEOUT {
+		t.Fatalf("Wait: %v", r)
+	}
+	if took := time.Since(start); took < 60*time.Millisecond {
+		t.Errorf("Wait(60) returned after %v", took)
+	}
+}
+
+// With a running clock, Wait sleeps until the XID falls due.
+func TestWaitWakesWhenXIDFallsDue(t *testing.T) {
+	s := newSim(t, Config{Profile: "h100", Faults: []Fault{{GPU: 0, XID: 48, At: pinAt(80 * time.Millisecond)}}})
+	set := registerXID(t, s, 0)
+	start := time.Now()
+	ev, r := set.Wait(5000)
+	if r != nvml.SUCCESS || ev.EventData != 48 {
+		t.Fatalf("Wait: %+v %v", ev, r)
+	}
+	if took := time.Since(start); took > 2*time.Second {
+		t.Errorf("Wait took %v for an event due at 80ms", took)
+	}
+}
+
+// With a pinned clock, SetElapsed wakes a waiting Wait.
+func TestSetElapsedWakesWait(t *testing.T) {
+	s := exampleSim(t)
+	set := registerXID(t, s, 2)
+	done := make(chan nvml.Return)
+	go func() {
+		_, r := set.Wait(10000)
+		done <- r
+	}()
+	time.Sleep(20 * time.Millisecond)
+	s.SetElapsed(11 * time.Second)
+	select {
+	case r := <-done:
+		if r != nvml.SUCCESS {
+			t.Errorf("Wait: %v", r)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("Wait did not wake on SetElapsed")
+	}
+}
+
+func TestRegisterUnsupportedEvents(t *testing.T) {
+	s := newSim(t, Config{Profile: "rtx4090"})
+	set, _ := s.EventSetCreate()
+	d := handle(t, s, 0)
+	if r := d.RegisterEvents(nvml.EventTypeXidCriticalError|nvml.EventTypeDoubleBitEccError, set); r != nvml.ERROR_NOT_SUPPORTED {
+		t.Errorf("ECC events on GeForce: %v", r)
+	}
+	if r := d.RegisterEvents(nvml.EventTypeXidCriticalError, set); r != nvml.SUCCESS {
+		t.Errorf("XID events on GeForce: %v", r)
+	}
+}
