@@ -74,27 +74,30 @@ func TestUnsupportedFault(t *testing.T) {
 // succeeds without the fault.
 func TestEveryUnsupportedNameHasAnEffect(t *testing.T) {
 	probes := map[string]func(d *device) nvml.Return{
-		"utilization":            func(d *device) nvml.Return { _, r := d.GetUtilizationRates(); return r },
-		"encoder":                func(d *device) nvml.Return { _, _, r := d.GetEncoderUtilization(); return r },
-		"decoder":                func(d *device) nvml.Return { _, _, r := d.GetDecoderUtilization(); return r },
-		"memory":                 func(d *device) nvml.Return { _, r := d.GetMemoryInfo_v2(); return r },
-		"bar1":                   func(d *device) nvml.Return { _, r := d.GetBAR1MemoryInfo(); return r },
-		"temperature":            func(d *device) nvml.Return { _, r := d.GetTemperature(nvml.TEMPERATURE_GPU); return r },
-		"memory_temperature":     func(d *device) nvml.Return { _, r := fieldULL(t, d, nvml.FI_DEV_MEMORY_TEMP, 0); return r },
-		"temperature_thresholds": func(d *device) nvml.Return { _, r := d.GetTemperatureThreshold(nvml.TEMPERATURE_THRESHOLD_SLOWDOWN); return r },
-		"fan_speed":              func(d *device) nvml.Return { _, r := d.GetFanSpeed(); return r },
-		"pstate":                 func(d *device) nvml.Return { _, r := d.GetPerformanceState(); return r },
-		"power":                  func(d *device) nvml.Return { _, r := d.GetPowerUsage(); return r },
-		"power_limit":            func(d *device) nvml.Return { _, r := d.GetEnforcedPowerLimit(); return r },
-		"energy":                 func(d *device) nvml.Return { _, r := d.GetTotalEnergyConsumption(); return r },
-		"clocks":                 func(d *device) nvml.Return { _, r := d.GetClockInfo(nvml.CLOCK_SM); return r },
-		"clock_events":           func(d *device) nvml.Return { _, r := d.GetCurrentClocksEventReasons(); return r },
-		"pcie":                   func(d *device) nvml.Return { _, r := fieldULL(t, d, nvml.FI_DEV_PCIE_COUNT_TX_BYTES, 0); return r },
-		"pcie_replay":            func(d *device) nvml.Return { _, r := d.GetPcieReplayCounter(); return r },
-		"ecc":                    func(d *device) nvml.Return { _, r := d.GetTotalEccErrors(0, 0); return r },
-		"retired_pages":          func(d *device) nvml.Return { _, r := d.GetRetiredPagesPendingStatus(); return r },
-		"remapped_rows":          func(d *device) nvml.Return { _, _, _, _, r := d.GetRemappedRows(); return r },
-		"nvlink":                 func(d *device) nvml.Return { _, r := d.GetNvLinkState(0); return r },
+		"utilization":        func(d *device) nvml.Return { _, r := d.GetUtilizationRates(); return r },
+		"encoder":            func(d *device) nvml.Return { _, _, r := d.GetEncoderUtilization(); return r },
+		"decoder":            func(d *device) nvml.Return { _, _, r := d.GetDecoderUtilization(); return r },
+		"memory":             func(d *device) nvml.Return { _, r := d.GetMemoryInfo_v2(); return r },
+		"bar1":               func(d *device) nvml.Return { _, r := d.GetBAR1MemoryInfo(); return r },
+		"temperature":        func(d *device) nvml.Return { _, r := d.GetTemperature(nvml.TEMPERATURE_GPU); return r },
+		"memory_temperature": func(d *device) nvml.Return { _, r := fieldULL(t, d, nvml.FI_DEV_MEMORY_TEMP, 0); return r },
+		"temperature_thresholds": func(d *device) nvml.Return {
+			_, r := d.GetTemperatureThreshold(nvml.TEMPERATURE_THRESHOLD_SLOWDOWN)
+			return r
+		},
+		"fan_speed":     func(d *device) nvml.Return { _, r := d.GetFanSpeed(); return r },
+		"pstate":        func(d *device) nvml.Return { _, r := d.GetPerformanceState(); return r },
+		"power":         func(d *device) nvml.Return { _, r := d.GetPowerUsage(); return r },
+		"power_limit":   func(d *device) nvml.Return { _, r := d.GetEnforcedPowerLimit(); return r },
+		"energy":        func(d *device) nvml.Return { _, r := d.GetTotalEnergyConsumption(); return r },
+		"clocks":        func(d *device) nvml.Return { _, r := d.GetClockInfo(nvml.CLOCK_SM); return r },
+		"clock_events":  func(d *device) nvml.Return { _, r := d.GetCurrentClocksEventReasons(); return r },
+		"pcie":          func(d *device) nvml.Return { _, r := fieldULL(t, d, nvml.FI_DEV_PCIE_COUNT_TX_BYTES, 0); return r },
+		"pcie_replay":   func(d *device) nvml.Return { _, r := d.GetPcieReplayCounter(); return r },
+		"ecc":           func(d *device) nvml.Return { _, r := d.GetTotalEccErrors(0, 0); return r },
+		"retired_pages": func(d *device) nvml.Return { _, r := d.GetRetiredPagesPendingStatus(); return r },
+		"remapped_rows": func(d *device) nvml.Return { _, _, _, _, r := d.GetRemappedRows(); return r },
+		"nvlink":        func(d *device) nvml.Return { _, r := d.GetNvLinkState(0); return r },
 		"gpm": func(d *device) nvml.Return {
 			sample, _ := d.sim.GpmSampleAlloc()
 			return sample.Get(d)
