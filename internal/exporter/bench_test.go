@@ -5,9 +5,12 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"net/http"
+	"net/http/httptest"
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/prometheus/common/expfmt"
 )
 
@@ -76,4 +79,36 @@ func countSeries(text []byte) int {
 		}
 	}
 	return n
+}
+
+// BenchmarkHandler measures a whole HTTP answer for the 8-GPU host: the
+// promhttp handler over a registry against TextHandler, plain and gzipped
+// (Prometheus asks for gzip).
+func BenchmarkHandler(b *testing.B) {
+	e, err := New(&fixedSource{snap: fullSnapshot(8, 18)}, Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(e)
+	handlers := map[string]http.Handler{
+		"promhttp": promhttp.HandlerFor(reg, promhttp.HandlerOpts{}),
+		"text":     e.TextHandler(nil),
+	}
+	for _, name := range []string{"promhttp", "text"} {
+		for _, enc := range []string{"identity", "gzip"} {
+			b.Run(name+"/"+enc, func(b *testing.B) {
+				b.ReportAllocs()
+				req := httptest.NewRequest("GET", "/metrics", nil)
+				req.Header.Set("Accept-Encoding", enc)
+				for b.Loop() {
+					rec := httptest.NewRecorder()
+					handlers[name].ServeHTTP(rec, req)
+					if rec.Code != 200 {
+						b.Fatal(rec.Code)
+					}
+				}
+			})
+		}
+	}
 }
