@@ -80,6 +80,7 @@ type Attributor struct {
 	log         *slog.Logger
 	timeout     time.Duration
 	revalidate  time.Duration
+	stuckAfter  time.Duration // a procfs job running longer is abandoned
 	now         func() time.Time
 	procs       *procReader
 	users       *userDB
@@ -148,6 +149,7 @@ func New(opts Options) (*Attributor, error) {
 		log:         opts.Logger,
 		timeout:     opts.Timeout,
 		revalidate:  opts.RevalidateInterval,
+		stuckAfter:  max(10*opts.Timeout, 10*time.Second),
 		now:         time.Now,
 		procs:       procs,
 		users:       newUserDB(passwd),
@@ -249,7 +251,11 @@ func (a *Attributor) readProcfs(ctx context.Context, procs []snapshot.Process, n
 			a.merge(a.job, now)
 			a.job = nil
 		default:
-			return
+			if now.Sub(a.job.started) < a.stuckAfter {
+				return
+			}
+			a.abandon(a.job, now)
+			a.job = nil
 		}
 	}
 	var reqs []procRequest
@@ -268,12 +274,29 @@ func (a *Attributor) readProcfs(ctx context.Context, procs []snapshot.Process, n
 	if len(reqs) == 0 {
 		return
 	}
-	job := startProcJob(a.procs, a.errs, a.log, reqs)
+	job := startProcJob(a.procs, a.errs, a.log, reqs, now)
 	select {
 	case <-job.done:
 		a.merge(job, now)
 	case <-ctx.Done():
 		a.job = job
+	}
+}
+
+// abandon gives up on a job that has been stuck for stuckAfter, so that one
+// process hung in the kernel does not stop new processes from being read.
+// The processes it is stuck on are cached with an empty owner until their
+// next revalidation, and counted as errors; its goroutines stay blocked
+// until the kernel lets them go.
+func (a *Attributor) abandon(job *procJob, now time.Time) {
+	for _, pid := range job.stuckPIDs() {
+		a.errs.add(SourceProcfs)
+		a.log.Warn("reading process is stuck; skipping it until it is next checked", "pid", pid, "for", now.Sub(job.started))
+		if a.pids[pid] == nil {
+			a.pids[pid] = &pidEntry{checkAt: now.Add(a.revalidate), gen: a.gen}
+		} else {
+			a.pids[pid].checkAt = now.Add(a.revalidate)
+		}
 	}
 }
 

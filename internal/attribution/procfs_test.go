@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
+	"syscall"
 	"testing"
 	"time"
 	"unicode/utf8"
@@ -264,5 +266,89 @@ func TestSlurmFromEnviron(t *testing.T) {
 		if job != tt.job || step != tt.step {
 			t.Errorf("slurmFromEnviron(%q) = %q, %q; want %q, %q", tt.env, job, step, tt.job, tt.step)
 		}
+	}
+}
+
+// stuckProc makes pid's cmdline a FIFO: reading it blocks, as reading the
+// cmdline of a process stuck in the kernel can, until release is called.
+func stuckProc(t *testing.T, root string, pid int) (release func()) {
+	t.Helper()
+	fifo := filepath.Join(root, strconv.Itoa(pid), "cmdline")
+	if err := os.Remove(fifo); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Mkfifo(fifo, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	release = sync.OnceFunc(func() {
+		// Opening for writing releases the blocked reader; closing gives it EOF.
+		if f, err := os.OpenFile(fifo, os.O_WRONLY, 0); err == nil {
+			f.Write([]byte("unstuck\x00"))
+			f.Close()
+		}
+	})
+	t.Cleanup(release)
+	return release
+}
+
+func TestStuckProcfsReadDoesNotHoldEnrich(t *testing.T) {
+	root := tempProc(t, 1001, 1002)
+	release := stuckProc(t, root, 1002)
+	a := newFixtureAttributor(t, Options{ProcRoot: root})
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	s := procs(1001, 1002)
+	a.Enrich(ctx, s)
+	if took := time.Since(start); took > time.Second {
+		t.Fatalf("Enrich took %v with a 100ms budget and a stuck read", took)
+	}
+	// A second scrape while the read is still stuck starts no second job
+	// and returns at once.
+	job := a.job
+	s = procs(1001, 1002)
+	a.Enrich(context.Background(), s)
+	if job == nil || a.job != job {
+		t.Fatal("the stuck job was not kept")
+	}
+
+	release()
+	select {
+	case <-job.done:
+	case <-time.After(5 * time.Second):
+		t.Fatal("job did not finish after the read was released")
+	}
+	s = procs(1001, 1002)
+	a.Enrich(context.Background(), s)
+	if got := s.Processes[0].Owner.Container.ID; got != fixtureDockerID {
+		t.Errorf("pid 1001 container = %q after the job finished", got)
+	}
+	if got := s.Processes[1].Owner.Command; got != "unstuck" {
+		t.Errorf("pid 1002 command = %q, want the late answer", got)
+	}
+}
+
+func TestStuckProcfsJobIsAbandoned(t *testing.T) {
+	root := tempProc(t, 1001, 1002)
+	stuckProc(t, root, 1002)
+	a := newFixtureAttributor(t, Options{ProcRoot: root})
+	clock := newFakeClock()
+	a.now = clock.Now
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	a.Enrich(ctx, procs(1002))
+
+	// Long after, a new process appears while 1002 is still stuck.
+	clock.Advance(a.stuckAfter + time.Second)
+	s := procs(1001, 1002)
+	a.Enrich(context.Background(), s)
+	if got := s.Processes[0].Owner.Container.ID; got != fixtureDockerID {
+		t.Errorf("new pid 1001 not read while 1002 is stuck: container %q", got)
+	}
+	if got := s.Processes[1].Owner; got != (snapshot.Owner{}) {
+		t.Errorf("stuck pid 1002: owner %+v, want empty", got)
+	}
+	if got := s.AttributionErrors[SourceProcfs]; got != 1 {
+		t.Errorf("procfs errors = %d, want 1 for the stuck process", got)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"sync"
 	"sync/atomic"
+	"time"
 )
 
 // procRequest asks for one process: knownStart is the start time cached for
@@ -27,24 +28,41 @@ type procResult struct {
 type procJob struct {
 	results []procResult
 	done    chan struct{}
+	started time.Time
+	// reading holds, per worker, the pid being read (0 when idle), so
+	// that a job abandoned as stuck can say which process it is stuck on.
+	reading [procWorkers]atomic.Uint32
+}
+
+// stuckPIDs returns the processes whose reads have not returned.
+func (j *procJob) stuckPIDs() []uint32 {
+	var pids []uint32
+	for i := range j.reading {
+		if pid := j.reading[i].Load(); pid != 0 {
+			pids = append(pids, pid)
+		}
+	}
+	return pids
 }
 
 // procWorkers is how many processes are read at once: more than one, so
 // that one process stuck in the kernel does not hold up the rest.
 const procWorkers = 4
 
-func startProcJob(r *procReader, errs *errorCounts, log *slog.Logger, reqs []procRequest) *procJob {
-	job := &procJob{results: make([]procResult, len(reqs)), done: make(chan struct{})}
+func startProcJob(r *procReader, errs *errorCounts, log *slog.Logger, reqs []procRequest, now time.Time) *procJob {
+	job := &procJob{results: make([]procResult, len(reqs)), done: make(chan struct{}), started: now}
 	var next atomic.Int64
 	var wg sync.WaitGroup
-	for range min(procWorkers, len(reqs)) {
+	for w := range min(procWorkers, len(reqs)) {
 		wg.Go(func() {
 			for {
 				i := int(next.Add(1) - 1)
 				if i >= len(reqs) {
 					return
 				}
+				job.reading[w].Store(reqs[i].pid)
 				job.results[i] = readOne(r, errs, log, reqs[i])
+				job.reading[w].Store(0)
 			}
 		})
 	}

@@ -1,0 +1,185 @@
+package attribution
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/gpuwatch/gpuwatch/internal/snapshot"
+)
+
+// fakeSlurm answers job lookups like internal/slurm's, and counts them.
+type fakeSlurm struct {
+	mu    sync.Mutex
+	calls map[string]int
+	delay time.Duration
+}
+
+func (f *fakeSlurm) lookup(ctx context.Context, jobID string) (snapshot.SlurmJob, error) {
+	f.mu.Lock()
+	if f.calls == nil {
+		f.calls = make(map[string]int)
+	}
+	f.calls[jobID]++
+	f.mu.Unlock()
+	if f.delay > 0 {
+		select {
+		case <-time.After(f.delay):
+		case <-ctx.Done():
+			return snapshot.SlurmJob{}, ctx.Err()
+		}
+	}
+	if jobID == "124" {
+		return snapshot.SlurmJob{}, errors.New("squeue: invalid job id")
+	}
+	return snapshot.SlurmJob{JobID: jobID, Step: "ignored", User: "carol", Account: "physics", Partition: "gpu", JobName: "train-" + jobID}, nil
+}
+
+func (f *fakeSlurm) count(jobID string) int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.calls[jobID]
+}
+
+func TestEnrichSlurm(t *testing.T) {
+	fs := &fakeSlurm{}
+	a := newFixtureAttributor(t, Options{Slurm: fs.lookup})
+	s := procs(1023, 1024, 1026, 1028, 1029)
+	a.Enrich(context.Background(), s)
+
+	want := snapshot.SlurmJob{JobID: "123", Step: "0", User: "carol", Account: "physics", Partition: "gpu", JobName: "train-123"}
+	if got := s.Processes[0].Owner.Slurm; got != want {
+		t.Errorf("job 123:\n got %+v\nwant %+v", got, want)
+	}
+	// The lookup failed: the job id and step from the cgroup remain.
+	if got := s.Processes[1].Owner.Slurm; got != (snapshot.SlurmJob{JobID: "124", Step: "batch"}) {
+		t.Errorf("job 124: got %+v", got)
+	}
+	if got := s.Processes[3].Owner.Slurm; got.JobID != "128" || got.Partition != "gpu" {
+		t.Errorf("job 128 from the environment: got %+v", got)
+	}
+	if got := s.Processes[4].Owner.Slurm; got != (snapshot.SlurmJob{}) {
+		t.Errorf("no job: got %+v", got)
+	}
+	if got := s.AttributionErrors[SourceSlurm]; got != 1 {
+		t.Errorf("slurm errors = %d, want 1", got)
+	}
+
+	a.Enrich(context.Background(), procs(1023, 1024))
+	if n := fs.count("123"); n != 1 {
+		t.Errorf("job 123 looked up %d times, want once (cached)", n)
+	}
+	if n := fs.count("124"); n != 1 {
+		t.Errorf("job 124 looked up %d times, want once (negative cache)", n)
+	}
+}
+
+func TestSlowSlurmDoesNotHoldEnrich(t *testing.T) {
+	fs := &fakeSlurm{delay: 300 * time.Millisecond}
+	a := newFixtureAttributor(t, Options{Slurm: fs.lookup, Timeout: time.Second})
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	s := procs(1023)
+	a.Enrich(ctx, s)
+	if took := time.Since(start); took > 250*time.Millisecond {
+		t.Errorf("Enrich took %v with a 50ms budget", took)
+	}
+	if got := s.Processes[0].Owner.Slurm; got.JobID != "123" || got.User != "" {
+		t.Errorf("first scrape: got %+v, want the job id only", got)
+	}
+	// The lookup finished in the background; the next scrape has it.
+	time.Sleep(400 * time.Millisecond)
+	s = procs(1023)
+	a.Enrich(context.Background(), s)
+	if got := s.Processes[0].Owner.Slurm; got.User != "carol" {
+		t.Errorf("next scrape: got %+v", got)
+	}
+	if n := fs.count("123"); n != 1 {
+		t.Errorf("looked up %d times, want once", n)
+	}
+}
+
+func TestCacheExpiryRefreshesAndKeepsStaleAnswer(t *testing.T) {
+	fs := &fakeSlurm{}
+	a := newFixtureAttributor(t, Options{Slurm: fs.lookup, CacheTTL: time.Minute, RevalidateInterval: time.Hour})
+	clock := newFakeClock()
+	a.now = clock.Now
+	a.Enrich(context.Background(), procs(1023))
+	clock.Advance(2 * time.Minute)
+	s := procs(1023)
+	a.Enrich(context.Background(), s)
+	if n := fs.count("123"); n != 2 {
+		t.Errorf("looked up %d times after the TTL, want 2", n)
+	}
+	if s.Processes[0].Owner.Slurm.User != "carol" {
+		t.Errorf("got %+v", s.Processes[0].Owner.Slurm)
+	}
+}
+
+// fakeAllocations stands in for the kubelet pod-resources source.
+type fakeAllocations struct {
+	allocs []snapshot.Allocation
+	err    error
+	hang   bool
+}
+
+func (f fakeAllocations) Source() string { return SourceKubelet }
+func (f fakeAllocations) List(ctx context.Context, _ []snapshot.Device) ([]snapshot.Allocation, error) {
+	if f.hang {
+		<-ctx.Done()
+		return nil, ctx.Err()
+	}
+	return f.allocs, f.err
+}
+
+func TestAllocationSources(t *testing.T) {
+	alloc := snapshot.Allocation{GPU: 3, GPUUUID: "GPU-3", Pod: snapshot.Pod{Name: "p", Namespace: "ns", Container: "c"}}
+	a := newFixtureAttributor(t, Options{AllocationSources: []AllocationSource{fakeAllocations{allocs: []snapshot.Allocation{alloc}}}})
+	s := procs()
+	a.Enrich(context.Background(), s)
+	if len(s.Allocations) != 1 || s.Allocations[0] != alloc {
+		t.Errorf("allocations = %+v", s.Allocations)
+	}
+	if n, ok := s.AttributionErrors[SourceKubelet]; !ok || n != 0 {
+		t.Errorf("kubelet errors = %d (present %v), want 0", n, ok)
+	}
+
+	hanging := newFixtureAttributor(t, Options{Timeout: 100 * time.Millisecond,
+		AllocationSources: []AllocationSource{fakeAllocations{hang: true}}})
+	start := time.Now()
+	s = procs()
+	hanging.Enrich(context.Background(), s)
+	if took := time.Since(start); took > time.Second {
+		t.Errorf("Enrich took %v with a hanging allocation source and a 100ms timeout", took)
+	}
+	if len(s.Allocations) != 0 {
+		t.Errorf("allocations = %+v", s.Allocations)
+	}
+}
+
+func TestUnconfiguredSourcesAreNotReported(t *testing.T) {
+	a := newFixtureAttributor(t, Options{})
+	s := procs(1001)
+	a.Enrich(context.Background(), s)
+	if len(s.AttributionErrors) != 1 {
+		t.Errorf("AttributionErrors = %v, want procfs only", s.AttributionErrors)
+	}
+}
+
+func TestEnrichIsSafeConcurrently(t *testing.T) {
+	fs := &fakeSlurm{}
+	a := newFixtureAttributor(t, Options{Slurm: fs.lookup})
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Go(func() {
+			for range 20 {
+				s := procs(1001, 1023, 1026, 1031, 99999)
+				a.Enrich(context.Background(), s)
+			}
+		})
+	}
+	wg.Wait()
+}
