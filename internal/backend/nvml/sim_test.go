@@ -1,0 +1,454 @@
+package nvmlbackend
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/gpuwatch/gpuwatch/internal/backend/sim"
+	"github.com/gpuwatch/gpuwatch/internal/snapshot"
+)
+
+// The reader through the simulator: the same code that reads a real GPU,
+// against realistic, deterministic profiles.
+
+func durationPtr(d time.Duration) *sim.Duration {
+	v := sim.Duration(d)
+	return &v
+}
+
+// newSim builds a simulator with its clock pinned at start.
+func newSim(t testing.TB, cfg sim.Config, start time.Duration) *sim.Sim {
+	t.Helper()
+	cfg.PinTime = durationPtr(start)
+	s, err := sim.New(cfg)
+	if err != nil {
+		t.Fatalf("sim.New(%s): %v", cfg.Profile, err)
+	}
+	return s
+}
+
+func newSimReader(t testing.TB, s *sim.Sim, groups map[string]bool) *Reader {
+	t.Helper()
+	r, err := New(s, Options{Groups: groups, Now: s.Now})
+	if err != nil {
+		t.Fatalf("New: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := r.Close(); err != nil {
+			t.Errorf("Close: %v", err)
+		}
+	})
+	return r
+}
+
+func inRange(t *testing.T, what string, o snapshot.Opt[float64], lo, hi float64) {
+	t.Helper()
+	if !o.Valid || o.Value < lo || o.Value > hi {
+		t.Errorf("%s = %+v, want a value in [%g, %g]", what, o, lo, hi)
+	}
+}
+
+func ratio(t *testing.T, what string, o snapshot.Opt[float64]) { t.Helper(); inRange(t, what, o, 0, 1) }
+
+func TestSimDGXH100EveryGroupPlausible(t *testing.T) {
+	s := newSim(t, sim.Config{Profile: "dgx-h100"}, time.Hour)
+	r := newSimReader(t, s, AllGroups())
+	snap := read(t, r)
+	noGroupErrors(t, snap)
+
+	if !snap.Time.Equal(s.Now()) {
+		t.Errorf("snapshot time %v, want the simulator's %v", snap.Time, s.Now())
+	}
+	if snap.DriverVersion != sim.DriverVersion || snap.CUDADriverVersion != "12.4" || snap.NVMLVersion != sim.NVMLVersion {
+		t.Errorf("versions = %q %q %q", snap.DriverVersion, snap.CUDADriverVersion, snap.NVMLVersion)
+	}
+	if len(snap.Devices) != 8 {
+		t.Fatalf("got %d devices, want 8", len(snap.Devices))
+	}
+	uuids := map[string]bool{}
+	for i, d := range snap.Devices {
+		t.Run(fmt.Sprintf("gpu%d", i), func(t *testing.T) {
+			if !d.Up || d.Index != i || !strings.HasPrefix(d.UUID, "GPU-") || uuids[d.UUID] {
+				t.Fatalf("identity: up=%v index=%d uuid=%q", d.Up, d.Index, d.UUID)
+			}
+			uuids[d.UUID] = true
+			in := d.Info
+			if in.Name != "NVIDIA H100 80GB HBM3" || in.Architecture != "hopper" || in.Brand != "nvidia" ||
+				in.ComputeCapability != "9.0" || in.PCIBusID == "" || in.Serial == "" || in.VBIOSVersion == "" ||
+				in.PersistenceMode != "enabled" || in.ComputeMode == "" || in.MIGMode != "disabled" || in.ECCMode != "enabled" {
+				t.Errorf("info = %+v", in)
+			}
+
+			ratio(t, "utilization.gpu", d.Utilization.GPU)
+			ratio(t, "utilization.memory", d.Utilization.Memory)
+			if d.Utilization.Decoder.Valid {
+				ratio(t, "utilization.decoder", d.Utilization.Decoder)
+			}
+
+			m := d.Memory
+			if !m.Total.Valid || m.Total.Value < 79*gib || m.Total.Value > 81*gib {
+				t.Errorf("memory.total = %+v, want about 80 GiB", m.Total)
+			}
+			if !m.Used.Valid || !m.Free.Valid || !m.Reserved.Valid || m.Used.Value+m.Free.Value+m.Reserved.Value != m.Total.Value {
+				t.Errorf("memory used %+v + free %+v + reserved %+v != total %+v", m.Used, m.Free, m.Reserved, m.Total)
+			}
+			if !m.BAR1Total.Valid || !m.BAR1Used.Valid || m.BAR1Used.Value > m.BAR1Total.Value {
+				t.Errorf("bar1 = %+v / %+v", m.BAR1Used, m.BAR1Total)
+			}
+
+			inRange(t, "temperature.gpu", d.Temperature.GPU, 20, 95)
+			inRange(t, "temperature.memory", d.Temperature.Memory, 20, 100)
+			inRange(t, "temperature.slowdown", d.Temperature.SlowdownThreshold, 70, 100)
+			inRange(t, "temperature.shutdown", d.Temperature.ShutdownThreshold, d.Temperature.SlowdownThreshold.Value, 110)
+			inRange(t, "temperature.mem_max", d.Temperature.MemoryMaxThreshold, 70, 110)
+			wantAbsent(t, "fan (SXM modules have none)", d.FanSpeed)
+
+			if len(d.Clocks) != 4 {
+				t.Errorf("clocks = %+v", d.Clocks)
+			}
+			for _, c := range d.Clocks {
+				inRange(t, "clock "+c.Type+" max", c.Max, 5e8, 3e9)
+				inRange(t, "clock "+c.Type+" current", c.Current, 1e8, c.Max.Value)
+			}
+			inRange(t, "pstate", snapshot.Opt[float64]{Value: float64(d.PState.Value), Valid: d.PState.Valid}, 0, 15)
+			if len(d.ClockEvents) != len(clockEventReasons) {
+				t.Errorf("clock events = %+v", d.ClockEvents)
+			}
+
+			inRange(t, "power.limit", d.Power.EnforcedLimit, 700, 700)
+			inRange(t, "power.usage", d.Power.Usage, 50, 700)
+			// The simulated driver was loaded before the exporter started:
+			// the counter starts with history, so only its sign is known.
+			inRange(t, "power.energy", d.Power.Energy, 1, 1e12)
+
+			if !d.PCIe.TxBytes.Valid || !d.PCIe.RxBytes.Valid {
+				t.Errorf("pcie traffic = %+v / %+v", d.PCIe.TxBytes, d.PCIe.RxBytes)
+			}
+			want(t, "pcie.max_gen", d.PCIe.MaxLinkGen, 5)
+			want(t, "pcie.max_width", d.PCIe.MaxLinkWidth, 16)
+			if !d.PCIe.LinkGen.Valid || !d.PCIe.LinkWidth.Valid || !d.PCIe.ReplayCounter.Valid {
+				t.Errorf("pcie link = %+v", d.PCIe)
+			}
+
+			e := d.ECC
+			for name, o := range map[string]snapshot.Opt[uint64]{
+				"volatile_corrected": e.VolatileCorrected, "volatile_uncorrected": e.VolatileUncorrected,
+				"aggregate_corrected": e.AggregateCorrected, "aggregate_uncorrected": e.AggregateUncorrected,
+				"remapped_correctable": e.RemappedRowsCorrectable, "remapped_uncorrectable": e.RemappedRowsUncorrectable,
+			} {
+				if !o.Valid {
+					t.Errorf("ecc.%s absent", name)
+				}
+			}
+			if !e.RemappedRowsPending.Valid || !e.RemappedRowsFailure.Valid {
+				t.Errorf("remapped rows flags absent: %+v", e)
+			}
+			wantAbsent(t, "retired pages (Hopper remaps rows instead)", e.RetiredPagesSingleBit)
+
+			if len(d.NVLinks) != 18 {
+				t.Fatalf("nvlinks = %d, want 18", len(d.NVLinks))
+			}
+			for _, l := range d.NVLinks {
+				if !l.Active || !l.TxBytes.Valid || !l.RxBytes.Valid || !l.CRCFlitErrors.Valid ||
+					!l.CRCDataErrors.Valid || !l.ReplayErrors.Valid || !l.RecoveryErrors.Valid {
+					t.Errorf("nvlink %d = %+v", l.Link, l)
+				}
+			}
+
+			g := d.GPM
+			for name, o := range map[string]snapshot.Opt[float64]{
+				"sm_active": g.SMActive, "sm_occupancy": g.SMOccupancy, "tensor": g.TensorActive,
+				"dram": g.DRAMActive, "fp16": g.FP16Active, "fp32": g.FP32Active, "fp64": g.FP64Active,
+			} {
+				ratio(t, "gpm."+name, o)
+			}
+			if d.MIGInstances != nil {
+				t.Errorf("MIG instances on a non-MIG GPU: %+v", d.MIGInstances)
+			}
+		})
+	}
+
+	// The profile's processes: one per GPU 0-5, two on GPU 6, none on 7.
+	perGPU := map[int]int{}
+	for _, p := range snap.Processes {
+		perGPU[p.GPU]++
+		if p.GPUUUID != snap.Devices[p.GPU].UUID || p.Type != "compute" || !p.UsedMemory.Valid || p.PID == 0 {
+			t.Errorf("process = %+v", p)
+		}
+	}
+	if len(snap.Processes) != 8 || perGPU[6] != 2 || perGPU[7] != 0 {
+		t.Errorf("processes per GPU = %v", perGPU)
+	}
+	if p := snap.Processes[0]; p.PID != 71201 || p.UsedMemory.Value != 74*gib {
+		t.Errorf("first process = %+v", p)
+	} else {
+		inRange(t, "pid 71201 sm utilization", p.SMUtilization, 0.5, 1)
+	}
+
+	// Counters only grow.
+	s.SetElapsed(2 * time.Hour)
+	later := read(t, r)
+	noGroupErrors(t, later)
+	for i := range snap.Devices {
+		a, b := snap.Devices[i], later.Devices[i]
+		// One simulated hour between the reads: between idle and limit power.
+		inRange(t, fmt.Sprintf("gpu %d energy over 1h", i),
+			snapshot.Some(b.Power.Energy.Value-a.Power.Energy.Value), 50*3600, 700*3600)
+		if b.Power.Energy.Value <= a.Power.Energy.Value || b.PCIe.TxBytes.Value < a.PCIe.TxBytes.Value ||
+			b.NVLinks[0].TxBytes.Value < a.NVLinks[0].TxBytes.Value {
+			t.Errorf("gpu %d: counters went backwards or stalled: energy %v→%v pcie %v→%v",
+				i, a.Power.Energy, b.Power.Energy, a.PCIe.TxBytes, b.PCIe.TxBytes)
+		}
+	}
+}
+
+func TestSimRTX4090AbsentNotZero(t *testing.T) {
+	s := newSim(t, sim.Config{Profile: "rtx4090"}, time.Minute)
+	r := newSimReader(t, s, AllGroups())
+	snap := read(t, r)
+	noGroupErrors(t, snap)
+	d := snap.Devices[0]
+	if !d.Up || d.Info.Architecture != "ada" || !strings.Contains(d.Info.Name, "4090") {
+		t.Fatalf("device = %+v", d)
+	}
+	if d.Info.ECCMode != "" || d.Info.MIGMode != "" || d.Info.Serial != "" {
+		t.Errorf("unsupported info must be empty: %+v", d.Info)
+	}
+	if d.ECC != (snapshot.ECC{}) {
+		t.Errorf("ECC = %+v, want every reading absent", d.ECC)
+	}
+	if d.NVLinks != nil {
+		t.Errorf("NVLinks = %+v, want nil", d.NVLinks)
+	}
+	if d.GPM != (snapshot.GPM{}) {
+		t.Errorf("GPM = %+v, want every reading absent", d.GPM)
+	}
+	wantAbsent(t, "memory temperature", d.Temperature.Memory)
+	ratio(t, "fan speed", d.FanSpeed)
+	ratio(t, "utilization.gpu", d.Utilization.GPU)
+	inRange(t, "power.usage", d.Power.Usage, 5, 600)
+	if !d.Memory.Total.Valid || d.Memory.Total.Value < 23*gib {
+		t.Errorf("memory.total = %+v", d.Memory.Total)
+	}
+	kinds := map[string]bool{}
+	for _, p := range snap.Processes {
+		kinds[p.Type] = true
+	}
+	if !kinds["graphics"] || !kinds["compute"] {
+		t.Errorf("processes = %+v, want Xorg (graphics) and a compute job", snap.Processes)
+	}
+}
+
+func TestSimLostGPU(t *testing.T) {
+	s := newSim(t, sim.Config{Profile: "dgx-h100", Faults: []sim.Fault{{GPU: 3, LostAfter: durationPtr(30 * time.Second)}}}, 0)
+	r := newSimReader(t, s, AllGroups())
+	before := read(t, r)
+	if !before.Devices[3].Up {
+		t.Fatalf("gpu 3 down before its fault: %s", before.Devices[3].DownReason)
+	}
+	s.SetElapsed(31 * time.Second)
+	snap := read(t, r)
+	noGroupErrors(t, snap)
+	lost := snap.Devices[3]
+	if lost.Up || lost.DownReason != "gpu_is_lost" || lost.Index != 3 {
+		t.Errorf("gpu 3 = up %v reason %q", lost.Up, lost.DownReason)
+	}
+	if lost.Power.Usage.Valid || lost.Memory.Total.Valid || lost.NVLinks != nil || lost.GPM.SMActive.Valid {
+		t.Errorf("lost GPU carries readings: %+v", lost)
+	}
+	for _, p := range snap.Processes {
+		if p.GPU == 3 {
+			t.Errorf("process on the lost GPU: %+v", p)
+		}
+	}
+	for i, d := range snap.Devices {
+		if i != 3 && (!d.Up || !d.Power.Usage.Valid || !d.GPM.SMActive.Valid || len(d.NVLinks) != 18) {
+			t.Errorf("gpu %d not read normally next to the lost one: up=%v", i, d.Up)
+		}
+	}
+}
+
+func TestSimUnsupportedFault(t *testing.T) {
+	s := newSim(t, sim.Config{Profile: "dgx-h100", Faults: []sim.Fault{
+		{GPU: 1, Unsupported: []string{"power", "energy", "ecc", "nvlink", "gpm", "memory_temperature"}},
+	}}, time.Minute)
+	r := newSimReader(t, s, AllGroups())
+	snap := read(t, r)
+	noGroupErrors(t, snap)
+	d := snap.Devices[1]
+	if !d.Up {
+		t.Fatalf("gpu 1 down")
+	}
+	wantAbsent(t, "power.usage", d.Power.Usage)
+	wantAbsent(t, "power.energy", d.Power.Energy)
+	wantAbsent(t, "ecc.volatile_corrected", d.ECC.VolatileCorrected)
+	wantAbsent(t, "gpm.sm_active", d.GPM.SMActive)
+	wantAbsent(t, "temperature.memory", d.Temperature.Memory)
+	if d.NVLinks != nil {
+		t.Errorf("NVLinks = %d links, want nil", len(d.NVLinks))
+	}
+	// What was not made unsupported is still there, on this GPU and the others.
+	if !d.Power.EnforcedLimit.Valid || !d.Temperature.GPU.Valid || !d.Memory.Total.Valid {
+		t.Errorf("other readings of gpu 1 missing: %+v", d)
+	}
+	other := snap.Devices[0]
+	if !other.Power.Usage.Valid || !other.ECC.VolatileCorrected.Valid || !other.GPM.SMActive.Valid || other.NVLinks == nil {
+		t.Errorf("gpu 0 lost readings because of gpu 1's fault")
+	}
+}
+
+func TestSimXIDCountedOnTheRightDevice(t *testing.T) {
+	s := newSim(t, sim.Config{Profile: "dgx-h100", Faults: []sim.Fault{{GPU: 2, XID: 79, At: durationPtr(10 * time.Second)}}}, 0)
+	r := newSimReader(t, s, AllGroups())
+	if snap := read(t, r); snap.Devices[2].XIDErrors != nil {
+		t.Fatalf("xid before its time: %+v", snap.Devices[2].XIDErrors)
+	}
+	s.SetElapsed(11 * time.Second)
+	snap := pollUntil(t, r, func(s *snapshot.Snapshot) bool { return s.Devices[2].XIDErrors != nil })
+	noGroupErrors(t, snap)
+	if got := snap.Devices[2].XIDErrors; len(got) != 1 || got[0] != (snapshot.XIDCount{XID: 79, Count: 1}) {
+		t.Errorf("gpu 2 xids = %+v", got)
+	}
+	for i, d := range snap.Devices {
+		if i != 2 && d.XIDErrors != nil {
+			t.Errorf("gpu %d has xids %+v", i, d.XIDErrors)
+		}
+	}
+}
+
+func TestSimGPMOnHopperOnly(t *testing.T) {
+	a100 := newSimReader(t, newSim(t, sim.Config{Profile: "dgx-a100-mig"}, time.Minute), AllGroups())
+	snap := read(t, a100)
+	noGroupErrors(t, snap)
+	for _, d := range snap.Devices {
+		if d.GPM != (snapshot.GPM{}) {
+			t.Errorf("A100 gpu %d has GPM %+v", d.Index, d.GPM)
+		}
+		for _, m := range d.MIGInstances {
+			if m.GPM != (snapshot.GPM{}) {
+				t.Errorf("A100 MIG %s has GPM %+v", m.UUID, m.GPM)
+			}
+		}
+	}
+	h100 := newSimReader(t, newSim(t, sim.Config{Profile: "h100"}, time.Minute), AllGroups())
+	snap = read(t, h100)
+	noGroupErrors(t, snap)
+	ratio(t, "H100 gpm.sm_active on the first read", snap.Devices[0].GPM.SMActive)
+	if snap.Devices[0].GPM.SMActive.Value == 0 {
+		t.Errorf("H100 with a running job reports 0 SM activity")
+	}
+}
+
+func TestSimMIGInstances(t *testing.T) {
+	s := newSim(t, sim.Config{Profile: "dgx-a100-mig"}, time.Minute)
+	r := newSimReader(t, s, AllGroups())
+	snap := read(t, r)
+	noGroupErrors(t, snap)
+
+	gpu0 := snap.Devices[0]
+	if gpu0.Info.MIGMode != "enabled" || len(gpu0.MIGInstances) != 7 {
+		t.Fatalf("gpu 0: mig %q, %d instances", gpu0.Info.MIGMode, len(gpu0.MIGInstances))
+	}
+	migByUUID := map[string]snapshot.MIGInstance{}
+	for _, m := range gpu0.MIGInstances {
+		migByUUID[m.UUID] = m
+		if m.Profile != "1g.10gb" || !strings.HasPrefix(m.UUID, "MIG-") || m.GPUInstanceID < 7 || m.GPUInstanceID > 13 || m.ComputeInstanceID != 0 {
+			t.Errorf("gpu 0 instance = %+v", m)
+		}
+		if !m.MemoryTotal.Valid || m.MemoryTotal.Value < 9*gib || m.MemoryTotal.Value > 11*gib || !m.MemoryUsed.Valid {
+			t.Errorf("gpu 0 instance %s memory = %+v / %+v", m.UUID, m.MemoryUsed, m.MemoryTotal)
+		}
+	}
+	gpu2 := snap.Devices[2]
+	if len(gpu2.MIGInstances) != 2 || gpu2.MIGInstances[0].GPUInstanceID != gpu2.MIGInstances[1].GPUInstanceID {
+		t.Errorf("gpu 2 (one GPU instance, two compute instances) = %+v", gpu2.MIGInstances)
+	}
+	for i := 4; i < 8; i++ {
+		if d := snap.Devices[i]; d.Info.MIGMode != "disabled" || d.MIGInstances != nil {
+			t.Errorf("gpu %d: mig %q instances %+v", i, d.Info.MIGMode, d.MIGInstances)
+		}
+	}
+
+	// Processes in MIG instances carry the instance's identity.
+	var onGPU0 []snapshot.Process
+	for _, p := range snap.Processes {
+		if p.GPU == 0 {
+			onGPU0 = append(onGPU0, p)
+		}
+		if p.GPU >= 4 && (p.MIGUUID != "" || p.GPUInstanceID.Valid) {
+			t.Errorf("whole-GPU process has MIG identity: %+v", p)
+		}
+	}
+	if len(onGPU0) != 3 {
+		t.Fatalf("gpu 0 processes = %+v", onGPU0)
+	}
+	for _, p := range onGPU0 {
+		m, ok := migByUUID[p.MIGUUID]
+		if !ok || !p.GPUInstanceID.Valid || p.GPUInstanceID.Value != m.GPUInstanceID || p.ComputeInstanceID != snapshot.Some(m.ComputeInstanceID) {
+			t.Errorf("MIG process %+v does not match an instance", p)
+		}
+	}
+	if p := onGPU0[0]; p.PID != 30511 || p.GPUInstanceID.Value != 7 || p.UsedMemory.Value != 7*gib {
+		t.Errorf("pid 30511 = %+v", p)
+	}
+}
+
+func TestSimConcurrentReads(t *testing.T) {
+	s, err := sim.New(sim.Config{Profile: "dgx-h100"}) // real clock
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := newSimReader(t, s, AllGroups())
+	var wg sync.WaitGroup
+	for range 6 {
+		wg.Go(func() {
+			for range 10 {
+				snap, err := r.Read(context.Background())
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				for name, st := range snap.Groups {
+					if st.Err != nil {
+						t.Errorf("group %s: %v", name, st.Err)
+						return
+					}
+				}
+				if len(snap.Devices) != 8 || len(snap.Processes) != 8 {
+					t.Errorf("snapshot has %d devices, %d processes", len(snap.Devices), len(snap.Processes))
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+}
+
+func benchmarkRead(b *testing.B, profile string) {
+	s, err := sim.New(sim.Config{Profile: profile})
+	if err != nil {
+		b.Fatal(err)
+	}
+	r := newSimReader(b, s, AllGroups())
+	ctx := context.Background()
+	if _, err := r.Read(ctx); err != nil { // first read discovers and caches
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for b.Loop() {
+		if _, err := r.Read(ctx); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkRead(b *testing.B) {
+	for _, profile := range []string{"dgx-h100", "large"} {
+		b.Run(profile, func(b *testing.B) { benchmarkRead(b, profile) })
+	}
+}
