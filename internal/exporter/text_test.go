@@ -3,10 +3,12 @@ package exporter
 import (
 	"bytes"
 	"compress/gzip"
+	"errors"
 	"io"
 	"math"
 	"math/rand/v2"
 	"net/http/httptest"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -236,5 +238,28 @@ func TestAppendIntegralFloatMatchesStrconv(t *testing.T) {
 			v = -v
 		}
 		check(float64(v))
+	}
+}
+
+// failingGatherer returns one good family and an error, as a Registry does
+// when one of its collectors fails.
+type failingGatherer struct{}
+
+func (failingGatherer) Gather() ([]*dto.MetricFamily, error) {
+	mf := &dto.MetricFamily{Name: proto.String("gpuwatch_build_info"), Help: proto.String("Build."), Type: dto.MetricType_GAUGE.Enum(),
+		Metric: []*dto.Metric{{Gauge: &dto.Gauge{Value: proto.Float64(1)}}}}
+	return []*dto.MetricFamily{mf}, errors.New("go collector failed")
+}
+
+func TestTextHandlerSurvivesFailingExtra(t *testing.T) {
+	e := newExporter(t, fullSnapshot(1, 0), Options{})
+	rec := httptest.NewRecorder()
+	e.TextHandler(failingGatherer{}).ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
+	if rec.Code != 200 {
+		t.Fatalf("status %d", rec.Code)
+	}
+	names := familyNames(parseText(t, rec.Body.Bytes()))
+	if !slices.Contains(names, "gpu_up") || !slices.Contains(names, "gpuwatch_build_info") {
+		t.Errorf("families %v: want the GPUs and the extra gatherer's partial result", names)
 	}
 }
