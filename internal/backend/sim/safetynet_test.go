@@ -140,3 +140,52 @@ func TestSafetyNetInstances(t *testing.T) {
 	set, _ := s.EventSetCreate()
 	callEveryMethod(t, set, reflect.TypeFor[nvml.EventSet](), func(string, []reflect.Value) {})
 }
+
+// A modelled device call must also be modelled in its library spelling
+// (lib.DeviceGetX(dev)); otherwise it goes through the embedded mock, which
+// records every call and so grows without bound in a long-running exporter.
+// A call is modelled when calling it leaves no record in the device mock.
+func TestLibrarySpellingsAreDirect(t *testing.T) {
+	s := newSim(t, Config{Profile: "h100", PinTime: pinAt(time.Minute)})
+	d := s.devices[0]
+	dv, sv := reflect.ValueOf(d), reflect.ValueOf(s)
+	mockDev, mockLib := reflect.ValueOf(&d.Device), reflect.ValueOf(&s.Interface)
+	modelled := 0
+	devIface := reflect.TypeFor[nvml.Device]()
+	for i := range devIface.NumMethod() {
+		name := devIface.Method(i).Name
+		callWithZeros(dv.MethodByName(name), reflect.Value{})
+		if mockDev.MethodByName(name+"Calls").Call(nil)[0].Len() != 0 {
+			continue // not modelled: the device mock answered
+		}
+		modelled++
+		lib := sv.MethodByName("Device" + name)
+		if !lib.IsValid() || lib.Type().NumIn() == 0 || lib.Type().In(0) != devIface {
+			continue // no library spelling with a device first
+		}
+		callWithZeros(lib, dv)
+		if mockLib.MethodByName("Device"+name+"Calls").Call(nil)[0].Len() != 0 {
+			t.Errorf("Device%s goes through the mock: add it to library_device_calls.go", name)
+		}
+	}
+	if modelled < 60 {
+		t.Errorf("only %d device calls look modelled", modelled)
+	}
+}
+
+// callWithZeros calls fn with first (if valid) then zero values.
+func callWithZeros(fn reflect.Value, first reflect.Value) {
+	ft := fn.Type()
+	args := make([]reflect.Value, 0, ft.NumIn())
+	for j := range ft.NumIn() {
+		if j == 0 && first.IsValid() {
+			args = append(args, first)
+			continue
+		}
+		args = append(args, reflect.Zero(ft.In(j)))
+	}
+	if ft.IsVariadic() {
+		args = args[:len(args)-1]
+	}
+	fn.Call(args)
+}

@@ -1,0 +1,164 @@
+// Package sim is a simulated host of NVIDIA GPUs behind go-nvml's
+// nvml.Interface.
+//
+// gpuwatch's NVML reader talks to nvml.Interface. On a GPU node that is
+// go-nvml's binding of libnvidia-ml.so.1; with --backend=sim it is a *Sim.
+// The reader cannot tell them apart: the simulator answers the same calls
+// with the same units (mW, mJ, MHz, percent, bytes, KiB for NVLink
+// throughput fields) and the same return codes (ERROR_NOT_SUPPORTED for
+// what a card lacks, ERROR_GPU_IS_LOST for a lost GPU, ERROR_UNINITIALIZED
+// before Init, ERROR_TIMEOUT from an idle event set, ERROR_NOT_FOUND when
+// no process-utilization sample is new). So the exact code that reads a
+// real GPU runs in every test, in the golden files and in the demo.
+//
+// # Profiles
+//
+// A profile is a whole simulated host. Cards are shaped like the real ones:
+// model name, memory size and driver reservation, power limit, idle and
+// load power, clock ranges, temperature thresholds, PCI device IDs, PCIe
+// generation, NVLink count, MIG profiles, and which NVML reads the card
+// supports.
+//
+//	h100          one NVIDIA H100 80GB HBM3 (SXM5, Hopper, cc 9.0, 700 W):
+//	              GPM, ECC, row remapping, 18 NVLinks (inactive: no peer)
+//	dgx-h100      eight H100 with 18 active NVLinks each; a 4-GPU training
+//	              job, a 2-GPU job, an inference server, one idle GPU
+//	dgx-a100-mig  eight A100-SXM4-80GB (Ampere, cc 8.0, 400 W, 12 NVLinks);
+//	              GPUs 0-3 in MIG mode: 7x1g.10gb, 2x3g.40gb, a 7g.80gb split
+//	              into 4c+3c compute instances, and 3g.40gb+2g.20gb+2x1g.10gb
+//	rtx4090       one GeForce RTX 4090 (Ada, cc 8.9, 450 W, two fans): ECC,
+//	              NVLink, GPM, MIG, row remapping, page retirement, memory
+//	              temperature and serial number answer NOT_SUPPORTED
+//	v100          one Tesla V100-SXM2-32GB (Volta): page retirement instead
+//	              of row remapping, no MIG, no GPM
+//	large         64 H100 with NVLink, a process on 7 GPUs of every 8 (stress)
+//
+// SXM modules are passively cooled: like real NVML, their fan calls answer
+// NOT_SUPPORTED. Ampere and Hopper answer NOT_SUPPORTED for page retirement
+// (they remap rows instead). In MIG mode, device utilization, process
+// utilization and remapped rows answer NOT_SUPPORTED, as on a real A100.
+//
+// UUIDs, serial numbers and PCI bus IDs are derived from the profile name
+// and GPU index, so they are the same in every run.
+//
+// # Readings
+//
+// Every reading is a deterministic function of (profile, GPU index,
+// processes, elapsed simulated time). A busy GPU's utilization is a smooth
+// wave (a 5-minute swell plus a 47-second ripple, phase-shifted per GPU)
+// that never drops below its processes' SM utilization; a GPU without busy
+// processes is idle at 0 %. Power, temperature, clocks, performance state
+// and clock-event reasons follow utilization: idle GPUs report GPU_IDLE and
+// idle clocks; a GPU drawing over 95 % of its power limit reports
+// SW_POWER_CAP and lower clocks. Memory used is the driver's reservation
+// plus the processes' memory.
+//
+// Counters only ever grow. Energy (GetTotalEnergyConsumption, mJ), PCIe
+// bytes (fields FI_DEV_PCIE_COUNT_TX_BYTES/RX_BYTES) and NVLink bytes
+// (fields FI_DEV_NVLINK_THROUGHPUT_DATA_TX/RX and RAW_TX/RX, KiB, ScopeId
+// = link) are closed-form integrals of their rates, as if the driver had
+// been loaded 72 hours before the simulation started. ECC errors, PCIe
+// replays and NVLink replay/CRC errors step up now and then on some GPUs.
+//
+// GPM (Hopper): GpmSampleGet records the device and the simulated time;
+// GpmMetricsGet returns the exact mean of the activity over the interval
+// between two samples, in percent (SM util, SM occupancy, tensor, DRAM
+// bandwidth, FP16/32/64), or the instantaneous value when both samples
+// were taken at the same simulated time.
+//
+// # Time
+//
+// The simulated clock is Epoch (2026-01-01T00:00:00Z) plus the elapsed
+// time; Sim.Now returns it and it stamps field values and process samples.
+// Elapsed time is the real time since New, unless pinned: pin_time in the
+// config (or Config.PinTime) freezes it, and Sim.SetElapsed moves a pinned
+// clock (tests). With a pinned clock every reading and counter is constant,
+// which is what golden files need.
+//
+// # Configuration
+//
+// A config file is YAML. The schema is a public contract: fields are
+// added, never renamed. An unknown key is an error naming the file and
+// line and listing the valid keys.
+//
+//	profile: dgx-h100          # required, unless --sim.profile gives it
+//	pin_time: 1h               # optional: freeze the clock 1h after start
+//	processes:                 # GPU processes the simulated driver reports;
+//	                           # replaces the profile's defaults ([] = none)
+//	  - gpu: 0                 # device index
+//	    pid: 4242              # required, non-zero
+//	    used_memory_bytes: 2147483648
+//	    sm_utilization: 0.6    # ratio 0-1 (NVML reports percent)
+//	    memory_utilization: 0.3
+//	    type: compute          # compute (default) or graphics
+//	  - {gpu: 0, pid: 77, gpu_instance: 7, compute_instance: 0}
+//	                           # on a MIG-enabled GPU gpu_instance is
+//	                           # required; compute_instance defaults to 0
+//	faults:
+//	  - {gpu: 3, lost_after: 30s}                  # GPU_IS_LOST from then on
+//	  - {gpu: 1, unsupported: [power, fan_speed]}  # those reads: NOT_SUPPORTED
+//	  - {gpu: 2, xid: 79, at: 10s}                 # one XID event at 10s
+//
+// Durations are Go durations ("500ms", "30s", "1h30m"). A fault entry may
+// combine kinds. New checks the config against the profile: a GPU index
+// out of range, an unknown profile or unsupported name, a MIG instance
+// that does not exist, a duplicate PID or a process that does not fit in
+// its GPU's memory is an error naming the entry's file and line.
+//
+// lost_after: from that elapsed time on, every call on the device, modelled
+// or not, returns ERROR_GPU_IS_LOST (and so do its MIG devices).
+// DeviceGetCount still counts it and DeviceGetHandleByIndex still returns
+// its handle, as real NVML does for a GPU that fell off the bus.
+//
+// xid/at: the XID is delivered once to every event set on which the device
+// is registered for EventTypeXidCriticalError, as EventData{Device,
+// EventType: EventTypeXidCriticalError, EventData: xid}, as soon as its
+// time has passed (including a time before the registration or before a
+// pinned clock). EventSet.Wait(ms) blocks in real time up to the timeout,
+// wakes when an event falls due or SetElapsed moves the clock, and returns
+// ERROR_TIMEOUT when nothing is due.
+//
+// unsupported: the names below, each turning these NVML reads into
+// ERROR_NOT_SUPPORTED (UnsupportedNames lists them):
+//
+//	utilization             GetUtilizationRates
+//	encoder                 GetEncoderUtilization
+//	decoder                 GetDecoderUtilization
+//	memory                  GetMemoryInfo, GetMemoryInfo_v2
+//	bar1                    GetBAR1MemoryInfo
+//	temperature             GetTemperature
+//	memory_temperature      field FI_DEV_MEMORY_TEMP
+//	temperature_thresholds  GetTemperatureThreshold
+//	fan_speed               GetNumFans, GetFanSpeed, GetFanSpeed_v2
+//	pstate                  GetPerformanceState
+//	power                   GetPowerUsage, field FI_DEV_POWER_INSTANT
+//	power_limit             GetEnforcedPowerLimit, GetPowerManagementLimit(+Default, Constraints)
+//	energy                  GetTotalEnergyConsumption, field FI_DEV_TOTAL_ENERGY_CONSUMPTION
+//	clocks                  GetClockInfo, GetMaxClockInfo
+//	clock_events            GetCurrentClocksEventReasons (and ...ThrottleReasons), GetSupportedClocksEventReasons
+//	pcie                    PCIe link generation/width (current, max), fields FI_DEV_PCIE_COUNT_TX/RX_BYTES
+//	pcie_replay             GetPcieReplayCounter, field FI_DEV_PCIE_REPLAY_COUNTER
+//	ecc                     GetEccMode, GetTotalEccErrors, GetMemoryErrorCounter
+//	retired_pages           GetRetiredPages(_v2), GetRetiredPagesPendingStatus
+//	remapped_rows           GetRemappedRows
+//	nvlink                  GetNvLinkState, GetNvLinkErrorCounter, GetNvLinkVersion, NVLink fields
+//	gpm                     GpmSampleGet, GpmMigSampleGet; GpmQueryDeviceSupport says unsupported
+//	processes               GetComputeRunningProcesses, GetGraphicsRunningProcesses
+//	process_utilization     GetProcessUtilization
+//	serial                  GetSerial
+//	vbios                   GetVbiosVersion
+//	mig                     GetMigMode, MIG device handles and instances
+//	events                  GetSupportedEventTypes, RegisterEvents
+//
+// # Calls the simulator does not model
+//
+// NVML has hundreds of calls. The simulator's types embed go-nvml's moq
+// mocks (mock.Interface, mock.Device, mock.GpuInstance,
+// mock.ComputeInstance) and New fills every function field it does not
+// model, once, with reflect: such calls return zero values and
+// ERROR_NOT_SUPPORTED (ERROR_GPU_IS_LOST on a lost GPU, ERROR_UNINITIALIZED
+// before Init), never a panic. Library calls of the form
+// DeviceGetX(device, ...) forward to device.GetX(...), so both spellings
+// agree. Modelled calls are plain methods: the hot path uses neither
+// reflect nor the mocks' call recording.
+package sim
