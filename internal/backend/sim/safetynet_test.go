@@ -155,7 +155,7 @@ func TestLibrarySpellingsAreDirect(t *testing.T) {
 	for i := range devIface.NumMethod() {
 		name := devIface.Method(i).Name
 		callWithZeros(dv.MethodByName(name), reflect.Value{})
-		if mockDev.MethodByName(name+"Calls").Call(nil)[0].Len() != 0 {
+		if mockDev.MethodByName(name + "Calls").Call(nil)[0].Len() != 0 {
 			continue // not modelled: the device mock answered
 		}
 		modelled++
@@ -164,7 +164,7 @@ func TestLibrarySpellingsAreDirect(t *testing.T) {
 			continue // no library spelling with a device first
 		}
 		callWithZeros(lib, dv)
-		if mockLib.MethodByName("Device"+name+"Calls").Call(nil)[0].Len() != 0 {
+		if mockLib.MethodByName("Device" + name + "Calls").Call(nil)[0].Len() != 0 {
 			t.Errorf("Device%s goes through the mock: add it to library_device_calls.go", name)
 		}
 	}
