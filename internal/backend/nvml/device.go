@@ -27,7 +27,8 @@ type deviceState struct {
 	nvlinks      []int
 	nvlinksKnown bool
 	// fields is reused by every read for the batched GetFieldValues call.
-	fields []nvml.FieldValue
+	fields      []nvml.FieldValue
+	fieldGroups []groupID
 	// lastProcessSample is the newest GetProcessUtilization timestamp seen,
 	// so each read asks only for newer samples.
 	lastProcessSample uint64

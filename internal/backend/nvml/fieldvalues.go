@@ -28,7 +28,7 @@ func (d *deviceReader) readFieldBatch() {
 	}
 	b := &d.fields
 	b.values = d.st.fields[:0]
-	b.groups = b.groups[:0]
+	b.groups = d.st.fieldGroups[:0]
 	ask := func(g groupID, id uint32, scope uint32) {
 		b.values = append(b.values, nvml.FieldValue{FieldId: id, ScopeId: scope})
 		b.groups = append(b.groups, g)
@@ -46,7 +46,8 @@ func (d *deviceReader) readFieldBatch() {
 			ask(gNVLink, nvml.FI_DEV_NVLINK_THROUGHPUT_DATA_RX, uint32(link))
 		}
 	}
-	d.st.fields = b.values // keep the grown buffer for the next read
+	// Keep the grown buffers for the next read.
+	d.st.fields, d.st.fieldGroups = b.values, b.groups
 	if len(b.values) == 0 {
 		return
 	}

@@ -34,14 +34,28 @@ func (d *deviceReader) discoverNVLinks() {
 	d.st.nvlinksKnown = complete
 }
 
-var nvlinkErrorCounters = [...]struct {
-	counter nvml.NvLinkErrorCounter
-	field   func(*snapshot.NVLink) *snapshot.Opt[uint64]
-}{
-	{nvml.NVLINK_ERROR_DL_CRC_FLIT, func(l *snapshot.NVLink) *snapshot.Opt[uint64] { return &l.CRCFlitErrors }},
-	{nvml.NVLINK_ERROR_DL_CRC_DATA, func(l *snapshot.NVLink) *snapshot.Opt[uint64] { return &l.CRCDataErrors }},
-	{nvml.NVLINK_ERROR_DL_REPLAY, func(l *snapshot.NVLink) *snapshot.Opt[uint64] { return &l.ReplayErrors }},
-	{nvml.NVLINK_ERROR_DL_RECOVERY, func(l *snapshot.NVLink) *snapshot.Opt[uint64] { return &l.RecoveryErrors }},
+// nvlinkErrors reads a link's error counters. A switch rather than a table
+// of field pointers keeps the link struct on the stack.
+func (d *deviceReader) nvlinkErrors(l *snapshot.NVLink) {
+	for _, c := range [...]nvml.NvLinkErrorCounter{
+		nvml.NVLINK_ERROR_DL_CRC_FLIT, nvml.NVLINK_ERROR_DL_CRC_DATA,
+		nvml.NVLINK_ERROR_DL_REPLAY, nvml.NVLINK_ERROR_DL_RECOVERY,
+	} {
+		n, ret := d.dev.GetNvLinkErrorCounter(l.Link, c)
+		if !d.ok(gNVLink, "GetNvLinkErrorCounter", ret) {
+			continue
+		}
+		switch c {
+		case nvml.NVLINK_ERROR_DL_CRC_FLIT:
+			l.CRCFlitErrors = snapshot.Some(n)
+		case nvml.NVLINK_ERROR_DL_CRC_DATA:
+			l.CRCDataErrors = snapshot.Some(n)
+		case nvml.NVLINK_ERROR_DL_REPLAY:
+			l.ReplayErrors = snapshot.Some(n)
+		case nvml.NVLINK_ERROR_DL_RECOVERY:
+			l.RecoveryErrors = snapshot.Some(n)
+		}
+	}
 }
 
 // readNVLinks reads state, traffic and error counters of every link found
@@ -72,11 +86,7 @@ func (d *deviceReader) readNVLinks() []snapshot.NVLink {
 				l.RxBytes = snapshot.Some(n * 1024)
 			}
 		}
-		for _, c := range nvlinkErrorCounters {
-			if n, ret := d.dev.GetNvLinkErrorCounter(link, c.counter); d.ok(gNVLink, "GetNvLinkErrorCounter", ret) {
-				*c.field(&l) = snapshot.Some(n)
-			}
-		}
+		d.nvlinkErrors(&l)
 		out = append(out, l)
 	}
 	if len(out) == 0 {

@@ -110,17 +110,21 @@ func (d *deviceReader) readProcessUtilization(procs []snapshot.Process) {
 	if !d.ok(gProcesses, "GetProcessUtilization", ret) {
 		return
 	}
-	newest := make(map[uint32]nvml.ProcessUtilizationSample, len(samples))
 	for _, s := range samples {
-		if prev, seen := newest[s.Pid]; !seen || s.TimeStamp > prev.TimeStamp {
-			newest[s.Pid] = s
-		}
 		d.st.lastProcessSample = max(d.st.lastProcessSample, s.TimeStamp)
 	}
+	// A device has few processes and few samples: scanning beats a map.
 	for i := range procs {
-		if s, ok := newest[procs[i].PID]; ok {
-			procs[i].SMUtilization = snapshot.Some(percent(s.SmUtil))
-			procs[i].MemoryUtilization = snapshot.Some(percent(s.MemUtil))
+		var newest *nvml.ProcessUtilizationSample
+		for j := range samples {
+			s := &samples[j]
+			if s.Pid == procs[i].PID && (newest == nil || s.TimeStamp > newest.TimeStamp) {
+				newest = s
+			}
+		}
+		if newest != nil {
+			procs[i].SMUtilization = snapshot.Some(percent(newest.SmUtil))
+			procs[i].MemoryUtilization = snapshot.Some(percent(newest.MemUtil))
 		}
 	}
 }
