@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -157,5 +158,32 @@ func TestProfilesListed(t *testing.T) {
 	}
 	if got := strings.Join(names, ","); got != "dgx-a100-mig,dgx-h100,h100,large,rtx4090,v100" {
 		t.Errorf("profiles = %s", got)
+	}
+}
+
+// doc.go documents the config schema and the unsupported names; keep it in
+// step with the code.
+func TestDocCoversSchema(t *testing.T) {
+	data, err := os.ReadFile("doc.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc := string(data)
+	for _, name := range UnsupportedNames() {
+		if !strings.Contains(doc, "//\t"+name+" ") {
+			t.Errorf("doc.go does not list unsupported name %q", name)
+		}
+	}
+	for _, typ := range []string{"sim.Config", "sim.ProcessSpec", "sim.Fault"} {
+		for _, key := range keysOfType(typ) {
+			if !strings.Contains(doc, key+":") {
+				t.Errorf("doc.go does not show config key %q", key)
+			}
+		}
+	}
+	for _, p := range Profiles() {
+		if !strings.Contains(doc, "//\t"+p.Name+" ") {
+			t.Errorf("doc.go does not describe profile %q", p.Name)
+		}
 	}
 }
