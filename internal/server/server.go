@@ -12,24 +12,23 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/prometheus/exporter-toolkit/web"
 )
 
 // Options configures the HTTP handler.
 type Options struct {
 	TelemetryPath string // e.g. "/metrics"
-	Gatherer      prometheus.Gatherer
+	// Metrics serves the telemetry path. gpuwatch passes the exporter's
+	// direct text handler; any http.Handler (promhttp's included) works.
+	Metrics http.Handler
 	// Ready reports whether the exporter can serve useful data; nil error
 	// means ready. It backs /readyz.
 	Ready   func() error
 	Version string
 	Logger  *slog.Logger
-	// MaxRequestsInFlight caps concurrent scrapes; 0 means no cap.
+	// MaxRequestsInFlight caps concurrent scrapes; beyond it a scrape gets
+	// 503 at once instead of queueing. 0 means no cap.
 	MaxRequestsInFlight int
-	// ScrapeTimeout bounds one scrape's handler; 0 means no bound.
-	ScrapeTimeout time.Duration
 }
 
 // Handler builds the exporter's HTTP handler.
@@ -41,13 +40,10 @@ func Handler(opts Options) (http.Handler, error) {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
 	mux := http.NewServeMux()
-	mux.Handle(opts.TelemetryPath, promhttp.HandlerFor(opts.Gatherer, promhttp.HandlerOpts{
-		// One failing collector must not cost the whole page.
-		ErrorHandling:       promhttp.ContinueOnError,
-		ErrorLog:            slog.NewLogLogger(opts.Logger.Handler(), slog.LevelError),
-		MaxRequestsInFlight: opts.MaxRequestsInFlight,
-		Timeout:             opts.ScrapeTimeout,
-	}))
+	if opts.Metrics == nil {
+		return nil, errors.New("no metrics handler")
+	}
+	mux.Handle(opts.TelemetryPath, limitInFlight(opts.Metrics, opts.MaxRequestsInFlight))
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		_, _ = w.Write([]byte("ok\n"))
@@ -105,4 +101,22 @@ func Run(ctx context.Context, handler http.Handler, flags *web.FlagConfig, logge
 		}
 		return nil
 	}
+}
+
+// limitInFlight rejects requests beyond max concurrent ones with 503, so a
+// stampede of scrapers cannot pile up goroutines and memory.
+func limitInFlight(h http.Handler, max int) http.Handler {
+	if max <= 0 {
+		return h
+	}
+	slots := make(chan struct{}, max)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case slots <- struct{}{}:
+			defer func() { <-slots }()
+			h.ServeHTTP(w, r)
+		default:
+			http.Error(w, fmt.Sprintf("too many concurrent scrapes (limit %d, --web.max-requests)", max), http.StatusServiceUnavailable)
+		}
+	})
 }

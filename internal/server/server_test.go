@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
 
 func newTestHandler(t *testing.T, ready func() error) http.Handler {
@@ -17,7 +18,7 @@ func newTestHandler(t *testing.T, ready func() error) http.Handler {
 	g := prometheus.NewGauge(prometheus.GaugeOpts{Name: "gpu_test_value", Help: "A test gauge."})
 	g.Set(42)
 	reg.MustRegister(g)
-	h, err := Handler(Options{TelemetryPath: "/metrics", Gatherer: reg, Ready: ready, Version: "test"})
+	h, err := Handler(Options{TelemetryPath: "/metrics", Metrics: promhttp.HandlerFor(reg, promhttp.HandlerOpts{}), Ready: ready, Version: "test"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -58,7 +59,29 @@ func TestEndpoints(t *testing.T) {
 }
 
 func TestTelemetryPathMustBeAbsolute(t *testing.T) {
-	if _, err := Handler(Options{TelemetryPath: "metrics", Gatherer: prometheus.NewRegistry()}); err == nil {
+	if _, err := Handler(Options{TelemetryPath: "metrics", Metrics: http.NotFoundHandler()}); err == nil {
 		t.Fatal("want an error for a relative telemetry path")
 	}
+}
+
+func TestInFlightLimitRejectsInsteadOfQueueing(t *testing.T) {
+	entered, release := make(chan struct{}), make(chan struct{})
+	slow := http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		entered <- struct{}{}
+		<-release
+	})
+	h := limitInFlight(slow, 1)
+	done := make(chan struct{})
+	go func() {
+		h.ServeHTTP(httptest.NewRecorder(), httptest.NewRequest(http.MethodGet, "/metrics", nil))
+		close(done)
+	}()
+	<-entered
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/metrics", nil))
+	if rec.Code != http.StatusServiceUnavailable {
+		t.Fatalf("second concurrent scrape got %d, want 503", rec.Code)
+	}
+	close(release)
+	<-done
 }

@@ -1,0 +1,241 @@
+// Command bench measures the gpuwatch binary end to end: it starts it on
+// each simulator profile, drives /metrics on loopback with 1 and with 16
+// concurrent scrapers, and prints, per run, scrape latency percentiles, CPU
+// seconds per 1000 scrapes, peak RSS, series count and bytes per scrape.
+//
+//	make bench                      # all profiles
+//	go run ./bench -bin bin/gpuwatch -profiles dgx-h100 -scrapes 2000
+//
+// CPU and RSS are read from /proc for the exporter's PID only, so the
+// scrapers' own cost is not counted.
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+)
+
+func main() {
+	bin := flag.String("bin", "bin/gpuwatch", "gpuwatch binary to measure")
+	profiles := flag.String("profiles", "h100,dgx-h100,dgx-a100-mig,rtx4090,large", "comma-separated simulator profiles")
+	scrapes := flag.Int("scrapes", 1000, "scrapes per run")
+	concurrency := flag.String("concurrency", "1,16", "comma-separated scraper counts")
+	extra := flag.String("args", "", "extra flags for gpuwatch, space-separated")
+	flag.Parse()
+
+	fmt.Println("| profile | scrapers | scrapes | p50 ms | p99 ms | CPU s / 1000 scrapes | peak RSS MiB | series | bytes/scrape |")
+	fmt.Println("|---|---|---|---|---|---|---|---|---|")
+	for _, profile := range strings.Split(*profiles, ",") {
+		for _, c := range strings.Split(*concurrency, ",") {
+			n, err := strconv.Atoi(c)
+			if err != nil || n < 1 {
+				fatalf("bad concurrency %q", c)
+			}
+			r, err := measure(*bin, profile, n, *scrapes, strings.Fields(*extra))
+			if err != nil {
+				fatalf("%s with %d scrapers: %v", profile, n, err)
+			}
+			fmt.Printf("| %s | %d | %d | %.2f | %.2f | %.2f | %.1f | %d | %d |\n",
+				profile, n, *scrapes, ms(r.p50), ms(r.p99), r.cpuPer1000, r.peakRSSMiB, r.series, r.bytes)
+		}
+	}
+}
+
+type result struct {
+	p50, p99   time.Duration
+	cpuPer1000 float64
+	peakRSSMiB float64
+	series     int
+	bytes      int
+}
+
+func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+
+func fatalf(format string, args ...any) {
+	fmt.Fprintf(os.Stderr, "bench: "+format+"\n", args...)
+	os.Exit(1)
+}
+
+func measure(bin, profile string, scrapers, scrapes int, extra []string) (result, error) {
+	port, err := freePort()
+	if err != nil {
+		return result{}, err
+	}
+	addr := fmt.Sprintf("127.0.0.1:%d", port)
+	args := append([]string{"--backend=sim", "--sim.profile=" + profile, "--web.listen-address=" + addr, "--log.level=warn"}, extra...)
+	cmd := exec.Command(bin, args...)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		return result{}, err
+	}
+	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
+
+	url := "http://" + addr + "/metrics"
+	client := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: scrapers}}
+	var body []byte
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		body, err = scrape(client, url)
+		if err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			return result{}, fmt.Errorf("gpuwatch did not come up: %v\n%s", err, stderr.String())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	// Warm up caches, connections and the Go runtime before measuring.
+	for i := 0; i < 50; i++ {
+		if _, err := scrape(client, url); err != nil {
+			return result{}, err
+		}
+	}
+
+	cpuBefore, err := cpuSeconds(cmd.Process.Pid)
+	if err != nil {
+		return result{}, err
+	}
+	latencies := make([]time.Duration, scrapes)
+	var next int
+	var mu sync.Mutex
+	var firstErr error
+	var wg sync.WaitGroup
+	for w := 0; w < scrapers; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				mu.Lock()
+				i := next
+				next++
+				mu.Unlock()
+				if i >= scrapes {
+					return
+				}
+				start := time.Now()
+				_, err := scrape(client, url)
+				latencies[i] = time.Since(start)
+				if err != nil {
+					mu.Lock()
+					if firstErr == nil {
+						firstErr = err
+					}
+					mu.Unlock()
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if firstErr != nil {
+		return result{}, firstErr
+	}
+	cpuAfter, err := cpuSeconds(cmd.Process.Pid)
+	if err != nil {
+		return result{}, err
+	}
+	rss, err := peakRSSMiB(cmd.Process.Pid)
+	if err != nil {
+		return result{}, err
+	}
+	sort.Slice(latencies, func(i, j int) bool { return latencies[i] < latencies[j] })
+	return result{
+		p50:        latencies[len(latencies)*50/100],
+		p99:        latencies[len(latencies)*99/100],
+		cpuPer1000: (cpuAfter - cpuBefore) * 1000 / float64(scrapes),
+		peakRSSMiB: rss,
+		series:     countSeries(body),
+		bytes:      len(body),
+	}, nil
+}
+
+func scrape(client *http.Client, url string) ([]byte, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	// Prometheus asks for text (or protobuf) and accepts gzip; measure the
+	// plain text path, which is the one every other tool uses.
+	resp, err := client.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if resp.StatusCode != 200 {
+		return nil, fmt.Errorf("status %s", resp.Status)
+	}
+	return body, err
+}
+
+func countSeries(body []byte) int {
+	n := 0
+	sc := bufio.NewScanner(bytes.NewReader(body))
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		if line := sc.Bytes(); len(line) > 0 && line[0] != '#' {
+			n++
+		}
+	}
+	return n
+}
+
+// cpuSeconds is user+system CPU time of pid, from /proc/PID/stat.
+func cpuSeconds(pid int) (float64, error) {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0, err
+	}
+	// Fields after the command name, which is in parentheses and may hold spaces.
+	s := string(data)
+	i := strings.LastIndexByte(s, ')')
+	if i < 0 {
+		return 0, errors.New("malformed /proc stat")
+	}
+	f := strings.Fields(s[i+1:])
+	if len(f) < 13 {
+		return 0, errors.New("short /proc stat")
+	}
+	utime, _ := strconv.ParseFloat(f[11], 64)
+	stime, _ := strconv.ParseFloat(f[12], 64)
+	const ticksPerSecond = 100 // USER_HZ on Linux
+	return (utime + stime) / ticksPerSecond, nil
+}
+
+// peakRSSMiB is VmHWM, the peak resident set size, from /proc/PID/status.
+func peakRSSMiB(pid int) (float64, error) {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0, err
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		if strings.HasPrefix(line, "VmHWM:") {
+			f := strings.Fields(line)
+			kb, err := strconv.ParseFloat(f[1], 64)
+			return kb / 1024, err
+		}
+	}
+	return 0, errors.New("no VmHWM in /proc status")
+}
+
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}

@@ -1,0 +1,54 @@
+// Command gpuwatch is a Prometheus exporter for NVIDIA GPUs: device health
+// read straight from NVML, and who is using each GPU.
+package main
+
+import (
+	"fmt"
+	"os"
+
+	"github.com/alecthomas/kingpin/v2"
+	"github.com/prometheus/common/version"
+)
+
+func main() {
+	os.Exit(run(os.Args[1:]))
+}
+
+// run parses args and runs the chosen command; it returns the exit status.
+func run(args []string) int {
+	app := kingpin.New("gpuwatch", "Prometheus exporter for NVIDIA GPUs: device health straight from NVML (no DCGM), "+
+		"and which process, container, pod or Slurm job uses each GPU.\n\n"+
+		"Without a GPU, try the simulator: gpuwatch --backend=sim --sim.profile=dgx-h100")
+	app.Version(version.Print("gpuwatch"))
+	app.HelpFlag.Short('h')
+
+	cfg := registerCommonFlags(app)
+	cmds := []command{
+		newServeCommand(app, cfg),
+		newTextfileCommand(app, cfg),
+		newMetricsCommand(app, cfg),
+	}
+
+	chosen, err := app.Parse(args)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "gpuwatch: %v (see gpuwatch --help)\n", err)
+		return 2
+	}
+	for _, c := range cmds {
+		if c.name() == chosen {
+			if err := c.run(); err != nil {
+				fmt.Fprintf(os.Stderr, "gpuwatch: %v\n", err)
+				return 1
+			}
+			return 0
+		}
+	}
+	fmt.Fprintf(os.Stderr, "gpuwatch: unknown command %q\n", chosen)
+	return 2
+}
+
+// command is one subcommand: its kingpin name and what it does.
+type command interface {
+	name() string
+	run() error
+}

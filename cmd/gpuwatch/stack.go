@@ -1,0 +1,120 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+
+	"github.com/NVIDIA/go-nvml/pkg/nvml"
+	"github.com/prometheus/client_golang/prometheus"
+	versioncollector "github.com/prometheus/client_golang/prometheus/collectors/version"
+
+	nvmlbackend "github.com/gpuwatch/gpuwatch/internal/backend/nvml"
+	"github.com/gpuwatch/gpuwatch/internal/backend/sim"
+	"github.com/gpuwatch/gpuwatch/internal/exporter"
+	"github.com/gpuwatch/gpuwatch/internal/pipeline"
+)
+
+// stack is the assembled data flow: backend → pipeline → Prometheus
+// collectors. Every command builds one and closes it when done.
+type stack struct {
+	pipeline *pipeline.Pipeline
+	exporter *exporter.Exporter
+	reader   *nvmlbackend.Reader
+}
+
+func (s *stack) Close() error { return s.reader.Close() }
+
+// textfileRegistry holds the GPU collectors and the build info for the
+// textfile output. It leaves out the Go runtime and process collectors:
+// node_exporter, which reads the file, exports its own.
+func (s *stack) textfileRegistry() *prometheus.Registry {
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(s.exporter, versioncollector.NewCollector("gpuwatch"))
+	return reg
+}
+
+// metricsHandler serves /metrics: the GPU series written straight from the
+// snapshot (many times cheaper than a registry's Gather; see
+// internal/exporter's BenchmarkHandler), then the exporter's own runtime
+// families from an ordinary registry.
+func (s *stack) metricsHandler() http.Handler {
+	runtime := prometheus.NewRegistry()
+	runtime.MustRegister(
+		versioncollector.NewCollector("gpuwatch"),
+		prometheus.NewGoCollector(),
+		prometheus.NewProcessCollector(prometheus.ProcessCollectorOpts{}),
+	)
+	return s.exporter.TextHandler(runtime)
+}
+
+const simHint = "to try gpuwatch without a GPU, run: gpuwatch --backend=sim --sim.profile=dgx-h100"
+
+// buildStack opens the backend the flags name and wires the outputs to it.
+func (f *commonFlags) buildStack(logger *slog.Logger) (*stack, error) {
+	filter, err := f.metricFilter()
+	if err != nil {
+		return nil, err
+	}
+	opts := nvmlbackend.Options{Groups: f.enabledCollectors(), Logger: logger}
+	var lib nvml.Interface
+	switch f.backend {
+	case "sim":
+		s, err := f.simulator()
+		if err != nil {
+			return nil, err
+		}
+		lib, opts.Now = s, s.Now
+	default:
+		lib = nvml.New()
+	}
+	reader, err := nvmlbackend.New(lib, opts)
+	if errors.Is(err, nvmlbackend.ErrLibraryNotFound) {
+		return nil, fmt.Errorf("cannot load libnvidia-ml.so.1 (is the NVIDIA driver installed and on the library path?); %s", simHint)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("starting the %s backend: %w", f.backend, err)
+	}
+	p := pipeline.New(reader, pipeline.Options{Timeout: f.timeout})
+	exp, err := exporter.New(p, exporter.Options{
+		Collectors: f.enabledCollectors(),
+		Metrics:    filter,
+		PIDLabels:  f.pidLabels,
+	})
+	if err != nil {
+		_ = reader.Close()
+		return nil, err
+	}
+	return &stack{pipeline: p, exporter: exp, reader: reader}, nil
+}
+
+func (f *commonFlags) metricFilter() (*exporter.MetricFilter, error) {
+	if f.metricsFile == "" {
+		return nil, nil
+	}
+	return exporter.LoadMetricFilter(f.metricsFile)
+}
+
+// simulator builds the simulated fleet from --sim.config and --sim.profile.
+func (f *commonFlags) simulator() (*sim.Sim, error) {
+	var cfg sim.Config
+	if f.simConfig != "" {
+		c, err := sim.LoadConfig(f.simConfig)
+		if err != nil {
+			return nil, err
+		}
+		cfg = c
+	}
+	if f.simProfile != "" {
+		cfg.Profile = f.simProfile
+	}
+	if cfg.Profile == "" {
+		return nil, fmt.Errorf("--backend=sim needs --sim.profile (one of %s) or a --sim.config file that names a profile", simProfileList())
+	}
+	if f.simPinTime > 0 {
+		d := sim.Duration(f.simPinTime)
+		cfg.PinTime = &d
+	}
+	return sim.New(cfg)
+}

@@ -1,0 +1,48 @@
+package main
+
+import (
+	"context"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/alecthomas/kingpin/v2"
+	"github.com/prometheus/common/promslog"
+
+	"github.com/gpuwatch/gpuwatch/internal/textfile"
+)
+
+type textfileCommand struct {
+	common   *commonFlags
+	output   string
+	interval time.Duration
+}
+
+func newTextfileCommand(app *kingpin.Application, common *commonFlags) *textfileCommand {
+	c := &textfileCommand{common: common}
+	cmd := app.Command("textfile", "Write metrics to a .prom file for node_exporter's textfile collector, once or every --interval.")
+	cmd.Flag("output", "File to write, e.g. /var/lib/node_exporter/textfile_collector/gpu.prom. Replaced atomically.").
+		Required().StringVar(&c.output)
+	cmd.Flag("interval", "Rewrite the file this often until stopped; 0 writes once and exits.").
+		Default("0s").DurationVar(&c.interval)
+	return c
+}
+
+func (c *textfileCommand) name() string { return "textfile" }
+
+func (c *textfileCommand) run() error {
+	logger := promslog.New(c.common.log)
+	st, err := c.common.buildStack(logger)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	reg := st.textfileRegistry()
+	if c.interval <= 0 {
+		return textfile.Write(reg, c.output)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	return textfile.Loop(ctx, reg, c.output, c.interval, logger)
+}

@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# Installs what gpuwatch's tests run against for real: Prometheus and
+# promtool, Slurm with munge, Podman, busybox (to build a container image
+# without a registry). Debian packages, so it needs root (CI runs as root).
+# Safe to run again: it installs only what is missing.
+set -euo pipefail
+
+packages=(prometheus slurm-wlm munge podman busybox-static)
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+
+if [ ${#missing[@]} -gt 0 ]; then
+  if [ "$(id -u)" -ne 0 ]; then
+    echo "install-deps: need root to apt-get install: ${missing[*]}" >&2
+    exit 1
+  fi
+  echo "install-deps: installing ${missing[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  # Debian's packages start services where systemd runs; the tests start
+  # their own instances on temporary ports and paths instead.
+  apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+go mod download

@@ -1,0 +1,116 @@
+package e2e
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// runGpuwatch runs the binary to completion and returns its combined output
+// and exit code.
+func runGpuwatch(t *testing.T, args ...string) (string, int) {
+	t.Helper()
+	cmd := exec.Command(gpuwatchBin, args...)
+	out, err := cmd.CombinedOutput()
+	code := 0
+	if ee, ok := err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatalf("running gpuwatch: %v", err)
+	}
+	return string(out), code
+}
+
+// On a machine without the NVIDIA driver (every CI machine), the default
+// backend must fail with one clear line that names the library and the way
+// to the simulator.
+func TestNoDriverSaysHowToRunTheSimulator(t *testing.T) {
+	if _, err := os.Stat("/dev/nvidiactl"); err == nil {
+		t.Skip("an NVIDIA GPU is present on this machine")
+	}
+	out, code := runGpuwatch(t, "--web.listen-address=127.0.0.1:0")
+	if code == 0 {
+		t.Fatalf("exit code 0 without a driver; output:\n%s", out)
+	}
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	last := lines[len(lines)-1]
+	for _, want := range []string{"libnvidia-ml.so.1", "--backend=sim", "--sim.profile="} {
+		if !strings.Contains(last, want) {
+			t.Errorf("error line %q lacks %q", last, want)
+		}
+	}
+}
+
+func TestSimConfigUnknownKeyNamesTheLine(t *testing.T) {
+	cfg := filepath.Join(t.TempDir(), "sim.yaml")
+	writeFile(t, cfg, "profile: h100\nprocesses:\n  - {gpu: 0, pid: 1, used_memroy_bytes: 5}\n")
+	out, code := runGpuwatch(t, "textfile", "--backend=sim", "--sim.config="+cfg, "--output="+filepath.Join(t.TempDir(), "x.prom"))
+	if code == 0 || !strings.Contains(out, "line 3") || !strings.Contains(out, "used_memroy_bytes") {
+		t.Fatalf("exit %d, output %q: want an error naming line 3 and the key", code, out)
+	}
+}
+
+func TestUnknownProfileListsTheValidOnes(t *testing.T) {
+	out, code := runGpuwatch(t, "textfile", "--backend=sim", "--sim.profile=dgx-z9000", "--output="+filepath.Join(t.TempDir(), "x.prom"))
+	if code == 0 || !strings.Contains(out, "dgx-h100") || !strings.Contains(out, "rtx4090") {
+		t.Fatalf("exit %d, output %q", code, out)
+	}
+}
+
+func TestMetricsConfigRejectsUnknownNames(t *testing.T) {
+	cfg := filepath.Join(t.TempDir(), "metrics.yaml")
+	writeFile(t, cfg, "disable:\n  - gpu_powr_usage_watts\n")
+	out, code := runGpuwatch(t, "textfile", "--backend=sim", "--sim.profile=h100", "--metrics.config="+cfg, "--output="+filepath.Join(t.TempDir(), "x.prom"))
+	if code == 0 || !strings.Contains(out, "gpu_powr_usage_watts") {
+		t.Fatalf("exit %d, output %q", code, out)
+	}
+}
+
+func TestMetricsConfigDisablesByGlob(t *testing.T) {
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "metrics.yaml")
+	writeFile(t, cfg, "disable:\n  - gpu_nvlink_*\n")
+	out := filepath.Join(dir, "gpu.prom")
+	if msg, code := runGpuwatch(t, "textfile", "--backend=sim", "--sim.profile=h100", "--metrics.config="+cfg, "--output="+out); code != 0 {
+		t.Fatalf("textfile failed: %s", msg)
+	}
+	data, _ := os.ReadFile(out)
+	if strings.Contains(string(data), "gpu_nvlink_") {
+		t.Fatal("gpu_nvlink_* still exported after disabling it")
+	}
+	if !strings.Contains(string(data), "gpu_power_usage_watts{") {
+		t.Fatal("other metrics went missing")
+	}
+}
+
+func TestNoCollectorFlagDropsTheGroup(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "gpu.prom")
+	if msg, code := runGpuwatch(t, "textfile", "--backend=sim", "--sim.profile=h100", "--no-collector.power", "--output="+out); code != 0 {
+		t.Fatalf("textfile failed: %s", msg)
+	}
+	data, _ := os.ReadFile(out)
+	if strings.Contains(string(data), "gpu_power_usage_watts") || strings.Contains(string(data), `collector="power"`) {
+		t.Fatal("--no-collector.power left power series behind")
+	}
+}
+
+func TestMetricsCommandListsTheCatalog(t *testing.T) {
+	out, code := runGpuwatch(t, "metrics")
+	if code != 0 {
+		t.Fatalf("gpuwatch metrics failed: %s", out)
+	}
+	for _, want := range []string{"gpu_power_usage_watts", "nvmlDeviceGetPowerUsage", "gpu_xid_errors_total", "gpu_gpm_sm_active_ratio"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("gpuwatch metrics lacks %q", want)
+		}
+	}
+}
+
+func TestHelpExplainsTheSimulator(t *testing.T) {
+	out, code := runGpuwatch(t, "--help")
+	if code != 0 || !strings.Contains(out, "--backend=sim") || !strings.Contains(out, "--web.listen-address") {
+		t.Fatalf("--help (exit %d) does not explain the simulator and flags:\n%s", code, out)
+	}
+}

@@ -1,0 +1,65 @@
+package e2e
+
+import (
+	"path/filepath"
+	"testing"
+	"time"
+)
+
+// TestFaults runs a simulated DGX in real time with a GPU that is lost after
+// two seconds, a GPU whose power and fan reads are unsupported, and an XID
+// event, and checks that the right series appear and disappear while the
+// exporter keeps serving every other GPU.
+func TestFaults(t *testing.T) {
+	cfg := filepath.Join(t.TempDir(), "sim.yaml")
+	writeFile(t, cfg, `profile: dgx-h100
+faults:
+  - {gpu: 3, lost_after: 2s}
+  - {gpu: 1, unsupported: [power, fan_speed]}
+  - {gpu: 2, xid: 79, at: 1s}
+`)
+	base, proc := startGpuwatch(t, "--backend=sim", "--sim.config="+cfg)
+
+	// Unsupported reads are absent, never zero; the rest of GPU 1 is there.
+	fams := parseMetrics(t, httpGet(t, base+"/metrics"))
+	if _, ok := sample(fams, "gpu_power_usage_watts", map[string]string{"gpu": "1"}); ok {
+		t.Error("gpu_power_usage_watts{gpu=1} exported although power is unsupported")
+	}
+	if _, ok := sample(fams, "gpu_fan_speed_ratio", map[string]string{"gpu": "1"}); ok {
+		t.Error("gpu_fan_speed_ratio{gpu=1} exported although fan speed is unsupported")
+	}
+	if _, ok := sample(fams, "gpu_temperature_celsius", map[string]string{"gpu": "1"}); !ok {
+		t.Error("gpu_temperature_celsius{gpu=1} missing: only power and fan were made unsupported")
+	}
+	if _, ok := sample(fams, "gpu_power_usage_watts", map[string]string{"gpu": "0"}); !ok {
+		t.Error("gpu_power_usage_watts{gpu=0} missing")
+	}
+
+	// The XID arrives through the event goroutine.
+	waitFor(t, 15*time.Second, "gpu_xid_errors_total{gpu=2,xid=79} = 1", func() bool {
+		v, ok := sample(parseMetrics(t, httpGet(t, base+"/metrics")), "gpu_xid_errors_total", map[string]string{"gpu": "2", "xid": "79"})
+		return ok && v == 1
+	})
+
+	// GPU 3 falls off the bus: gpu_up goes to 0, its readings vanish, the
+	// other seven keep reporting, and the process stays up.
+	waitFor(t, 15*time.Second, "gpu_up{gpu=3} = 0", func() bool {
+		v, ok := sample(parseMetrics(t, httpGet(t, base+"/metrics")), "gpu_up", map[string]string{"gpu": "3"})
+		return ok && v == 0
+	})
+	fams = parseMetrics(t, httpGet(t, base+"/metrics"))
+	if _, ok := sample(fams, "gpu_utilization_ratio", map[string]string{"gpu": "3"}); ok {
+		t.Error("lost GPU 3 still exports gpu_utilization_ratio")
+	}
+	for _, gpu := range []string{"0", "1", "2", "4", "5", "6", "7"} {
+		if v, ok := sample(fams, "gpu_up", map[string]string{"gpu": gpu}); !ok || v != 1 {
+			t.Errorf("gpu_up{gpu=%s} = %v (present %v) after GPU 3 was lost", gpu, v, ok)
+		}
+		if _, ok := sample(fams, "gpu_utilization_ratio", map[string]string{"gpu": gpu}); !ok {
+			t.Errorf("gpu_utilization_ratio{gpu=%s} missing after GPU 3 was lost", gpu)
+		}
+	}
+	if proc.exited() {
+		t.Fatal("gpuwatch exited after losing a GPU")
+	}
+}

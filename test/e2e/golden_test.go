@@ -1,0 +1,104 @@
+package e2e
+
+import (
+	"flag"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files in testdata/golden from the current output")
+
+var profiles = []string{"h100", "dgx-h100", "dgx-a100-mig", "rtx4090", "large"}
+
+// volatileMetric reports whether a line of exposition varies between runs for
+// reasons that have nothing to do with the simulated GPUs: timings, the Go
+// runtime, the process, the build.
+func volatileMetric(line string) bool {
+	name := strings.TrimPrefix(strings.TrimPrefix(line, "# HELP "), "# TYPE ")
+	for _, prefix := range []string{"go_", "process_", "promhttp_", "gpuwatch_build_info", "gpuwatch_collector_duration_seconds", "gpuwatch_snapshot_duration_seconds"} {
+		if strings.HasPrefix(name, prefix) {
+			return true
+		}
+	}
+	return false
+}
+
+func stableExposition(text string) string {
+	var b strings.Builder
+	for _, line := range strings.SplitAfter(text, "\n") {
+		if line != "" && !volatileMetric(line) {
+			b.WriteString(line)
+		}
+	}
+	return b.String()
+}
+
+// TestGolden compares the whole /metrics page of each simulator profile, at
+// a pinned simulated time, with testdata/golden/PROFILE.prom.
+// Regenerate after an intended change with:
+//
+//	make golden     (or: go test ./test/e2e -run TestGolden -update)
+func TestGolden(t *testing.T) {
+	for _, profile := range profiles {
+		t.Run(profile, func(t *testing.T) {
+			base, _ := startGpuwatch(t, "--backend=sim", "--sim.profile="+profile, "--sim.pin-time=1h")
+			got := stableExposition(httpGet(t, base+"/metrics"))
+			path := filepath.Join("testdata", "golden", profile+".prom")
+			if *update {
+				if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+			want, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatalf("%v (create it with: make golden)", err)
+			}
+			if got != string(want) {
+				t.Errorf("/metrics for %s differs from %s; if the change is intended, run `make golden` and review the diff.\n%s",
+					profile, path, firstDifference(string(want), got))
+			}
+		})
+	}
+}
+
+func firstDifference(want, got string) string {
+	wl, gl := strings.Split(want, "\n"), strings.Split(got, "\n")
+	for i := 0; i < len(wl) || i < len(gl); i++ {
+		var w, g string
+		if i < len(wl) {
+			w = wl[i]
+		}
+		if i < len(gl) {
+			g = gl[i]
+		}
+		if w != g {
+			return "line " + strconv.Itoa(i+1) + ":\n  want: " + w + "\n  got:  " + g
+		}
+	}
+	return ""
+}
+
+// TestPromtoolCheckMetrics lints every profile's page with promtool, the
+// same linter Prometheus's maintainers use.
+func TestPromtoolCheckMetrics(t *testing.T) {
+	promtool := requireTool(t, "promtool")
+	for _, profile := range profiles {
+		t.Run(profile, func(t *testing.T) {
+			base, _ := startGpuwatch(t, "--backend=sim", "--sim.profile="+profile)
+			page := httpGet(t, base+"/metrics")
+			cmd := exec.Command(promtool, "check", "metrics")
+			cmd.Stdin = strings.NewReader(page)
+			if out, err := cmd.CombinedOutput(); err != nil {
+				t.Fatalf("promtool check metrics on %s: %v\n%s", profile, err, out)
+			}
+		})
+	}
+}

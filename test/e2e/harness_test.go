@@ -1,0 +1,246 @@
+// Package e2e drives the built gpuwatch binary against real Prometheus,
+// promtool and friends. The simulator stands in for GPUs; everything else
+// is the real thing.
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+)
+
+var gpuwatchBin string
+
+func TestMain(m *testing.M) {
+	os.Exit(runMain(m))
+}
+
+func runMain(m *testing.M) int {
+	// scripts/test.sh passes the binary it just built; a plain `go test`
+	// builds one here so the package also runs on its own.
+	gpuwatchBin = os.Getenv("GPUWATCH_BIN")
+	if gpuwatchBin == "" {
+		dir, err := os.MkdirTemp("", "gpuwatch-e2e-")
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
+		defer os.RemoveAll(dir)
+		gpuwatchBin = filepath.Join(dir, "gpuwatch")
+		_, thisFile, _, _ := runtime.Caller(0)
+		root := filepath.Join(filepath.Dir(thisFile), "..", "..")
+		build := exec.Command("go", "build", "-ldflags=-extldflags=-Wl,-z,lazy", "-o", gpuwatchBin, "./cmd/gpuwatch")
+		build.Dir = root
+		build.Stdout, build.Stderr = os.Stderr, os.Stderr
+		if err := build.Run(); err != nil {
+			fmt.Fprintln(os.Stderr, "building gpuwatch:", err)
+			return 1
+		}
+	}
+	return m.Run()
+}
+
+// requireTool returns the path of an external program the test needs. Under
+// CI=true a missing program fails the test: CI must never pass by skipping.
+func requireTool(t *testing.T, name string) string {
+	t.Helper()
+	path, err := exec.LookPath(name)
+	if err == nil {
+		return path
+	}
+	if os.Getenv("CI") == "true" {
+		t.Fatalf("%s is not installed; CI must run this test (scripts/install-deps.sh installs it)", name)
+	}
+	t.Skipf("%s is not installed; run scripts/install-deps.sh to run this test", name)
+	return ""
+}
+
+func freePort(t *testing.T) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+// syncBuffer collects a child's output for failure messages.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// process is a running child: gpuwatch or prometheus.
+type process struct {
+	cmd    *exec.Cmd
+	output *syncBuffer
+	done   chan struct{}
+}
+
+func (p *process) exited() bool {
+	select {
+	case <-p.done:
+		return true
+	default:
+		return false
+	}
+}
+
+func startProcess(t *testing.T, bin string, args ...string) *process {
+	t.Helper()
+	p := &process{cmd: exec.Command(bin, args...), output: &syncBuffer{}, done: make(chan struct{})}
+	p.cmd.Stdout, p.cmd.Stderr = p.output, p.output
+	if err := p.cmd.Start(); err != nil {
+		t.Fatalf("starting %s: %v", bin, err)
+	}
+	go func() { _ = p.cmd.Wait(); close(p.done) }()
+	t.Cleanup(func() {
+		_ = p.cmd.Process.Signal(os.Interrupt)
+		select {
+		case <-p.done:
+		case <-time.After(5 * time.Second):
+			_ = p.cmd.Process.Kill()
+			<-p.done
+		}
+		if t.Failed() {
+			t.Logf("output of %s %s:\n%s", filepath.Base(bin), strings.Join(args, " "), p.output.String())
+		}
+	})
+	return p
+}
+
+// startGpuwatch runs `gpuwatch serve` on a free port with the given flags and
+// waits until it answers /healthz. It returns the base URL.
+func startGpuwatch(t *testing.T, args ...string) (string, *process) {
+	t.Helper()
+	port := freePort(t)
+	addr := fmt.Sprintf("127.0.0.1:%d", port)
+	p := startProcess(t, gpuwatchBin, append([]string{"--web.listen-address=" + addr}, args...)...)
+	base := "http://" + addr
+	waitFor(t, 15*time.Second, "gpuwatch to answer /healthz", func() bool {
+		if p.exited() {
+			t.Fatalf("gpuwatch exited early:\n%s", p.output.String())
+		}
+		resp, err := http.Get(base + "/healthz")
+		if err != nil {
+			return false
+		}
+		resp.Body.Close()
+		return resp.StatusCode == 200
+	})
+	return base, p
+}
+
+func waitFor(t *testing.T, timeout time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %s waiting for %s", timeout, what)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func httpGet(t *testing.T, url string) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatalf("GET %s: %v", url, err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != 200 {
+		t.Fatalf("GET %s: %s\n%s", url, resp.Status, body)
+	}
+	return string(body)
+}
+
+// parseMetrics parses a text exposition into metric families.
+func parseMetrics(t *testing.T, text string) map[string]*dto.MetricFamily {
+	t.Helper()
+	p := expfmt.NewTextParser(model.UTF8Validation)
+	families, err := p.TextToMetricFamilies(strings.NewReader(text))
+	if err != nil {
+		t.Fatalf("parsing exposition: %v\n%s", err, text)
+	}
+	return families
+}
+
+// sample returns the value of the series of family name whose labels
+// include all of want, and whether it exists.
+func sample(families map[string]*dto.MetricFamily, name string, want map[string]string) (float64, bool) {
+	mf, ok := families[name]
+	if !ok {
+		return 0, false
+	}
+next:
+	for _, m := range mf.GetMetric() {
+		have := map[string]string{}
+		for _, lp := range m.GetLabel() {
+			have[lp.GetName()] = lp.GetValue()
+		}
+		for k, v := range want {
+			if have[k] != v {
+				continue next
+			}
+		}
+		switch {
+		case m.Gauge != nil:
+			return m.GetGauge().GetValue(), true
+		case m.Counter != nil:
+			return m.GetCounter().GetValue(), true
+		case m.Untyped != nil:
+			return m.GetUntyped().GetValue(), true
+		}
+	}
+	return 0, false
+}
+
+// httpGetNoFail is httpGet for polling: errors are returned, not fatal.
+func httpGetNoFail(url string) (string, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return "", err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if resp.StatusCode != 200 {
+		return "", fmt.Errorf("GET %s: %s", url, resp.Status)
+	}
+	return string(body), err
+}

@@ -1,0 +1,118 @@
+package e2e
+
+import (
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"fmt"
+	"io"
+	"math/big"
+	"net"
+	"net/http"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"golang.org/x/crypto/bcrypt"
+)
+
+// writeSelfSignedCert writes a certificate for 127.0.0.1 and its key, and
+// returns a pool that trusts it.
+func writeSelfSignedCert(t *testing.T, dir string) (certFile, keyFile string, pool *x509.CertPool) {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(1),
+		Subject:      pkix.Name{CommonName: "gpuwatch-test"},
+		NotBefore:    time.Now().Add(-time.Hour),
+		NotAfter:     time.Now().Add(time.Hour),
+		IPAddresses:  []net.IP{net.ParseIP("127.0.0.1")},
+		KeyUsage:     x509.KeyUsageDigitalSignature,
+		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	keyDER, err := x509.MarshalECPrivateKey(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	certFile, keyFile = filepath.Join(dir, "cert.pem"), filepath.Join(dir, "key.pem")
+	writeFile(t, certFile, string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})))
+	writeFile(t, keyFile, string(pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER})))
+	cert, _ := x509.ParseCertificate(der)
+	pool = x509.NewCertPool()
+	pool.AddCert(cert)
+	return certFile, keyFile, pool
+}
+
+// TestTLSAndBasicAuth serves through an exporter-toolkit web config file
+// with TLS and a bcrypt basic-auth user.
+func TestTLSAndBasicAuth(t *testing.T) {
+	dir := t.TempDir()
+	certFile, keyFile, pool := writeSelfSignedCert(t, dir)
+	hash, err := bcrypt.GenerateFromPassword([]byte("s3cret"), bcrypt.MinCost)
+	if err != nil {
+		t.Fatal(err)
+	}
+	webConfig := filepath.Join(dir, "web.yml")
+	writeFile(t, webConfig, fmt.Sprintf("tls_server_config:\n  cert_file: %s\n  key_file: %s\nbasic_auth_users:\n  prometheus: %s\n", certFile, keyFile, hash))
+
+	port := freePort(t)
+	addr := fmt.Sprintf("127.0.0.1:%d", port)
+	proc := startProcess(t, gpuwatchBin, "--backend=sim", "--sim.profile=h100", "--web.listen-address="+addr, "--web.config.file="+webConfig)
+	client := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}}}
+
+	do := func(user, pass, scheme string) (int, string, error) {
+		req, _ := http.NewRequest(http.MethodGet, scheme+"://"+addr+"/metrics", nil)
+		if user != "" {
+			req.SetBasicAuth(user, pass)
+		}
+		resp, err := client.Do(req)
+		if err != nil {
+			return 0, "", err
+		}
+		defer resp.Body.Close()
+		body, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(body), nil
+	}
+	waitFor(t, 15*time.Second, "gpuwatch to serve TLS", func() bool {
+		if proc.exited() {
+			t.Fatalf("gpuwatch exited:\n%s", proc.output.String())
+		}
+		_, _, err := do("", "", "https")
+		return err == nil
+	})
+	if code, _, _ := do("", "", "https"); code != http.StatusUnauthorized {
+		t.Errorf("no credentials: status %d, want 401", code)
+	}
+	if code, _, _ := do("prometheus", "wrong", "https"); code != http.StatusUnauthorized {
+		t.Errorf("wrong password: status %d, want 401", code)
+	}
+	code, body, err := do("prometheus", "s3cret", "https")
+	if err != nil || code != 200 || !strings.Contains(body, "gpu_up{") {
+		t.Errorf("right password: status %d err %v", code, err)
+	}
+	// Plain HTTP on a TLS listener must not leak metrics.
+	if code, body, err := do("prometheus", "s3cret", "http"); err == nil && strings.Contains(body, "gpu_up{") {
+		t.Errorf("plain HTTP served metrics (status %d)", code)
+	}
+}
+
+func TestInvalidWebConfigFailsAtStart(t *testing.T) {
+	webConfig := filepath.Join(t.TempDir(), "web.yml")
+	writeFile(t, webConfig, "tls_server_config:\n  cert_file: /nonexistent.pem\n  key_file: /nonexistent.key\n")
+	out, code := runGpuwatch(t, "--backend=sim", "--sim.profile=h100", "--web.listen-address=127.0.0.1:0", "--web.config.file="+webConfig)
+	if code == 0 || !strings.Contains(out, "nonexistent") {
+		t.Fatalf("exit %d, output %q", code, out)
+	}
+}
