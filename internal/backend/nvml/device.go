@@ -71,6 +71,9 @@ func (r *Reader) readDevice(index int, out *deviceResult) {
 	uuid, ret := dev.GetUUID()
 	if ret != nvml.SUCCESS {
 		out.device.DownReason = downReason(ret)
+		// Keep the last known UUID, so that gpu_up{uuid} stays the same
+		// series and the device's XID counts stay attached to it.
+		out.device.UUID = r.knownUUID(index)
 		return
 	}
 	out.device.UUID = uuid

@@ -249,6 +249,16 @@ func (r *Reader) readDevices(ctx context.Context, count int) ([]deviceResult, er
 	return results, nil
 }
 
+// knownUUID is the UUID device index had at its last successful read, or "".
+func (r *Reader) knownUUID(index int) string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if st := r.states[index]; st != nil {
+		return st.uuid
+	}
+	return ""
+}
+
 // state returns the per-device state for index, starting afresh when the
 // UUID changed (a different GPU now has this index).
 func (r *Reader) state(index int, uuid string) *deviceState {

@@ -386,7 +386,7 @@ func TestLostGPUIsDownAndOthersAreRead(t *testing.T) {
 	snap := read(t, r)
 	noGroupErrors(t, snap)
 	d := snap.Devices[1]
-	if d.Up || d.DownReason != "gpu_is_lost" || d.Index != 1 {
+	if d.Up || d.DownReason != "gpu_is_lost" || d.Index != 1 || d.UUID != "GPU-00000000-0000-0000-0000-000000000001" {
 		t.Errorf("lost device = up %v reason %q index %d", d.Up, d.DownReason, d.Index)
 	}
 	if d.Power.Usage.Valid || d.Info.Name != "" || d.NVLinks != nil {

@@ -254,8 +254,8 @@ func TestSimLostGPU(t *testing.T) {
 	snap := read(t, r)
 	noGroupErrors(t, snap)
 	lost := snap.Devices[3]
-	if lost.Up || lost.DownReason != "gpu_is_lost" || lost.Index != 3 {
-		t.Errorf("gpu 3 = up %v reason %q", lost.Up, lost.DownReason)
+	if lost.Up || lost.DownReason != "gpu_is_lost" || lost.Index != 3 || lost.UUID != before.Devices[3].UUID {
+		t.Errorf("gpu 3 = up %v reason %q uuid %q (want the last known uuid)", lost.Up, lost.DownReason, lost.UUID)
 	}
 	if lost.Power.Usage.Valid || lost.Memory.Total.Valid || lost.NVLinks != nil || lost.GPM.SMActive.Valid {
 		t.Errorf("lost GPU carries readings: %+v", lost)
@@ -450,5 +450,53 @@ func benchmarkRead(b *testing.B, profile string) {
 func BenchmarkRead(b *testing.B) {
 	for _, profile := range []string{"dgx-h100", "large"} {
 		b.Run(profile, func(b *testing.B) { benchmarkRead(b, profile) })
+	}
+}
+
+func TestSimV100RetiredPagesInsteadOfRemappedRows(t *testing.T) {
+	r := newSimReader(t, newSim(t, sim.Config{Profile: "v100"}, time.Minute), AllGroups())
+	snap := read(t, r)
+	noGroupErrors(t, snap)
+	d := snap.Devices[0]
+	if d.Info.Architecture != "volta" || d.Info.ComputeCapability != "7.0" {
+		t.Errorf("info = %+v", d.Info)
+	}
+	e := d.ECC
+	if !e.RetiredPagesSingleBit.Valid || !e.RetiredPagesDoubleBit.Valid || !e.RetiredPagesPending.Valid {
+		t.Errorf("retired pages absent on Volta: %+v", e)
+	}
+	wantAbsent(t, "remapped rows (Ampere and later)", e.RemappedRowsCorrectable)
+	if d.GPM != (snapshot.GPM{}) {
+		t.Errorf("GPM on Volta: %+v", d.GPM)
+	}
+}
+
+func TestSimXIDOfALostGPUIsKept(t *testing.T) {
+	s := newSim(t, sim.Config{Profile: "dgx-h100", Faults: []sim.Fault{
+		{GPU: 5, XID: 79, At: durationPtr(9 * time.Second), LostAfter: durationPtr(10 * time.Second)},
+	}}, 0)
+	r := newSimReader(t, s, AllGroups())
+	read(t, r)
+	s.SetElapsed(9 * time.Second)
+	pollUntil(t, r, func(s *snapshot.Snapshot) bool { return s.Devices[5].XIDErrors != nil })
+	s.SetElapsed(11 * time.Second)
+	snap := read(t, r)
+	d := snap.Devices[5]
+	if d.Up || len(d.XIDErrors) != 1 || d.XIDErrors[0].XID != 79 {
+		t.Errorf("lost gpu 5: up=%v xids=%+v, want down with its XID 79", d.Up, d.XIDErrors)
+	}
+}
+
+func TestSimLargeProfile(t *testing.T) {
+	r := newSimReader(t, newSim(t, sim.Config{Profile: "large"}, time.Minute), AllGroups())
+	snap := read(t, r)
+	noGroupErrors(t, snap)
+	if len(snap.Devices) != 64 || len(snap.Processes) != 56 {
+		t.Fatalf("%d devices, %d processes; want 64, 56", len(snap.Devices), len(snap.Processes))
+	}
+	for i, d := range snap.Devices {
+		if d.Index != i || !d.Up || !d.GPM.SMActive.Valid {
+			t.Errorf("device %d: index %d up %v", i, d.Index, d.Up)
+		}
 	}
 }

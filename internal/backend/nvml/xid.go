@@ -199,7 +199,9 @@ func (w *xidWatcher) lastError() error {
 	return w.err
 }
 
-// fill copies the counts into the devices, sorted by XID.
+// fill copies the counts into the devices, sorted by XID. A device that is
+// down keeps its counts: the XID that announced the loss (79, fallen off
+// the bus) is the one an operator most needs to see.
 func (w *xidWatcher) fill(devices []snapshot.Device) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
