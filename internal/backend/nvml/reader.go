@@ -58,8 +58,6 @@ type Reader struct {
 	// xidSetupErr is reported in Groups["xid"].Err on every read: the
 	// watcher could not be started for a reason other than NOT_SUPPORTED.
 	xidSetupErr error
-
-	reads atomic.Uint64
 }
 
 // New initialises NVML and returns a Reader. When the library cannot be
@@ -141,7 +139,6 @@ func (r *Reader) Read(ctx context.Context) (*snapshot.Snapshot, error) {
 	if r.closed {
 		return nil, errClosed
 	}
-	r.reads.Add(1)
 
 	snap := &snapshot.Snapshot{Time: r.now()}
 	var stats groupStats
