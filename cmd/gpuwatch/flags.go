@@ -40,9 +40,7 @@ func registerCommonFlags(app *kingpin.Application) *commonFlags {
 	app.Flag("sim.pin-time", "Freeze the simulator's clock this long after its start, so every reading is constant (golden tests). 0 lets it run.").
 		Default("0s").DurationVar(&f.simPinTime)
 
-	defaults := exporter.DefaultCollectors()
-	for _, g := range snapshot.AllGroups {
-		on := defaults[g]
+	for g, on := range defaultCollectorFlags() {
 		f.collectors[g] = app.Flag("collector."+g, fmt.Sprintf("Enable the %s collector (default %s; --no-collector.%s disables it).", g, onOff(on), g)).
 			Default(fmt.Sprint(on)).Bool()
 	}
@@ -78,6 +76,16 @@ func (f *commonFlags) enabledCollectors() map[string]bool {
 	out := make(map[string]bool, len(f.collectors))
 	for g, on := range f.collectors {
 		out[g] = *on
+	}
+	return out
+}
+
+// defaultCollectorFlags is every collector group with its default state.
+func defaultCollectorFlags() map[string]bool {
+	defaults := exporter.DefaultCollectors()
+	out := make(map[string]bool, len(snapshot.AllGroups))
+	for _, g := range snapshot.AllGroups {
+		out[g] = defaults[g]
 	}
 	return out
 }

@@ -16,7 +16,6 @@ import (
 	"fmt"
 	"io"
 	"slices"
-	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -93,7 +92,7 @@ type Exporter struct {
 	device    []collector // enabled collectors with a device function
 	snapshot  []collector // enabled collectors with a snapshot function
 	enabled   []bool      // by metricDef.id
-	pool      sync.Pool   // *emitter
+	emitters  *freeList[*emitter]
 }
 
 // New builds an Exporter. It fails on an unknown collector name.
@@ -125,7 +124,7 @@ func New(src Source, opts Options) (*Exporter, error) {
 	for _, m := range catalog {
 		e.enabled[m.id] = (m.Collector == CollectorExporter || on[m.Collector]) && opts.Metrics.enabled(m)
 	}
-	e.pool.New = func() any { return newEmitter(e.enabled) }
+	e.emitters = newFreeList(retainedBuffers, func() *emitter { return newEmitter(e.enabled) })
 	return e, nil
 }
 
@@ -145,20 +144,20 @@ func (e *Exporter) Describe(ch chan<- *prometheus.Desc) {
 
 // Collect takes one snapshot and sends its series as const metrics.
 func (e *Exporter) Collect(ch chan<- prometheus.Metric) {
-	em := e.pool.Get().(*emitter)
+	em := e.emitters.get()
 	em.ch = ch
 	e.render(context.Background(), em)
 	em.reset()
-	e.pool.Put(em)
+	e.emitters.put(em)
 }
 
 // WriteText takes one snapshot and writes its series in the Prometheus text
 // format (version 0.0.4) to w with a single Write.
 func (e *Exporter) WriteText(ctx context.Context, w io.Writer) error {
-	em := e.pool.Get().(*emitter)
+	em := e.emitters.get()
 	defer func() {
 		em.reset()
-		e.pool.Put(em)
+		e.emitters.put(em)
 	}()
 	e.render(ctx, em)
 	_, err := w.Write(em.assembleText())

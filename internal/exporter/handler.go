@@ -22,23 +22,20 @@ const TextContentType = "text/plain; version=0.0.4; charset=utf-8"
 // gatherer still lets its good families through, and the scrape stays 200:
 // a missing go_* family must not hide the GPUs.
 func (e *Exporter) TextHandler(extra prometheus.Gatherer) http.Handler {
-	return &textHandler{e: e, extra: extra}
+	return &textHandler{e: e, extra: extra, bufs: newFreeList(retainedBuffers, func() *bytes.Buffer { return new(bytes.Buffer) })}
 }
 
 type textHandler struct {
 	e     *Exporter
 	extra prometheus.Gatherer
-	bufs  sync.Pool // *bytes.Buffer
+	bufs  *freeList[*bytes.Buffer]
 	gzips sync.Pool // *gzip.Writer
 }
 
 func (h *textHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	buf, _ := h.bufs.Get().(*bytes.Buffer)
-	if buf == nil {
-		buf = new(bytes.Buffer)
-	}
+	buf := h.bufs.get()
 	buf.Reset()
-	defer h.bufs.Put(buf)
+	defer h.bufs.put(buf)
 
 	if err := h.e.WriteText(r.Context(), buf); err != nil {
 		http.Error(w, err.Error(), http.StatusInternalServerError)
