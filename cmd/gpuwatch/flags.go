@@ -40,8 +40,10 @@ func registerCommonFlags(app *kingpin.Application) *commonFlags {
 	app.Flag("sim.pin-time", "Freeze the simulator's clock this long after its start, so every reading is constant (golden tests). 0 lets it run.").
 		Default("0s").DurationVar(&f.simPinTime)
 
-	for g, on := range defaultCollectorFlags() {
-		f.collectors[g] = app.Flag("collector."+g, fmt.Sprintf("Enable the %s collector (default %s; --no-collector.%s disables it).", g, onOff(on), g)).
+	defaults := defaultCollectorFlags()
+	for _, g := range snapshot.AllGroups {
+		on := defaults[g]
+		f.collectors[g] = app.Flag("collector."+g, fmt.Sprintf("Enable the %s collector: %s (default %s).", g, collectorHelp[g], onOff(on))).
 			Default(fmt.Sprint(on)).Bool()
 	}
 	app.Flag("metrics.config", "YAML file that enables or disables metrics by name or glob (enable: [...], disable: [...]).").
@@ -52,6 +54,25 @@ func registerCommonFlags(app *kingpin.Application) *commonFlags {
 		Default("10s").DurationVar(&f.timeout)
 	promslogflag.AddFlags(app, f.log)
 	return f
+}
+
+// collectorHelp says in a few words what each collector group reads.
+var collectorHelp = map[string]string{
+	snapshot.GroupInfo:        "gpu_info identity (name, bus id, serial, driver, modes)",
+	snapshot.GroupUtilization: "GPU, memory, encoder and decoder utilization",
+	snapshot.GroupMemory:      "framebuffer memory total/used/free/reserved and BAR1",
+	snapshot.GroupTemperature: "GPU and memory temperature and slowdown/shutdown thresholds",
+	snapshot.GroupFan:         "fan speed (boards with fans; SXM modules have none)",
+	snapshot.GroupClocks:      "current and max clocks per domain, performance state",
+	snapshot.GroupClockEvents: "clock-event (throttle) reasons, one series per reason",
+	snapshot.GroupPower:       "power draw, enforced limit and the energy counter",
+	snapshot.GroupPCIe:        "PCIe traffic counters, link generation and width, replays",
+	snapshot.GroupECC:         "ECC error counters, retired pages and remapped rows",
+	snapshot.GroupNVLink:      "per-link NVLink state, traffic and error counters",
+	snapshot.GroupXID:         "XID error events counted by code (NVML event set)",
+	snapshot.GroupGPM:         "Hopper+ GPM profiling: SM, tensor, DRAM and FP activity",
+	snapshot.GroupMIG:         "MIG instances: identity, memory and GPM per instance",
+	snapshot.GroupProcesses:   "GPU processes: memory and SM/memory utilization per owner",
 }
 
 func onOff(b bool) string {
