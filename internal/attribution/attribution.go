@@ -89,13 +89,15 @@ type Attributor struct {
 	slurm       *lookupCache[snapshot.SlurmJob]
 	allocations []AllocationSource
 
-	mu        sync.Mutex
-	pids      map[uint32]*pidEntry
-	gen       uint64   // Enrich calls so far; entries not seen in the latest are evicted
-	job       *procJob // procfs reads still running after an Enrich stopped waiting
-	lastSweep time.Time
+	mu           sync.Mutex
+	pids         map[uint32]*pidEntry
+	gen          uint64   // Enrich calls so far; entries not seen in the latest are evicted
+	job          *procJob // reads of new PIDs, still running after an Enrich stopped waiting
+	revalidation *procJob // PID-reuse checks, never waited for
+	lastSweep    time.Time
 	// Per-call scratch space, kept to spare the warm path allocations.
 	wanted map[containerKey]ContainerMeta
+	queued map[uint32]struct{}
 }
 
 type containerSource struct {
@@ -156,6 +158,7 @@ func New(opts Options) (*Attributor, error) {
 		allocations: opts.AllocationSources,
 		pids:        make(map[uint32]*pidEntry),
 		wanted:      make(map[containerKey]ContainerMeta),
+		queued:      make(map[uint32]struct{}),
 	}
 	clock := func() time.Time { return a.now() }
 
@@ -202,7 +205,7 @@ func (a *Attributor) Enrich(ctx context.Context, s *snapshot.Snapshot) {
 	start := a.now()
 	a.gen++
 
-	a.readProcfs(ctx, s.Processes, start)
+	due := a.readProcfs(ctx, s.Processes, start)
 
 	// Owners from the procfs cache, and the entries of PIDs no longer
 	// reported forgotten (which is also what makes a PID that comes back
@@ -227,6 +230,11 @@ func (a *Attributor) Enrich(ctx context.Context, s *snapshot.Snapshot) {
 	}
 	a.errs.copyInto(s.AttributionErrors)
 
+	// Started last, so that its reads do not compete with this call.
+	if len(due) > 0 {
+		a.revalidation = startProcJob(a.procs, a.errs, a.log, due, 1, start)
+	}
+
 	if start.Sub(a.lastSweep) > time.Minute {
 		a.lastSweep = start
 		for _, r := range a.resolvers {
@@ -238,56 +246,80 @@ func (a *Attributor) Enrich(ctx context.Context, s *snapshot.Snapshot) {
 	}
 }
 
-// readProcfs brings the procfs cache up to date for the reported PIDs:
-// reads new ones, re-checks the start time of those due. The reads run in a
-// background job so that a process stuck in the kernel (a read of
-// /proc/PID/cmdline can block on the process's memory lock) cannot hold
-// Enrich past ctx; a job that outlives its Enrich is merged by the next one,
-// and no second job starts meanwhile.
-func (a *Attributor) readProcfs(ctx context.Context, procs []snapshot.Process, now time.Time) {
-	if a.job != nil {
-		select {
-		case <-a.job.done:
-			a.merge(a.job, now)
-			a.job = nil
-		default:
-			if now.Sub(a.job.started) < a.stuckAfter {
-				return
-			}
-			a.abandon(a.job, now)
-			a.job = nil
-		}
-	}
-	var reqs []procRequest
+// readProcfs brings the procfs cache up to date for the reported PIDs.
+//
+// New PIDs are read in a background job that Enrich waits for until ctx is
+// done: a process stuck in the kernel (a read of /proc/PID/cmdline can
+// block on the process's memory lock) cannot hold Enrich past its budget. A
+// job that outlives its Enrich is merged by the next one, and no second
+// job starts meanwhile.
+//
+// Cached PIDs due for their PID-reuse check are returned, for Enrich to
+// re-check in a second background job that it starts last and does not
+// wait for at all: its results are merged by the next Enrich. This keeps the check's system calls out of the
+// scrape's latency, at the price of one more scrape before a reused PID is
+// noticed.
+func (a *Attributor) readProcfs(ctx context.Context, procs []snapshot.Process, now time.Time) (due []procRequest) {
+	coldBusy := a.collect(&a.job, now)
+	revalidateBusy := a.collect(&a.revalidation, now)
+
+	var cold []procRequest
+	clear(a.queued)
 	for i := range procs {
 		pid := procs[i].PID
 		e := a.pids[pid]
-		if e != nil && now.Before(e.checkAt) {
-			continue
+		switch {
+		case e == nil:
+			// A process on several GPUs is listed several times.
+			if _, dup := a.queued[pid]; !dup && !coldBusy {
+				a.queued[pid] = struct{}{}
+				cold = append(cold, procRequest{pid: pid})
+			}
+		case !now.Before(e.checkAt) && !revalidateBusy:
+			// Not due again until the check comes back.
+			e.checkAt = now.Add(a.revalidate)
+			due = append(due, procRequest{pid: pid, knownStart: e.owner.StartTime})
 		}
-		req := procRequest{pid: pid}
-		if e != nil {
-			req.knownStart = e.owner.StartTime
+	}
+	if len(cold) > 0 {
+		job := startProcJob(a.procs, a.errs, a.log, cold, procWorkers, now)
+		select {
+		case <-job.done:
+			a.merge(job, now)
+		case <-ctx.Done():
+			a.job = job
 		}
-		reqs = append(reqs, req)
 	}
-	if len(reqs) == 0 {
-		return
+	return due
+}
+
+// collect merges the job in *slot if it has finished, abandons it if it is
+// stuck, and reports whether it is still running.
+func (a *Attributor) collect(slot **procJob, now time.Time) (busy bool) {
+	job := *slot
+	if job == nil {
+		return false
 	}
-	job := startProcJob(a.procs, a.errs, a.log, reqs, now)
 	select {
 	case <-job.done:
 		a.merge(job, now)
-	case <-ctx.Done():
-		a.job = job
+		*slot = nil
+		return false
+	default:
 	}
+	if now.Sub(job.started) < a.stuckAfter {
+		return true
+	}
+	a.abandon(job, now)
+	*slot = nil
+	return false
 }
 
 // abandon gives up on a job that has been stuck for stuckAfter, so that one
 // process hung in the kernel does not stop new processes from being read.
-// The processes it is stuck on are cached with an empty owner until their
-// next revalidation, and counted as errors; its goroutines stay blocked
-// until the kernel lets them go.
+// The processes it is stuck on are cached with an empty owner (or keep the
+// one they had) until their next check, and counted as errors; its
+// goroutines stay blocked until the kernel lets them go.
 func (a *Attributor) abandon(job *procJob, now time.Time) {
 	for _, pid := range job.stuckPIDs() {
 		a.errs.add(SourceProcfs)
@@ -307,19 +339,18 @@ func (a *Attributor) merge(job *procJob, now time.Time) {
 	}
 	for _, res := range job.results {
 		old := a.pids[res.pid]
-		switch {
-		case res.unchanged && old != nil:
-			old.checkAt = now.Add(a.revalidate)
+		if res.unchanged {
+			// Still the same process; its next check is already set.
 			continue
-		case res.err != nil && errors.Is(res.err, errProcGone) && old != nil && res.facts.StartTime == 0:
+		}
+		if res.err != nil && errors.Is(res.err, errProcGone) && old != nil && res.facts.StartTime == 0 {
 			// The process exited while the driver still lists it: its
 			// memory was the old process's, so keep that owner.
-			old.checkAt = now.Add(a.revalidate)
 			continue
 		}
 		// New process, or a reused PID. Spread first checks over the
 		// interval so that a burst of new processes does not become a
-		// burst of re-reads.
+		// burst of checks.
 		jitter := time.Duration(rand.Int64N(int64(a.revalidate)/2 + 1))
 		a.pids[res.pid] = &pidEntry{
 			owner:   a.ownerFromFacts(res.facts),

@@ -14,7 +14,7 @@ import (
 type fakeSlurm struct {
 	mu    sync.Mutex
 	calls map[string]int
-	delay time.Duration
+	delay time.Duration // set before lookups start
 }
 
 func (f *fakeSlurm) lookup(ctx context.Context, jobID string) (snapshot.SlurmJob, error) {
@@ -108,14 +108,23 @@ func TestCacheExpiryRefreshesAndKeepsStaleAnswer(t *testing.T) {
 	clock := newFakeClock()
 	a.now = clock.Now
 	a.Enrich(context.Background(), procs(1023))
+	fs.delay = time.Hour // the refresh will not answer during this test
 	clock.Advance(2 * time.Minute)
 	s := procs(1023)
+	start := time.Now()
 	a.Enrich(context.Background(), s)
-	if n := fs.count("123"); n != 2 {
-		t.Errorf("looked up %d times after the TTL, want 2", n)
+	if took := time.Since(start); took > 500*time.Millisecond {
+		t.Errorf("Enrich waited %v for the refresh of an expired answer", took)
 	}
 	if s.Processes[0].Owner.Slurm.User != "carol" {
-		t.Errorf("got %+v", s.Processes[0].Owner.Slurm)
+		t.Errorf("expired answer not served while refreshing: got %+v", s.Processes[0].Owner.Slurm)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for fs.count("123") != 2 && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	if n := fs.count("123"); n != 2 {
+		t.Errorf("looked up %d times after the TTL, want 2", n)
 	}
 }
 

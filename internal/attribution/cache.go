@@ -72,7 +72,9 @@ func (c *lookupCache[V]) get(key string) (V, bool) {
 
 // refresh starts a lookup of key unless a fresh answer (or fresh failure)
 // is cached or one is already running. It returns a channel closed when
-// the running lookup settles, or nil when there is nothing to wait for.
+// the lookup settles, or nil when there is nothing worth waiting for:
+// when an expired answer is cached, it is served while the new one is
+// fetched, so that expiry never adds a lookup to a scrape's latency.
 func (c *lookupCache[V]) refresh(key string) <-chan struct{} {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -81,14 +83,13 @@ func (c *lookupCache[V]) refresh(key string) <-chan struct{} {
 		e = &cacheEntry[V]{}
 		c.entries[key] = e
 	}
-	if e.pending != nil {
-		return e.pending
+	if e.pending == nil && (e.expires.IsZero() || !c.now().Before(e.expires)) {
+		e.pending = make(chan struct{})
+		go c.run(key, e)
 	}
-	if !e.expires.IsZero() && c.now().Before(e.expires) {
+	if e.found {
 		return nil
 	}
-	e.pending = make(chan struct{})
-	go c.run(key, e)
 	return e.pending
 }
 

@@ -2,6 +2,7 @@ package attribution
 
 import (
 	"sync"
+	"testing"
 	"time"
 )
 
@@ -30,4 +31,21 @@ func (ec *errorCounts) snapshot() map[string]uint64 {
 	m := make(map[string]uint64)
 	ec.copyInto(m)
 	return m
+}
+
+// finishRevalidation waits for the background PID-reuse check that the
+// last Enrich started, if any, so that the next Enrich merges it.
+func finishRevalidation(t testing.TB, a *Attributor) {
+	t.Helper()
+	a.mu.Lock()
+	job := a.revalidation
+	a.mu.Unlock()
+	if job == nil {
+		t.Fatal("no revalidation was started")
+	}
+	select {
+	case <-job.done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("revalidation did not finish")
+	}
 }

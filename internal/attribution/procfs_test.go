@@ -104,8 +104,10 @@ func TestVanishedPIDKeepsItsOwner(t *testing.T) {
 		t.Fatal(err)
 	}
 	clock.Advance(11 * time.Second)
+	a.Enrich(context.Background(), procs(1001)) // starts the check
+	finishRevalidation(t, a)
 	s = procs(1001)
-	a.Enrich(context.Background(), s)
+	a.Enrich(context.Background(), s) // merges it
 	if got := s.Processes[0].Owner; got != before {
 		t.Errorf("after exit: got %+v\nwant the last known owner %+v", got, before)
 	}
@@ -144,7 +146,13 @@ func TestPIDReuseIsDetected(t *testing.T) {
 
 	clock.Advance(11 * time.Second)
 	s := procs(1001)
-	a.Enrich(context.Background(), s)
+	a.Enrich(context.Background(), s) // starts the check in the background
+	if got := s.Processes[0].Owner.User; got != "alice" {
+		t.Errorf("the check's answer came early: user %q", got)
+	}
+	finishRevalidation(t, a)
+	s = procs(1001)
+	a.Enrich(context.Background(), s) // merges it
 	got := s.Processes[0].Owner
 	if got.StartTime != 555555 || got.User != "bob" || got.Container.ID != "" {
 		t.Errorf("after PID reuse: got %+v, want start 555555, user bob, no container", got)
@@ -350,5 +358,23 @@ func TestStuckProcfsJobIsAbandoned(t *testing.T) {
 	}
 	if got := s.AttributionErrors[SourceProcfs]; got != 1 {
 		t.Errorf("procfs errors = %d, want 1 for the stuck process", got)
+	}
+}
+
+func TestParseStartTime(t *testing.T) {
+	for _, pid := range []int{1001, 1035} {
+		b, err := os.ReadFile(filepath.Join("testdata/proc", strconv.Itoa(pid), "stat"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := parseStartTime(b)
+		if want := uint64(100000 + pid); err != nil || got != want {
+			t.Errorf("pid %d: got %d, %v; want %d", pid, got, err, want)
+		}
+	}
+	for _, bad := range []string{"", "1 (x", "1 (x) S 1 2", "1 (x) S 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 x 20"} {
+		if _, err := parseStartTime([]byte(bad)); err == nil {
+			t.Errorf("parseStartTime(%q): no error", bad)
+		}
 	}
 }

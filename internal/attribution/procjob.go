@@ -45,15 +45,17 @@ func (j *procJob) stuckPIDs() []uint32 {
 	return pids
 }
 
-// procWorkers is how many processes are read at once: more than one, so
-// that one process stuck in the kernel does not hold up the rest.
+// procWorkers is how many new processes are read at once: more than one,
+// so that one process stuck in the kernel does not hold up the rest.
+// Revalidation, which nothing waits for, uses one worker, so as to take
+// one core at most from the rest of the exporter.
 const procWorkers = 4
 
-func startProcJob(r *procReader, errs *errorCounts, log *slog.Logger, reqs []procRequest, now time.Time) *procJob {
+func startProcJob(r *procReader, errs *errorCounts, log *slog.Logger, reqs []procRequest, workers int, now time.Time) *procJob {
 	job := &procJob{results: make([]procResult, len(reqs)), done: make(chan struct{}), started: now}
 	var next atomic.Int64
 	var wg sync.WaitGroup
-	for w := range min(procWorkers, len(reqs)) {
+	for w := range min(workers, procWorkers, len(reqs)) {
 		wg.Go(func() {
 			for {
 				i := int(next.Add(1) - 1)
