@@ -196,12 +196,15 @@ func New(opts Options) (*Attributor, error) {
 
 // Enrich fills s.Processes[i].Owner, appends to s.Allocations, and writes
 // the cumulative error counts into s.AttributionErrors. It returns when
-// everything is known or when ctx is done, whichever is first, and in any
-// case within Options.Timeout of its start plus the procfs reads; what was
-// not known in time stays empty and is usually there on the next call.
+// everything is known, when ctx is done, or after Options.Timeout,
+// whichever is first; what was not known in time stays empty and is
+// usually there on the next call. (Waiting for another Enrich to finish
+// comes on top: calls run one at a time.)
 func (a *Attributor) Enrich(ctx context.Context, s *snapshot.Snapshot) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
+	ctx, cancel := context.WithTimeout(ctx, a.timeout)
+	defer cancel()
 	start := a.now()
 	a.gen++
 
@@ -256,9 +259,9 @@ func (a *Attributor) Enrich(ctx context.Context, s *snapshot.Snapshot) {
 //
 // Cached PIDs due for their PID-reuse check are returned, for Enrich to
 // re-check in a second background job that it starts last and does not
-// wait for at all: its results are merged by the next Enrich. This keeps the check's system calls out of the
-// scrape's latency, at the price of one more scrape before a reused PID is
-// noticed.
+// wait for at all: its results are merged by the next Enrich. This keeps
+// the checks' system calls out of the scrape's latency, at the price of
+// one more scrape before a reused PID is noticed.
 func (a *Attributor) readProcfs(ctx context.Context, procs []snapshot.Process, now time.Time) (due []procRequest) {
 	coldBusy := a.collect(&a.job, now)
 	revalidateBusy := a.collect(&a.revalidation, now)
@@ -422,20 +425,18 @@ func (a *Attributor) resolve(ctx context.Context, s *snapshot.Snapshot) {
 
 	allocations := a.listAllocations(s.Devices)
 	if len(waits) > 0 || allocations != nil {
-		// Wait no longer than one lookup's timeout: lookups queued
-		// behind others finish in the background for the next call.
-		wctx, cancel := context.WithTimeout(ctx, a.timeout)
-		defer cancel()
+		// Lookups still running when ctx ends finish in the background
+		// and serve the next call.
 	wait:
 		for _, ch := range waits {
 			select {
 			case <-ch:
-			case <-wctx.Done():
+			case <-ctx.Done():
 				break wait
 			}
 		}
 		if allocations != nil {
-			s.Allocations = append(s.Allocations, allocations.collect(wctx)...)
+			s.Allocations = append(s.Allocations, allocations.collect(ctx)...)
 		}
 	}
 

@@ -378,3 +378,14 @@ func TestParseStartTime(t *testing.T) {
 		}
 	}
 }
+
+func TestEnrichWithoutDeadlineIsBoundedByTimeout(t *testing.T) {
+	root := tempProc(t, 1002)
+	stuckProc(t, root, 1002)
+	a := newFixtureAttributor(t, Options{ProcRoot: root, Timeout: 200 * time.Millisecond})
+	start := time.Now()
+	a.Enrich(context.Background(), procs(1002))
+	if took := time.Since(start); took > 2*time.Second {
+		t.Errorf("Enrich without a deadline took %v with a stuck read and a 200ms timeout", took)
+	}
+}
