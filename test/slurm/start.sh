@@ -42,9 +42,11 @@ if [ ! -f "$DIR/munge.key" ]; then
 	fi
 fi
 chmod 600 "$DIR/munge.key"
+# Daemons get no terminal and no pipe of ours: a caller reading this script's
+# output would otherwise wait for them to exit.
 munged -f -S "$DIR/munge.sock" --key-file="$DIR/munge.key" \
 	--log-file="$DIR/log/munged.log" --pid-file="$DIR/munged.pid" \
-	--seed-file="$DIR/munged.seed"
+	--seed-file="$DIR/munged.seed" </dev/null >>"$DIR/log/daemons.out" 2>&1
 
 # One empty file per fake GPU: slurmd only needs the File= paths to exist.
 GRES_LINES=""
@@ -72,9 +74,10 @@ TaskPlugin=task/none
 SelectType=select/cons_tres
 SelectTypeParameters=CR_Core
 JobAcctGatherType=jobacct_gather/none
+# Without slurmdbd, GPUs cannot be TRES (AccountingStorageTRES=gres/gpu is
+# fatal), so tres_alloc_str carries no gres/gpu: jobs' GPUs come from
+# gres_detail, as on many sites.
 AccountingStorageType=accounting_storage/none
-# Count GPUs as TRES, as GPU sites do: tres_alloc_str then carries gres/gpu.
-AccountingStorageTRES=gres/gpu,gres/gpu:h100
 ReturnToService=2
 MpiDefault=none
 SchedulerType=sched/backfill
@@ -96,15 +99,20 @@ EOF
 
 export SLURM_CONF="$DIR/slurm.conf"
 # -i: ignore state left in StateSaveLocation by an earlier run of the same DIR.
-slurmctld -i -f "$SLURM_CONF"
-slurmd -f "$SLURM_CONF" -N "$NODE"
+slurmctld -i -f "$SLURM_CONF" </dev/null >>"$DIR/log/daemons.out" 2>&1
+slurmd -f "$SLURM_CONF" -N "$NODE" </dev/null >>"$DIR/log/daemons.out" 2>&1
 
-# Wait (at most 40 s) for the node to come up idle.
+# Wait (about 40 s at most) for the node to come up idle.
 i=0
 while [ "$i" -lt 80 ]; do
-	state=$(sinfo -h -N -n "$NODE" -o '%T' 2>/dev/null | head -n 1 || true)
+	state=$(timeout 5 sinfo -h -N -n "$NODE" -o '%T' 2>/dev/null | head -n 1 || true)
+	if ! kill -0 "$(cat "$DIR/slurmctld.pid" 2>/dev/null || echo 0)" 2>/dev/null; then
+		echo "start.sh: slurmctld exited; logs in $DIR/log" >&2
+		tail -n 5 "$DIR/log/slurmctld.log" >&2 || true
+		exit 1
+	fi
 	case "$state" in
-	idle*)
+	idle)
 		echo "SLURM_CONF=$SLURM_CONF"
 		exit 0
 		;;

@@ -1,0 +1,79 @@
+package slurm
+
+import (
+	"context"
+	"sync"
+	"time"
+)
+
+// cachedResult is one command's latest outcome.
+type cachedResult struct {
+	Value    any // parsed value; nil when Err is set
+	Err      error
+	Duration time.Duration // how long the invocation took
+	At       time.Time     // when it finished
+}
+
+// pollCache runs a fetch at most once per interval, however many scrapes
+// ask, and joins concurrent callers onto the one invocation in flight
+// (single flight), so N Prometheus servers scraping at once cost the
+// controller one squeue, not N. Failures are cached too: a struggling
+// controller is not hammered harder.
+type pollCache struct {
+	interval time.Duration
+	now      func() time.Time
+	fetch    func(ctx context.Context) (any, error)
+	// onResult is called once per invocation (for error counters).
+	onResult func(cachedResult)
+
+	mu       sync.Mutex
+	last     *cachedResult
+	inflight *flight
+}
+
+type flight struct {
+	done   chan struct{}
+	result cachedResult
+}
+
+// get returns the cached result when it is younger than the interval, else
+// runs (or joins) an invocation. The invocation itself is bounded by the
+// runner's timeout and is not cancelled when one caller gives up: the
+// others still want its answer. ctx only bounds this caller's wait.
+func (c *pollCache) get(ctx context.Context) cachedResult {
+	c.mu.Lock()
+	if c.last != nil && c.now().Sub(c.last.At) < c.interval {
+		r := *c.last
+		c.mu.Unlock()
+		return r
+	}
+	f := c.inflight
+	if f == nil {
+		f = &flight{done: make(chan struct{})}
+		c.inflight = f
+		go c.run(f)
+	}
+	c.mu.Unlock()
+
+	select {
+	case <-f.done:
+		return f.result
+	case <-ctx.Done():
+		return cachedResult{Err: ctx.Err(), At: c.now()}
+	}
+}
+
+func (c *pollCache) run(f *flight) {
+	start := time.Now()
+	v, err := c.fetch(context.Background())
+	f.result = cachedResult{Value: v, Err: err, Duration: time.Since(start), At: c.now()}
+	if c.onResult != nil {
+		c.onResult(f.result)
+	}
+	c.mu.Lock()
+	r := f.result
+	c.last = &r
+	c.inflight = nil
+	c.mu.Unlock()
+	close(f.done)
+}
