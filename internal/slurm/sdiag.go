@@ -61,7 +61,7 @@ func ParseSdiag(data []byte) (Diag, error) {
 			continue
 		}
 		key, val = strings.TrimSpace(key), strings.TrimSpace(val)
-		target, scale := d.field(section, key)
+		target, divisor := d.field(section, key)
 		if target == nil {
 			continue
 		}
@@ -72,7 +72,7 @@ func ParseSdiag(data []byte) (Diag, error) {
 		if err != nil {
 			return Diag{}, fmt.Errorf("sdiag: line %d: %q: value %q is not a number", line, key, val)
 		}
-		*target = some(n * scale)
+		*target = some(n / divisor)
 		seen++
 	}
 	if err := sc.Err(); err != nil {
@@ -84,9 +84,11 @@ func ParseSdiag(data []byte) (Diag, error) {
 	return d, nil
 }
 
-const microsecond = 1e-6
+// microsecondsPerSecond converts sdiag's microseconds into seconds.
+const microsecondsPerSecond = 1e6
 
-// field maps a "Key" in a section to the Diag field and its unit scale.
+// field maps a "Key" in a section to the Diag field and the divisor that
+// converts its value to base units.
 func (d *Diag) field(section, key string) (*Opt, float64) {
 	switch section {
 	case "":
@@ -101,20 +103,20 @@ func (d *Diag) field(section, key string) (*Opt, float64) {
 	case "main":
 		switch key {
 		case "Last cycle":
-			return &d.LastCycle, microsecond
+			return &d.LastCycle, microsecondsPerSecond
 		case "Mean cycle":
-			return &d.MeanCycle, microsecond
+			return &d.MeanCycle, microsecondsPerSecond
 		case "Max cycle":
-			return &d.MaxCycle, microsecond
+			return &d.MaxCycle, microsecondsPerSecond
 		case "Last queue length":
 			return &d.QueueLength, 1
 		}
 	case "backfill":
 		switch key {
 		case "Last cycle":
-			return &d.BackfillLastCycle, microsecond
+			return &d.BackfillLastCycle, microsecondsPerSecond
 		case "Mean cycle":
-			return &d.BackfillMeanCycle, microsecond
+			return &d.BackfillMeanCycle, microsecondsPerSecond
 		case "Last queue length":
 			return &d.BackfillQueueLength, 1
 		case "Total backfilled jobs (since last slurm start)":
