@@ -27,6 +27,7 @@ type commonFlags struct {
 	pidLabels   bool
 	timeout     time.Duration
 	log         *promslog.Config
+	attribution attributionFlags
 }
 
 func registerCommonFlags(app *kingpin.Application) *commonFlags {
@@ -52,6 +53,7 @@ func registerCommonFlags(app *kingpin.Application) *commonFlags {
 		Default("false").BoolVar(&f.pidLabels)
 	app.Flag("collection.timeout", "Upper bound on one collection of every GPU; a scrape never waits longer.").
 		Default("10s").DurationVar(&f.timeout)
+	f.attribution.register(app)
 	promslogflag.AddFlags(app, f.log)
 	return f
 }

@@ -27,6 +27,7 @@ func run(args []string) int {
 		newServeCommand(app, cfg),
 		newTextfileCommand(app, cfg),
 		newMetricsCommand(app, cfg),
+		newPsCommand(app, cfg),
 	}
 
 	chosen, err := app.Parse(args)

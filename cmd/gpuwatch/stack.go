@@ -14,6 +14,7 @@ import (
 	"github.com/gpuwatch/gpuwatch/internal/backend/sim"
 	"github.com/gpuwatch/gpuwatch/internal/exporter"
 	"github.com/gpuwatch/gpuwatch/internal/pipeline"
+	"github.com/gpuwatch/gpuwatch/internal/snapshot"
 )
 
 // stack is the assembled data flow: backend → pipeline → Prometheus
@@ -76,7 +77,17 @@ func (f *commonFlags) buildStack(logger *slog.Logger) (*stack, error) {
 	if err != nil {
 		return nil, fmt.Errorf("starting the %s backend: %w", f.backend, err)
 	}
-	p := pipeline.New(reader, pipeline.Options{Timeout: f.timeout})
+	// Owners are only worth looking up when processes are read at all.
+	var enrichers []pipeline.Enricher
+	if *f.collectors[snapshot.GroupProcesses] {
+		at, err := f.attribution.attributor(logger)
+		if err != nil {
+			_ = reader.Close()
+			return nil, err
+		}
+		enrichers = append(enrichers, at)
+	}
+	p := pipeline.New(reader, pipeline.Options{Timeout: f.timeout}, enrichers...)
 	exp, err := exporter.New(p, exporter.Options{
 		Collectors: f.enabledCollectors(),
 		Metrics:    filter,

@@ -258,31 +258,31 @@ type Owner struct {
 
 // Container identifies a container runtime's container.
 type Container struct {
-	Runtime        string // "docker", "containerd", "cri-o", "podman"
-	ID             string
-	Name           string
-	Image          string
-	ComposeProject string
-	ComposeService string
+	Runtime        string `json:"runtime,omitempty"` // "docker", "containerd", "cri-o", "podman"
+	ID             string `json:"id,omitempty"`
+	Name           string `json:"name,omitempty"`
+	Image          string `json:"image,omitempty"`
+	ComposeProject string `json:"compose_project,omitempty"`
+	ComposeService string `json:"compose_service,omitempty"`
 }
 
 // Pod identifies a Kubernetes pod and container.
 type Pod struct {
-	UID       string
-	Name      string
-	Namespace string
-	Container string
-	QoSClass  string // "guaranteed", "burstable", "besteffort"
+	UID       string `json:"uid,omitempty"`
+	Name      string `json:"name,omitempty"`
+	Namespace string `json:"namespace,omitempty"`
+	Container string `json:"container,omitempty"`
+	QoSClass  string `json:"qos_class,omitempty"` // "guaranteed", "burstable", "besteffort"
 }
 
 // SlurmJob identifies a Slurm job.
 type SlurmJob struct {
-	JobID     string
-	Step      string
-	User      string
-	Account   string
-	Partition string
-	JobName   string
+	JobID     string `json:"job_id,omitempty"`
+	Step      string `json:"step,omitempty"`
+	User      string `json:"user,omitempty"`
+	Account   string `json:"account,omitempty"`
+	Partition string `json:"partition,omitempty"`
+	JobName   string `json:"job_name,omitempty"`
 }
 
 // Allocation is a workload that holds a GPU or a MIG instance of it.

@@ -1,0 +1,45 @@
+package main
+
+import (
+	"context"
+	"os"
+
+	"github.com/alecthomas/kingpin/v2"
+	"github.com/prometheus/common/promslog"
+
+	"github.com/gpuwatch/gpuwatch/internal/ps"
+)
+
+type psCommand struct {
+	common *commonFlags
+	output string
+	gpus   []int
+}
+
+func newPsCommand(app *kingpin.Application, common *commonFlags) *psCommand {
+	c := &psCommand{common: common}
+	cmd := app.Command("ps", "List every GPU process with its owner: GPU, PID, user, memory, SM use, container, pod, Slurm job. Answers \"who is on GPU 3?\": gpuwatch ps --gpu=3")
+	cmd.Flag("output", "Output format.").Short('o').Default("table").EnumVar(&c.output, "table", "json")
+	cmd.Flag("gpu", "Only processes on this GPU index; repeatable.").IntsVar(&c.gpus)
+	return c
+}
+
+func (c *psCommand) name() string { return "ps" }
+
+func (c *psCommand) run() error {
+	logger := promslog.New(c.common.log)
+	st, err := c.common.buildStack(logger)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	snap, err := st.pipeline.Snapshot(context.Background())
+	if err != nil {
+		return err
+	}
+	filter := ps.Filter{GPUs: c.gpus}
+	if c.output == "json" {
+		return ps.WriteJSON(os.Stdout, snap, filter)
+	}
+	return ps.WriteTable(os.Stdout, snap, filter)
+}

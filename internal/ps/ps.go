@@ -1,0 +1,247 @@
+// Package ps renders the GPU processes of a snapshot for people: a terminal
+// table (`gpuwatch ps`) and a JSON document (`gpuwatch ps --output=json`).
+// It answers "who is on GPU 3?" without Prometheus.
+package ps
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"sort"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+	"unicode"
+
+	"github.com/gpuwatch/gpuwatch/internal/snapshot"
+)
+
+// Filter selects processes; a zero Filter selects all.
+type Filter struct {
+	// GPUs keeps only processes on these device indexes (nil = all).
+	GPUs []int
+}
+
+func (f Filter) keep(p *snapshot.Process) bool {
+	if len(f.GPUs) == 0 {
+		return true
+	}
+	for _, g := range f.GPUs {
+		if p.GPU == g {
+			return true
+		}
+	}
+	return false
+}
+
+// selected returns the kept processes ordered by GPU, then memory (largest
+// first), then PID, which puts the heaviest users of each GPU on top.
+func selected(s *snapshot.Snapshot, f Filter) []*snapshot.Process {
+	var out []*snapshot.Process
+	for i := range s.Processes {
+		if p := &s.Processes[i]; f.keep(p) {
+			out = append(out, p)
+		}
+	}
+	sort.SliceStable(out, func(i, j int) bool {
+		a, b := out[i], out[j]
+		if a.GPU != b.GPU {
+			return a.GPU < b.GPU
+		}
+		if a.UsedMemory.Value != b.UsedMemory.Value {
+			return a.UsedMemory.Value > b.UsedMemory.Value
+		}
+		return a.PID < b.PID
+	})
+	return out
+}
+
+// WriteTable writes an aligned table, one row per process.
+func WriteTable(w io.Writer, s *snapshot.Snapshot, f Filter) error {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "GPU\tPID\tUSER\tMEMORY\tSM\tCONTAINER\tPOD\tSLURM JOB\tCOMMAND")
+	for _, p := range selected(s, f) {
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n",
+			gpuColumn(p), p.PID,
+			cell(orDash(p.Owner.User, p.Owner.UID)),
+			bytesColumn(p.UsedMemory),
+			percentColumn(p.SMUtilization),
+			cell(containerColumn(p.Owner.Container)),
+			cell(podColumn(p.Owner.Pod)),
+			cell(slurmColumn(p.Owner.Slurm)),
+			cell(truncate(p.Owner.Command, 60)),
+		)
+	}
+	return tw.Flush()
+}
+
+func gpuColumn(p *snapshot.Process) string {
+	g := strconv.Itoa(p.GPU)
+	if gi, ok := p.GPUInstanceID.Get(); ok {
+		g += "/gi" + strconv.Itoa(gi)
+		if ci, ok := p.ComputeInstanceID.Get(); ok {
+			g += "/ci" + strconv.Itoa(ci)
+		}
+	}
+	return g
+}
+
+func orDash(vals ...string) string {
+	for _, v := range vals {
+		if v != "" {
+			return v
+		}
+	}
+	return "-"
+}
+
+func bytesColumn(o snapshot.Opt[uint64]) string {
+	v, ok := o.Get()
+	if !ok {
+		return "-"
+	}
+	const mib = 1 << 20
+	if v >= 10<<30 {
+		return strconv.FormatFloat(float64(v)/(1<<30), 'f', 1, 64) + "GiB"
+	}
+	return strconv.FormatUint(v/mib, 10) + "MiB"
+}
+
+func percentColumn(o snapshot.Opt[float64]) string {
+	v, ok := o.Get()
+	if !ok {
+		return "-"
+	}
+	return strconv.FormatFloat(v*100, 'f', 0, 64) + "%"
+}
+
+func containerColumn(c snapshot.Container) string {
+	switch {
+	case c.Name != "":
+		return c.Name
+	case c.ID != "":
+		return shortID(c.ID)
+	}
+	return "-"
+}
+
+func podColumn(p snapshot.Pod) string {
+	if p.Name == "" {
+		if p.UID != "" {
+			return "uid:" + p.UID
+		}
+		return "-"
+	}
+	s := p.Namespace + "/" + p.Name
+	if p.Container != "" {
+		s += "/" + p.Container
+	}
+	return s
+}
+
+func slurmColumn(j snapshot.SlurmJob) string {
+	if j.JobID == "" {
+		return "-"
+	}
+	s := j.JobID
+	if j.User != "" {
+		s += " (" + j.User
+		if j.Partition != "" {
+			s += "@" + j.Partition
+		}
+		s += ")"
+	}
+	return s
+}
+
+func shortID(id string) string {
+	if len(id) > 12 {
+		return id[:12]
+	}
+	return id
+}
+
+func truncate(s string, n int) string {
+	r := []rune(s)
+	if len(r) <= n {
+		return s
+	}
+	return string(r[:n-1]) + "…"
+}
+
+// cell makes a value safe for a terminal table: control characters (a
+// newline in a container name, an escape sequence in a command line) would
+// break the columns or drive the terminal.
+func cell(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return strings.Map(func(r rune) rune {
+		if unicode.IsControl(r) {
+			return '?'
+		}
+		return r
+	}, s)
+}
+
+// Document is the JSON shape of `gpuwatch ps --output=json`. Absent readings
+// are omitted, never reported as zero.
+type Document struct {
+	Time      time.Time `json:"time"`
+	Processes []Process `json:"processes"`
+}
+
+// Process is one GPU process in the JSON document.
+type Process struct {
+	GPU               int      `json:"gpu"`
+	GPUUUID           string   `json:"gpu_uuid"`
+	MIGUUID           string   `json:"mig_uuid,omitempty"`
+	GPUInstanceID     *int     `json:"gpu_instance_id,omitempty"`
+	ComputeInstanceID *int     `json:"compute_instance_id,omitempty"`
+	PID               uint32   `json:"pid"`
+	Type              string   `json:"type"`
+	UsedMemoryBytes   *uint64  `json:"used_memory_bytes,omitempty"`
+	SMUtilization     *float64 `json:"sm_utilization,omitempty"`
+	MemoryUtilization *float64 `json:"memory_utilization,omitempty"`
+	UID               string   `json:"uid,omitempty"`
+	User              string   `json:"user,omitempty"`
+	Command           string   `json:"command,omitempty"`
+
+	Container *snapshot.Container `json:"container,omitempty"`
+	Pod       *snapshot.Pod       `json:"pod,omitempty"`
+	Slurm     *snapshot.SlurmJob  `json:"slurm,omitempty"`
+}
+
+// WriteJSON writes the processes as one indented JSON document.
+func WriteJSON(w io.Writer, s *snapshot.Snapshot, f Filter) error {
+	doc := Document{Time: s.Time.UTC(), Processes: []Process{}}
+	for _, p := range selected(s, f) {
+		out := Process{
+			GPU: p.GPU, GPUUUID: p.GPUUUID, MIGUUID: p.MIGUUID, PID: p.PID, Type: p.Type,
+			GPUInstanceID: ptr(p.GPUInstanceID), ComputeInstanceID: ptr(p.ComputeInstanceID),
+			UsedMemoryBytes: ptr(p.UsedMemory), SMUtilization: ptr(p.SMUtilization), MemoryUtilization: ptr(p.MemoryUtilization),
+			UID: p.Owner.UID, User: p.Owner.User, Command: p.Owner.Command,
+		}
+		if c := p.Owner.Container; c != (snapshot.Container{}) {
+			out.Container = &c
+		}
+		if pod := p.Owner.Pod; pod != (snapshot.Pod{}) {
+			out.Pod = &pod
+		}
+		if j := p.Owner.Slurm; j != (snapshot.SlurmJob{}) {
+			out.Slurm = &j
+		}
+		doc.Processes = append(doc.Processes, out)
+	}
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(doc)
+}
+
+func ptr[T any](o snapshot.Opt[T]) *T {
+	if v, ok := o.Get(); ok {
+		return &v
+	}
+	return nil
+}

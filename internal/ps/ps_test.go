@@ -1,0 +1,111 @@
+package ps
+
+import (
+	"bytes"
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gpuwatch/gpuwatch/internal/snapshot"
+)
+
+func testSnapshot() *snapshot.Snapshot {
+	return &snapshot.Snapshot{
+		Time: time.Date(2026, 1, 1, 1, 0, 0, 0, time.UTC),
+		Processes: []snapshot.Process{
+			{GPU: 3, GPUUUID: "GPU-3", PID: 300, Type: "compute", UsedMemory: snapshot.Some[uint64](1 << 30),
+				Owner: snapshot.Owner{User: "bob", Command: "python train.py", Slurm: snapshot.SlurmJob{JobID: "42", User: "bob", Partition: "gpu"}}},
+			{GPU: 0, GPUUUID: "GPU-0", PID: 100, Type: "compute", UsedMemory: snapshot.Some[uint64](20 << 30), SMUtilization: snapshot.Some(0.75),
+				Owner: snapshot.Owner{User: "alice", Command: "python serve.py",
+					Container: snapshot.Container{Runtime: "containerd", ID: "0123456789abcdef0123", Name: "vllm"},
+					Pod:       snapshot.Pod{Name: "llm-0", Namespace: "inference", Container: "vllm"}}},
+			{GPU: 3, GPUUUID: "GPU-3", PID: 301, Type: "compute", UsedMemory: snapshot.Some[uint64](4 << 30),
+				Owner: snapshot.Owner{UID: "1234", Command: "evil\n\x1b[31mname", Container: snapshot.Container{Name: "a\"b\nc"}}},
+			{GPU: 1, GPUUUID: "GPU-1", PID: 200, Type: "compute", GPUInstanceID: snapshot.Some(1), ComputeInstanceID: snapshot.Some(0), MIGUUID: "MIG-x"},
+		},
+	}
+}
+
+func TestTableShowsOwnersOrderedByGPUAndMemory(t *testing.T) {
+	var b bytes.Buffer
+	if err := WriteTable(&b, testSnapshot(), Filter{}); err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimRight(b.String(), "\n"), "\n")
+	if len(lines) != 5 {
+		t.Fatalf("got %d lines:\n%s", len(lines), b.String())
+	}
+	for i, want := range []string{"GPU", "0 ", "1/gi1/ci0", "3 ", "3 "} {
+		if !strings.HasPrefix(lines[i], want) {
+			t.Errorf("line %d = %q, want prefix %q", i, lines[i], want)
+		}
+	}
+	for _, want := range []string{"alice", "20.0GiB", "75%", "vllm", "inference/llm-0/vllm", "42 (bob@gpu)"} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("table lacks %q:\n%s", want, b.String())
+		}
+	}
+	// The heavier process on GPU 3 (4 GiB, pid 301) comes first.
+	if !strings.Contains(lines[3], "301") {
+		t.Errorf("GPU 3 rows not ordered by memory: %q", lines[3])
+	}
+	// Control characters never reach the terminal.
+	if strings.ContainsAny(b.String(), "\x1b") || strings.Count(b.String(), "\n") != 5 {
+		t.Errorf("control characters leaked into the table:\n%q", b.String())
+	}
+}
+
+func TestFilterByGPU(t *testing.T) {
+	var b bytes.Buffer
+	if err := WriteTable(&b, testSnapshot(), Filter{GPUs: []int{3}}); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(b.String(), "alice") || !strings.Contains(b.String(), "bob") {
+		t.Fatalf("filter kept the wrong rows:\n%s", b.String())
+	}
+}
+
+func TestJSONOmitsAbsentReadings(t *testing.T) {
+	var b bytes.Buffer
+	if err := WriteJSON(&b, testSnapshot(), Filter{}); err != nil {
+		t.Fatal(err)
+	}
+	var doc struct {
+		Processes []map[string]any `json:"processes"`
+	}
+	if err := json.Unmarshal(b.Bytes(), &doc); err != nil {
+		t.Fatal(err)
+	}
+	if len(doc.Processes) != 4 {
+		t.Fatalf("%d processes", len(doc.Processes))
+	}
+	first := doc.Processes[0]
+	if first["pid"].(float64) != 100 || first["sm_utilization"].(float64) != 0.75 {
+		t.Errorf("first process = %v", first)
+	}
+	if first["pod"].(map[string]any)["namespace"] != "inference" || first["container"].(map[string]any)["runtime"] != "containerd" {
+		t.Errorf("owner not in JSON: %v", first)
+	}
+	mig := doc.Processes[1]
+	if _, ok := mig["used_memory_bytes"]; ok {
+		t.Errorf("absent memory reported: %v", mig)
+	}
+	if mig["gpu_instance_id"].(float64) != 1 {
+		t.Errorf("MIG identity lost: %v", mig)
+	}
+	// Quotes and newlines survive JSON escaping intact.
+	if got := doc.Processes[2]["container"].(map[string]any)["name"]; got != "a\"b\nc" {
+		t.Errorf("container name = %q", got)
+	}
+}
+
+func TestEmptySnapshotGivesHeaderAndEmptyList(t *testing.T) {
+	var b bytes.Buffer
+	if err := WriteJSON(&b, &snapshot.Snapshot{}, Filter{}); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(b.String(), `"processes": []`) {
+		t.Fatalf("empty list not rendered as []: %s", b.String())
+	}
+}
