@@ -1,0 +1,168 @@
+package slurm
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/gpuwatch/gpuwatch/internal/snapshot"
+)
+
+// scriptedRunner answers from a function and counts calls.
+type scriptedRunner struct {
+	calls atomic.Int64
+	fn    func(args []string) ([]byte, error)
+}
+
+func (s *scriptedRunner) Run(_ context.Context, path string, args ...string) ([]byte, error) {
+	s.calls.Add(1)
+	return s.fn(append([]string{filepath.Base(path)}, args...))
+}
+
+func TestJobLookup(t *testing.T) {
+	fixture := readFixture(t, "22.05", "scontrol_show_job_2.txt")
+	r := &scriptedRunner{fn: func(args []string) ([]byte, error) {
+		switch strings.Join(args, " ") {
+		case "scontrol show job -d -o 2":
+			time.Sleep(20 * time.Millisecond) // let concurrent lookups pile up
+			return fixture, nil
+		case "scontrol show job -d -o 9":
+			return nil, &CommandError{Command: "scontrol", Err: errors.New("exit status 1"), Stderr: "slurm_load_jobs error: Invalid job id specified"}
+		}
+		return nil, fmt.Errorf("unexpected %v", args)
+	}}
+	now := time.Unix(1_800_000_000, 0)
+	var mu sync.Mutex
+	l, err := NewJobLookup(JobLookupOptions{Runner: r, TTL: time.Minute, Now: func() time.Time { mu.Lock(); defer mu.Unlock(); return now }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := snapshot.SlurmJob{JobID: "2", User: "root", Account: "physics", Partition: "gpu", JobName: "train"}
+	var wg sync.WaitGroup
+	for i := 0; i < 10; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			got, err := l.Lookup(context.Background(), "2")
+			if err != nil || got != want {
+				t.Errorf("Lookup(2) = %+v, %v", got, err)
+			}
+		}()
+	}
+	wg.Wait()
+	if n := r.calls.Load(); n != 1 {
+		t.Errorf("10 concurrent lookups ran scontrol %d times, want 1", n)
+	}
+	mu.Lock()
+	now = now.Add(2 * time.Minute)
+	mu.Unlock()
+	if _, err := l.Lookup(context.Background(), "2"); err != nil || r.calls.Load() != 2 {
+		t.Errorf("after the TTL: %v, %d calls", err, r.calls.Load())
+	}
+
+	if _, err := l.Lookup(context.Background(), "9"); !errors.Is(err, ErrJobNotFound) {
+		t.Errorf("unknown job: %v", err)
+	}
+	if _, err := l.Lookup(context.Background(), "9"); !errors.Is(err, ErrJobNotFound) || r.calls.Load() != 3 {
+		t.Errorf("unknown job is not cached: %v, %d calls", err, r.calls.Load())
+	}
+	for _, bad := range []string{"", "-1", "1;id", "--help", "12 13", "1_x"} {
+		if _, err := l.Lookup(context.Background(), bad); err == nil {
+			t.Errorf("Lookup(%q): no error", bad)
+		}
+	}
+}
+
+func TestValidJobID(t *testing.T) {
+	for id, ok := range map[string]bool{"42": true, "42_7": true, "42+1": true, "": false, "4a": false, "_1": false, "1_": false, "-5": false} {
+		if ValidJobID(id) != ok {
+			t.Errorf("ValidJobID(%q) = %v", id, !ok)
+		}
+	}
+}
+
+// Allocations lists the GPU indexes each running job holds on the node,
+// from squeue's job list and scontrol's per-job GRES detail.
+func TestJobLookupAllocations(t *testing.T) {
+	multi := "JobId=101 JobName=llm UserId=alice(1000) Account=physics JobState=RUNNING Reason=None Partition=gpu " +
+		"NodeList=gpu-[01-02] NumNodes=2 NumCPUs=64 TRES=cpu=64,node=2 " +
+		"Nodes=gpu-01 CPU_IDs=0-31 Mem=0 GRES=gpu:a100:2(IDX:1-2) Nodes=gpu-02 CPU_IDs=0-31 Mem=0 GRES=gpu:a100:4(IDX:0-3)\n"
+	single := "JobId=102 JobName=md UserId=bob(1001) Account=chem JobState=RUNNING Reason=None Partition=gpu " +
+		"NodeList=gpu-01 NumNodes=1 NumCPUs=8 TRES=cpu=8,node=1 Nodes=gpu-01 CPU_IDs=32-39 Mem=0 GRES=gpu:a100:1(IDX:0)\n"
+	r := &scriptedRunner{fn: func(args []string) ([]byte, error) {
+		switch strings.Join(args, " ") {
+		case "squeue -h -w gpu-01 -t RUNNING -o %i":
+			return []byte("101\n102\n103\n"), nil
+		case "scontrol show job -d -o 101":
+			return []byte(multi), nil
+		case "scontrol show job -d -o 102":
+			return []byte(single), nil
+		case "scontrol show job -d -o 103": // ended between the two calls
+			return nil, &CommandError{Command: "scontrol", Err: errors.New("exit status 1"), Stderr: "slurm_load_jobs error: Invalid job id specified"}
+		}
+		return nil, fmt.Errorf("unexpected %v", args)
+	}}
+	l, err := NewJobLookup(JobLookupOptions{Runner: r})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := l.Allocations(context.Background(), "gpu-01")
+	if err != nil {
+		t.Fatal(err)
+	}
+	alice := snapshot.SlurmJob{JobID: "101", User: "alice", Account: "physics", Partition: "gpu", JobName: "llm"}
+	bob := snapshot.SlurmJob{JobID: "102", User: "bob", Account: "chem", Partition: "gpu", JobName: "md"}
+	want := []GPUAllocation{
+		{Node: "gpu-01", GPU: 0, Type: "a100", Job: bob},
+		{Node: "gpu-01", GPU: 1, Type: "a100", Job: alice},
+		{Node: "gpu-01", GPU: 2, Type: "a100", Job: alice},
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("Allocations:\n got %+v\nwant %+v", got, want)
+	}
+	devices := []snapshot.Device{{Index: 0, UUID: "GPU-aaa"}, {Index: 1, UUID: "GPU-bbb"}}
+	snap := ToSnapshotAllocations(got, devices)
+	if snap[0].GPUUUID != "GPU-aaa" || snap[1].GPUUUID != "GPU-bbb" || snap[2].GPUUUID != "" || snap[1].Slurm != alice || snap[0].GPU != 0 {
+		t.Errorf("ToSnapshotAllocations: %+v", snap)
+	}
+	if _, err := l.Allocations(context.Background(), "-w"); err == nil {
+		t.Error("node name starting with '-': no error")
+	}
+}
+
+func TestReadJobEnv(t *testing.T) {
+	root := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(root, "4242"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	env := "PATH=/usr/bin\x00SLURM_JOB_ID=77\x00SLURM_JOB_USER=alice\x00SLURM_JOB_ACCOUNT=physics\x00" +
+		"SLURM_JOB_PARTITION=gpu\x00SLURM_JOB_GPUS=0,1\x00CUDA_VISIBLE_DEVICES=0,1\x00SLURM_JOB_NAME=train\x00SLURM_STEP_ID=0\x00"
+	if err := os.WriteFile(filepath.Join(root, "4242", "environ"), []byte(env), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	got, err := ReadJobEnv(root, 4242)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := JobEnv{JobID: "77", StepID: "0", User: "alice", Account: "physics", Partition: "gpu", JobName: "train", JobGPUs: "0,1", CUDAVisibleDevices: "0,1"}
+	if got != want {
+		t.Errorf("got %+v, want %+v", got, want)
+	}
+	if _, err := ReadJobEnv(root, 1); err == nil || !strings.Contains(err.Error(), filepath.Join(root, "1", "environ")) {
+		t.Errorf("missing process: %v", err)
+	}
+	if e := ParseJobEnv([]byte("SLURM_JOBID=5\x00")); e.JobID != "5" {
+		t.Errorf("SLURM_JOBID: %+v", e)
+	}
+	if e := ParseJobEnv([]byte("SLURM_JOB_ID=5;rm\x00")); e.JobID != "" {
+		t.Errorf("invalid job id kept: %+v", e)
+	}
+}
