@@ -256,6 +256,13 @@ var (
 	mProcMemUtil = def(snapshot.GroupProcesses, "gpu_process_memory_utilization_ratio", typeGauge, "ratio", "nvmlDeviceGetProcessUtilization (memUtil) + attribution",
 		"Share of the GPU's memory-controller time used by the owner's processes (summed per owner).", ownerLabels).optIn(pidOptLabels)
 
+	mKubernetesAllocation = def(snapshot.GroupProcesses, "gpu_kubernetes_allocation_info", typeInfo, "", "kubelet pod-resources List (nvidia.com/gpu, nvidia.com/mig-*)",
+		"The Kubernetes pod container the kubelet allocated this GPU (or MIG instance, mig_uuid) to, whether or not its processes run; always 1. Join on gpu, uuid.",
+		[]string{"gpu", "uuid", "mig_uuid", "namespace", "pod", "container"})
+	mSlurmJobAllocation = def(snapshot.GroupProcesses, "gpu_slurm_job_info", typeInfo, "", "Slurm GRES index of running jobs (scontrol show job -d) + attribution",
+		"The Slurm job that holds this GPU, whether or not its processes are busy; always 1. Join on gpu, uuid.",
+		[]string{"gpu", "uuid", "job_id", "user", "account", "partition"})
+
 	// --- the exporter's own ---
 	mCollectorDuration = def(CollectorExporter, "gpuwatch_collector_duration_seconds", typeGauge, "seconds", "gpuwatch (time spent reading the group from NVML)",
 		"Time the collector group took to read every GPU in the last collection.", []string{"collector"})

@@ -136,4 +136,5 @@ func collectProcesses(em *emitter, s *snapshot.Snapshot, pidLabels bool) {
 			em.emit(mProcMemUtil, a.memUtil, em.lv[:n])
 		}
 	}
+	collectAllocations(em, s)
 }

@@ -496,3 +496,23 @@ func TestConcurrentScrapes(t *testing.T) {
 		}
 	}
 }
+
+func TestAllocationsAreDeduplicatedAndJoinable(t *testing.T) {
+	var b strings.Builder
+	e := newExporter(t, fullSnapshot(2, 0), Options{})
+	if err := e.WriteText(context.Background(), &b); err != nil {
+		t.Fatal(err)
+	}
+	text := b.String()
+	if n := strings.Count(text, `gpu_kubernetes_allocation_info{gpu="0"`); n != 1 {
+		t.Errorf("time-sliced pod allocation exported %d times, want once", n)
+	}
+	for _, want := range []string{
+		`mig_uuid="MIG-1b2c3d4e-0001-5f60-8a9b-0123456789ab",namespace="users",pod="nb-\"x\"",container="jupyter"} 1`,
+		`job_id="4242",user="carol",account="chem",partition="gpu"} 1`,
+	} {
+		if !strings.Contains(text, want) {
+			t.Errorf("output lacks %s", want)
+		}
+	}
+}

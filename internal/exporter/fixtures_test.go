@@ -127,6 +127,17 @@ func fullSnapshot(n, nvlinks int) *snapshot.Snapshot {
 				MemoryTotal: someU(40 << 30), MemoryUsed: someU(0)},
 		}
 	}
+	if n > 1 {
+		// A pod holding GPU 0 twice through time-slicing (one series), a
+		// pod on a MIG instance of GPU 1, and a Slurm job holding GPU 1.
+		pod := snapshot.Pod{Name: "llm-0", Namespace: "research", Container: "main"}
+		s.Allocations = []snapshot.Allocation{
+			{GPU: 0, GPUUUID: s.Devices[0].UUID, Pod: pod},
+			{GPU: 0, GPUUUID: s.Devices[0].UUID, Pod: pod},
+			{GPU: 1, GPUUUID: s.Devices[1].UUID, MIGUUID: "MIG-1b2c3d4e-0001-5f60-8a9b-0123456789ab", Pod: snapshot.Pod{Name: "nb-\"x\"", Namespace: "users", Container: "jupyter"}},
+			{GPU: 1, GPUUUID: s.Devices[1].UUID, Slurm: snapshot.SlurmJob{JobID: "4242", User: "carol", Account: "chem", Partition: "gpu"}},
+		}
+	}
 	owners := []snapshot.Owner{
 		{User: "alice", Command: "python train.py", Container: snapshot.Container{Runtime: "docker", ID: "4f9a1c2b3d4e5f60718293a4b5c6d7e8f9", Name: "trainer"}},
 		{User: "bob", Command: "torchrun", Pod: snapshot.Pod{Name: "llm-0", Namespace: "research", Container: "main"},
