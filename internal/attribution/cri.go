@@ -20,6 +20,16 @@ const (
 	labelContainerName = "io.kubernetes.container.name"
 )
 
+// DefaultCRISockets are where the CRI runtimes serve it, in the order
+// DetectSocket should try them: containerd, CRI-O, k3s's and MicroK8s's
+// embedded containerd.
+var DefaultCRISockets = []string{
+	"/run/containerd/containerd.sock",
+	"/var/run/crio/crio.sock",
+	"/run/k3s/containerd/containerd.sock",
+	"/var/snap/microk8s/common/run/containerd.sock",
+}
+
 // criMaxMessageBytes bounds one answer; the kubelet's CRI client allows
 // the same.
 const criMaxMessageBytes = 16 << 20

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -314,21 +315,42 @@ func MatchAllocations(allocs []PodAllocation, devices []snapshot.Device) []snaps
 		}
 		out = append(out, snapshot.Allocation{GPU: ref.index, GPUUUID: ref.uuid, MIGUUID: migUUID, Pod: a.Pod})
 	}
-	slices.SortFunc(out, func(x, y snapshot.Allocation) int {
-		return cmp.Or(
-			cmp.Compare(x.GPU, y.GPU),
-			cmp.Compare(x.MIGUUID, y.MIGUUID),
-			cmp.Compare(x.Pod.Namespace, y.Pod.Namespace),
-			cmp.Compare(x.Pod.Name, y.Pod.Name),
-			cmp.Compare(x.Pod.Container, y.Pod.Container),
-		)
-	})
+	slices.SortFunc(out, compareAllocations)
 	// Two time-sliced replicas named by index, or a MIG UUID and its
 	// index form, can land on the same allocation.
 	return slices.Compact(out)
 }
 
+func compareAllocations(x, y snapshot.Allocation) int {
+	if c := cmp.Compare(x.GPU, y.GPU); c != 0 {
+		return c
+	}
+	if c := strings.Compare(x.MIGUUID, y.MIGUUID); c != 0 {
+		return c
+	}
+	if c := strings.Compare(x.Pod.Namespace, y.Pod.Namespace); c != 0 {
+		return c
+	}
+	if c := strings.Compare(x.Pod.Name, y.Pod.Name); c != 0 {
+		return c
+	}
+	return strings.Compare(x.Pod.Container, y.Pod.Container)
+}
+
 // --- gRPC over a unix socket, shared with cri.go -----------------------
+
+// DetectSocket returns the first of paths that is a unix socket now, or ""
+// when none is. It lets a socket flag default to "wherever the runtime
+// put it on this node", so that a node without Kubernetes counts no
+// errors for a source it does not have.
+func DetectSocket(paths ...string) string {
+	for _, p := range paths {
+		if fi, err := os.Stat(strings.TrimPrefix(p, "unix://")); err == nil && fi.Mode()&os.ModeSocket != 0 {
+			return p
+		}
+	}
+	return ""
+}
 
 // dialUnixGRPC prepares a gRPC client for a unix socket given as a path or
 // "unix:///path"; flag names the setting in errors. grpc.NewClient does not

@@ -3,6 +3,7 @@ package attribution
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"os"
 	"path/filepath"
@@ -481,5 +482,106 @@ func TestEnrichWithAbsentKubelet(t *testing.T) {
 		if got := s.AttributionErrors[SourceKubelet]; got != 1 {
 			t.Errorf("kubelet errors = %d, want 1", got)
 		}
+	}
+}
+
+// TestKubeletRestart: the connection is kept between calls; when the
+// kubelet restarts (socket gone, then served again by a new process) the
+// resolver finds it again without being recreated.
+func TestKubeletRestart(t *testing.T) {
+	fk, socket, srv := newFakeKubelet(t, loadListFixture(t))
+	k := newKubelet(t, socket, time.Second, 5*time.Second)
+	clock := newFakeClock()
+	k.now = clock.Now
+	if _, err := k.Allocations(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+
+	srv.Stop() // also removes the socket file
+	clock.Advance(6 * time.Second)
+	if _, err := k.Allocations(context.Background()); !errors.Is(err, ErrUnavailable) {
+		t.Fatalf("kubelet gone: err = %v, want an ErrUnavailable", err)
+	}
+
+	l, err := net.Listen("unix", socket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv2 := grpc.NewServer()
+	podresourcesv1.RegisterPodResourcesListerServer(srv2, fk)
+	go srv2.Serve(l)
+	t.Cleanup(srv2.Stop)
+
+	// gRPC may still be waiting out its reconnect backoff (at most 5s)
+	// when the retry period ends; the kubelet is back within a few tries.
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		clock.Advance(k.retryAfter)
+		got, err := k.Allocations(context.Background())
+		if err == nil && len(got) > 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("kubelet back for 10s, still: %v", err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// BenchmarkKubeletWarm is the per-scrape cost of the kubelet source with
+// its cache warm: 8 GPUs, 50 pods (the bench profile's scale).
+func BenchmarkKubeletWarm(b *testing.B) {
+	resp := &podresourcesv1.ListPodResourcesResponse{}
+	var devices []snapshot.Device
+	for i := range 8 {
+		devices = append(devices, snapshot.Device{Index: i, UUID: fmt.Sprintf("GPU-00000000-0000-0000-0000-%012d", i), Up: true})
+	}
+	for p := range 50 {
+		resp.PodResources = append(resp.PodResources, &podresourcesv1.PodResources{
+			Name: fmt.Sprintf("pod-%d", p), Namespace: "ml",
+			Containers: []*podresourcesv1.ContainerResources{{Name: "main", Devices: []*podresourcesv1.ContainerDevices{
+				{ResourceName: "nvidia.com/gpu", DeviceIds: []string{fmt.Sprintf("%s::%d", devices[p%8].UUID, p)}},
+			}}},
+		})
+	}
+	_, socket, _ := newFakeKubelet(b, resp)
+	k := newKubelet(b, socket, time.Second, time.Hour)
+	if _, err := k.List(context.Background(), devices); err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		allocs, err := k.List(context.Background(), devices)
+		if err != nil || len(allocs) != 50 {
+			b.Fatalf("%d allocations, %v", len(allocs), err)
+		}
+	}
+}
+
+func TestDetectSocket(t *testing.T) {
+	dir := shortTempDir(t)
+	socket := filepath.Join(dir, "live.sock")
+	l, err := net.Listen("unix", socket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	file := filepath.Join(dir, "not-a-socket")
+	if err := os.WriteFile(file, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	absent := filepath.Join(dir, "absent.sock")
+
+	if got := DetectSocket(absent, file, dir, socket); got != socket {
+		t.Errorf("DetectSocket = %q, want %q", got, socket)
+	}
+	if got := DetectSocket(absent, "unix://"+socket); got != "unix://"+socket {
+		t.Errorf("DetectSocket with unix:// = %q", got)
+	}
+	if got := DetectSocket(absent, file); got != "" {
+		t.Errorf("DetectSocket with no socket = %q, want empty", got)
+	}
+	if got := DetectSocket(); got != "" {
+		t.Errorf("DetectSocket() = %q", got)
 	}
 }
