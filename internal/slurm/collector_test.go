@@ -199,3 +199,29 @@ func TestMetricSpecsAreComplete(t *testing.T) {
 		}
 	}
 }
+
+func newTestRegistry(t testing.TB, c prometheus.Collector) *prometheus.Registry {
+	t.Helper()
+	reg := prometheus.NewPedanticRegistry()
+	if err := reg.Register(c); err != nil {
+		t.Fatal(err)
+	}
+	return reg
+}
+
+// gatherText renders every family of reg in the text format.
+func gatherText(t testing.TB, reg *prometheus.Registry) string {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var buf bytes.Buffer
+	enc := expfmt.NewEncoder(&buf, expfmt.NewFormat(expfmt.TypeTextPlain))
+	for _, mf := range mfs {
+		if err := enc.Encode(mf); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return buf.String()
+}
