@@ -23,9 +23,15 @@ type stack struct {
 	pipeline *pipeline.Pipeline
 	exporter *exporter.Exporter
 	reader   *nvmlbackend.Reader
+	closers  []func()
 }
 
-func (s *stack) Close() error { return s.reader.Close() }
+func (s *stack) Close() error {
+	for _, c := range s.closers {
+		c()
+	}
+	return s.reader.Close()
+}
 
 // textfileRegistry holds the GPU collectors and the build info for the
 // textfile output. It leaves out the Go runtime and process collectors:
@@ -79,13 +85,15 @@ func (f *commonFlags) buildStack(logger *slog.Logger) (*stack, error) {
 	}
 	// Owners are only worth looking up when processes are read at all.
 	var enrichers []pipeline.Enricher
+	var closers []func()
 	if *f.collectors[snapshot.GroupProcesses] {
-		at, err := f.attribution.attributor(logger)
+		at, closeAttribution, err := f.attribution.attributor(logger)
 		if err != nil {
 			_ = reader.Close()
 			return nil, err
 		}
 		enrichers = append(enrichers, at)
+		closers = append(closers, closeAttribution)
 	}
 	p := pipeline.New(reader, pipeline.Options{Timeout: f.timeout}, enrichers...)
 	exp, err := exporter.New(p, exporter.Options{
@@ -93,11 +101,12 @@ func (f *commonFlags) buildStack(logger *slog.Logger) (*stack, error) {
 		Metrics:    filter,
 		PIDLabels:  f.pidLabels,
 	})
+	st := &stack{pipeline: p, exporter: exp, reader: reader, closers: closers}
 	if err != nil {
-		_ = reader.Close()
+		_ = st.Close()
 		return nil, err
 	}
-	return &stack{pipeline: p, exporter: exp, reader: reader}, nil
+	return st, nil
 }
 
 func (f *commonFlags) metricFilter() (*exporter.MetricFilter, error) {

@@ -1,0 +1,173 @@
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"google.golang.org/grpc"
+	runtimev1 "k8s.io/cri-api/pkg/apis/runtime/v1"
+	podresourcesv1 "k8s.io/kubelet/pkg/apis/podresources/v1"
+)
+
+// fakeKubelet and fakeCRI answer with the real protobuf types, over unix
+// sockets, what a kubelet and containerd would say about the fixture pods.
+type fakeKubelet struct {
+	podresourcesv1.UnimplementedPodResourcesListerServer
+	resp *podresourcesv1.ListPodResourcesResponse
+}
+
+func (f *fakeKubelet) List(context.Context, *podresourcesv1.ListPodResourcesRequest) (*podresourcesv1.ListPodResourcesResponse, error) {
+	return f.resp, nil
+}
+
+type fakeCRI struct {
+	runtimev1.UnimplementedRuntimeServiceServer
+	labels map[string]map[string]string // container id → labels
+}
+
+func (f *fakeCRI) ContainerStatus(_ context.Context, req *runtimev1.ContainerStatusRequest) (*runtimev1.ContainerStatusResponse, error) {
+	labels, ok := f.labels[req.GetContainerId()]
+	if !ok {
+		return nil, os.ErrNotExist
+	}
+	return &runtimev1.ContainerStatusResponse{Status: &runtimev1.ContainerStatus{
+		Id: req.GetContainerId(), Labels: labels,
+		Metadata: &runtimev1.ContainerMetadata{Name: labels["io.kubernetes.container.name"]},
+		Image:    &runtimev1.ImageSpec{Image: "registry.example/vllm:0.6"},
+	}}, nil
+}
+
+func serveGRPCOnUnixSocket(t *testing.T, register func(*grpc.Server)) string {
+	t.Helper()
+	// Unix socket paths are short (108 bytes); t.TempDir() can be longer.
+	dir, err := os.MkdirTemp("", "gw")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	socket := filepath.Join(dir, "s.sock")
+	l, err := net.Listen("unix", socket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := grpc.NewServer()
+	register(srv)
+	go func() { _ = srv.Serve(l) }()
+	t.Cleanup(srv.Stop)
+	return socket
+}
+
+// gpuUUIDs returns the simulated profile's GPU UUIDs by index.
+func gpuUUIDs(t *testing.T, profile string) []string {
+	t.Helper()
+	out := filepath.Join(t.TempDir(), "gpu.prom")
+	if msg, code := runGpuwatch(t, "textfile", "--backend=sim", "--sim.profile="+profile, "--output="+out); code != 0 {
+		t.Fatalf("textfile: %s", msg)
+	}
+	data, _ := os.ReadFile(out)
+	fams := parseMetrics(t, string(data))
+	var uuids []string
+	for i := 0; ; i++ {
+		found := ""
+		for _, m := range fams["gpu_up"].GetMetric() {
+			labels := map[string]string{}
+			for _, l := range m.GetLabel() {
+				labels[l.GetName()] = l.GetValue()
+			}
+			if labels["gpu"] == itoa(i) {
+				found = labels["uuid"]
+			}
+		}
+		if found == "" {
+			return uuids
+		}
+		uuids = append(uuids, found)
+	}
+}
+
+// TestKubernetesOwners serves a kubelet pod-resources API and a CRI runtime
+// on unix sockets and checks that gpuwatch names each GPU process's pod, and
+// attributes a GPU allocated to a pod whose processes are not running.
+func TestKubernetesOwners(t *testing.T) {
+	uuids := gpuUUIDs(t, "dgx-h100")
+	const (
+		trainerID = "aaa04036f0b02dc714c41a3849dbc987abed3f27a6170bc5c835b557befea24d" // fixture pid 1010
+		servingID = "cf1ae8d7980913d50f110a21d52008427c84be577607e7d2bf2157feb39aa905" // fixture pid 1011
+	)
+	criSocket := serveGRPCOnUnixSocket(t, func(s *grpc.Server) {
+		runtimev1.RegisterRuntimeServiceServer(s, &fakeCRI{labels: map[string]map[string]string{
+			trainerID: {"io.kubernetes.pod.name": "trainer-0", "io.kubernetes.pod.namespace": "research", "io.kubernetes.container.name": "pytorch"},
+			servingID: {"io.kubernetes.pod.name": "vllm-7d9f", "io.kubernetes.pod.namespace": "inference \"prod\"", "io.kubernetes.container.name": "vllm"},
+		}})
+	})
+	kubeletSocket := serveGRPCOnUnixSocket(t, func(s *grpc.Server) {
+		podresourcesv1.RegisterPodResourcesListerServer(s, &fakeKubelet{resp: &podresourcesv1.ListPodResourcesResponse{
+			PodResources: []*podresourcesv1.PodResources{
+				{Name: "trainer-0", Namespace: "research", Containers: []*podresourcesv1.ContainerResources{{
+					Name:    "pytorch",
+					Devices: []*podresourcesv1.ContainerDevices{{ResourceName: "nvidia.com/gpu", DeviceIds: []string{uuids[1]}}},
+				}}},
+				// Allocated, but its processes are not running: GPU 5 is still attributed.
+				{Name: "idle-notebook", Namespace: "users", Containers: []*podresourcesv1.ContainerResources{{
+					Name:    "jupyter",
+					Devices: []*podresourcesv1.ContainerDevices{{ResourceName: "nvidia.com/gpu", DeviceIds: []string{uuids[5] + "::0", uuids[5] + "::1"}}},
+				}}},
+			},
+		}})
+	})
+	cfg := filepath.Join(t.TempDir(), "sim.yaml")
+	writeFile(t, cfg, "profile: dgx-h100\npin_time: 1h\nprocesses:\n"+
+		"  - {gpu: 1, pid: 1010, used_memory_bytes: 1073741824, sm_utilization: 0.5}\n"+
+		"  - {gpu: 2, pid: 1011, used_memory_bytes: 2147483648, sm_utilization: 0.25}\n")
+	common := []string{
+		"--backend=sim", "--sim.config=" + cfg,
+		"--path.procfs=" + fixtureProc, "--path.rootfs=" + fixtureRootFS,
+		"--docker.socket=", "--cri.socket=" + criSocket, "--kubelet.pod-resources-socket=" + kubeletSocket,
+	}
+
+	out, code := runGpuwatch(t, append([]string{"ps", "-o", "json", "--log.level=warn"}, common...)...)
+	if code != 0 {
+		t.Fatalf("gpuwatch ps: %s", out)
+	}
+	var doc struct {
+		Processes []struct {
+			PID int `json:"pid"`
+			Pod struct {
+				Name, Namespace, Container, UID string
+			} `json:"pod"`
+		} `json:"processes"`
+	}
+	if err := json.Unmarshal([]byte(out), &doc); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	want := map[int][3]string{1010: {"research", "trainer-0", "pytorch"}, 1011: {"inference \"prod\"", "vllm-7d9f", "vllm"}}
+	for _, p := range doc.Processes {
+		w := want[p.PID]
+		if p.Pod.Namespace != w[0] || p.Pod.Name != w[1] || p.Pod.Container != w[2] || p.Pod.UID == "" {
+			t.Errorf("pid %d pod = %+v, want %v with its cgroup's UID", p.PID, p.Pod, w)
+		}
+	}
+
+	base, _ := startGpuwatch(t, common...)
+	page := httpGet(t, base+"/metrics")
+	fams := parseMetrics(t, page)
+	if v, ok := sample(fams, "gpu_process_memory_used_bytes", map[string]string{"gpu": "2", "namespace": "inference \"prod\"", "pod": "vllm-7d9f"}); !ok || v != 2<<30 {
+		t.Errorf("pod memory series = %v (present %v)", v, ok)
+	}
+	for gpu, pod := range map[int]string{1: "trainer-0", 5: "idle-notebook"} {
+		if _, ok := sample(fams, "gpu_kubernetes_allocation_info", map[string]string{"gpu": itoa(gpu), "uuid": uuids[gpu], "pod": pod}); !ok {
+			t.Errorf("no gpu_kubernetes_allocation_info for %s on GPU %d", pod, gpu)
+		}
+	}
+	if n := strings.Count(page, "gpu_kubernetes_allocation_info{"); n != 2 {
+		t.Errorf("%d allocation series, want 2 (time-sliced replicas collapse)", n)
+	}
+	if v, ok := sample(fams, "gpuwatch_attribution_errors_total", map[string]string{"source": "cri"}); !ok || v != 0 {
+		t.Errorf("cri errors = %v (present %v)", v, ok)
+	}
+}
