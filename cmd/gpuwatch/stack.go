@@ -14,6 +14,7 @@ import (
 	"github.com/gpuwatch/gpuwatch/internal/backend/sim"
 	"github.com/gpuwatch/gpuwatch/internal/exporter"
 	"github.com/gpuwatch/gpuwatch/internal/pipeline"
+	"github.com/gpuwatch/gpuwatch/internal/selfstats"
 	"github.com/gpuwatch/gpuwatch/internal/snapshot"
 )
 
@@ -51,7 +52,7 @@ func (s *stack) metricsHandler() http.Handler {
 	runtime.MustRegister(
 		versioncollector.NewCollector("gpuwatch"),
 		prometheus.NewGoCollector(),
-		prometheus.NewProcessCollector(prometheus.ProcessCollectorOpts{}),
+		selfstats.NewProcessCollector(),
 	)
 	return s.exporter.TextHandler(runtime)
 }
