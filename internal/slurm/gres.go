@@ -223,14 +223,6 @@ func sumByType(in []GPUCount) []GPUCount {
 	return out
 }
 
-func totalGPUs(in []GPUCount) int {
-	n := 0
-	for _, g := range in {
-		n += g.Count
-	}
-	return n
-}
-
 // splitOutsideParens splits on commas that are not inside parentheses:
 // "gpu:a:2(IDX:0,2),gpu:b:1(IDX:1)" has two entries.
 func splitOutsideParens(s string) []string {

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strings"
 )
 
 // Slurm's JSON changed shape between data_parser versions. These types read
@@ -93,37 +92,6 @@ func (h *flexHostlist) UnmarshalJSON(b []byte) error {
 		out = append(out, names...)
 	}
 	*h = out
-	return nil
-}
-
-// flexString is a string that newer versions sometimes wrap in an object
-// or a list; it keeps the first string it finds.
-type flexString string
-
-func (s *flexString) UnmarshalJSON(b []byte) error {
-	b = bytes.TrimSpace(b)
-	if len(b) == 0 || bytes.Equal(b, []byte("null")) {
-		*s = ""
-		return nil
-	}
-	switch b[0] {
-	case '"':
-		var v string
-		if err := json.Unmarshal(b, &v); err != nil {
-			return err
-		}
-		*s = flexString(v)
-	case '[':
-		var list []string
-		if err := json.Unmarshal(b, &list); err != nil {
-			return fmt.Errorf("want a string or a list of strings, got %.40s", b)
-		}
-		*s = flexString(strings.Join(list, ","))
-	default:
-		// Numbers or objects: keep the raw text, which is never used as a
-		// label without a check.
-		*s = flexString(string(b))
-	}
 	return nil
 }
 

@@ -19,6 +19,9 @@ import (
 // cannot be started here: Debian's slurm-wlm and munge, run as root.
 func requireSlurm(t *testing.T) {
 	t.Helper()
+	if testing.Short() {
+		t.Skip("-short: real Slurm not started")
+	}
 	var missing []string
 	for _, bin := range []string{"munged", "slurmctld", "slurmd", "sbatch", "squeue", "sinfo", "scontrol", "sdiag", "scancel"} {
 		if _, err := exec.LookPath(bin); err != nil {

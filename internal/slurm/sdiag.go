@@ -40,6 +40,7 @@ func ParseSdiag(data []byte) (Diag, error) {
 	var d Diag
 	section := ""
 	seen := 0
+	backfillCycles := -1 // unknown until "Total cycles" is read
 	sc := bufio.NewScanner(bytes.NewReader(data))
 	line := 0
 	for sc.Scan() {
@@ -61,6 +62,9 @@ func ParseSdiag(data []byte) (Diag, error) {
 			continue
 		}
 		key, val = strings.TrimSpace(key), strings.TrimSpace(val)
+		if section == "backfill" && key == "Total cycles" {
+			backfillCycles, _ = strconv.Atoi(val)
+		}
 		target, divisor := d.field(section, key)
 		if target == nil {
 			continue
@@ -77,6 +81,11 @@ func ParseSdiag(data []byte) (Diag, error) {
 	}
 	if err := sc.Err(); err != nil {
 		return Diag{}, fmt.Errorf("sdiag: line %d: %w", line+1, err)
+	}
+	// Before its first cycle the backfill scheduler prints zeros, which
+	// are not durations.
+	if backfillCycles == 0 {
+		d.BackfillLastCycle, d.BackfillMeanCycle = Opt{}, Opt{}
 	}
 	if seen == 0 {
 		return Diag{}, fmt.Errorf("sdiag: none of the expected fields (Server thread count, Last cycle, ...) in %d lines of output", line)
