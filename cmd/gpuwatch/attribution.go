@@ -9,6 +9,7 @@ import (
 	"github.com/alecthomas/kingpin/v2"
 
 	"github.com/gpuwatch/gpuwatch/internal/attribution"
+	"github.com/gpuwatch/gpuwatch/internal/slurm"
 )
 
 // attributionFlags say where to look up who owns each GPU process.
@@ -62,7 +63,7 @@ func resolveSocket(flag string, candidates ...string) string {
 
 // attributor builds the owner resolver from the flags. The returned closer
 // releases the gRPC connections of the Kubernetes resolvers.
-func (a *attributionFlags) attributor(logger *slog.Logger) (*attribution.Attributor, func(), error) {
+func (a *attributionFlags) attributor(logger *slog.Logger, jobs *slurm.JobLookup, slurmNode string) (*attribution.Attributor, func(), error) {
 	var closers []func() error
 	closeAll := func() {
 		for _, c := range closers {
@@ -90,6 +91,12 @@ func (a *attributionFlags) attributor(logger *slog.Logger) (*attribution.Attribu
 		allocations = append(allocations, kubelet)
 		closers = append(closers, kubelet.Close)
 	}
+	var slurmLookup attribution.SlurmLookup
+	if jobs != nil {
+		slurmLookup = jobs.Lookup
+		allocations = append(allocations, &slurm.NodeAllocations{Lookup: jobs, Node: slurmNode})
+		logger.Info("attributing GPUs to Slurm jobs", "node", slurmNode)
+	}
 	docker := resolveSocket(a.dockerSocket, defaultDockerSockets...)
 	if a.dockerSocket == autoSocket && docker != "" {
 		docker = "unix://" + docker
@@ -100,6 +107,7 @@ func (a *attributionFlags) attributor(logger *slog.Logger) (*attribution.Attribu
 		ProcRoot:           a.procfs,
 		RootFS:             a.rootfs,
 		DockerSocket:       docker,
+		Slurm:              slurmLookup,
 		Timeout:            a.timeout,
 		Logger:             logger,
 		CacheTTL:           a.cacheTTL,

@@ -28,6 +28,7 @@ type commonFlags struct {
 	timeout     time.Duration
 	log         *promslog.Config
 	attribution attributionFlags
+	slurm       slurmFlags
 }
 
 func registerCommonFlags(app *kingpin.Application) *commonFlags {
@@ -54,6 +55,7 @@ func registerCommonFlags(app *kingpin.Application) *commonFlags {
 	app.Flag("collection.timeout", "Upper bound on one collection of every GPU; a scrape never waits longer.").
 		Default("10s").DurationVar(&f.timeout)
 	f.attribution.register(app)
+	f.slurm.register(app)
 	promslogflag.AddFlags(app, f.log)
 	return f
 }

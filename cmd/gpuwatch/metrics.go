@@ -1,6 +1,7 @@
 package main
 
 import (
+	"io"
 	"os"
 
 	"github.com/alecthomas/kingpin/v2"
@@ -23,5 +24,20 @@ func newMetricsCommand(app *kingpin.Application, common *commonFlags) *metricsCo
 func (c *metricsCommand) name() string { return "metrics" }
 
 func (c *metricsCommand) run() error {
-	return exporter.WriteCatalog(os.Stdout, c.format)
+	filter, err := c.common.metricFilter()
+	if err != nil {
+		return err
+	}
+	return writeMetricCatalog(os.Stdout, c.format, filter)
+}
+
+// writeMetricCatalog lists every metric gpuwatch can produce: the GPU
+// exporter's catalog and the Slurm collector's. With a filter it shows
+// which metrics that --metrics.config leaves on.
+func writeMetricCatalog(w io.Writer, format string, filter *exporter.MetricFilter) error {
+	opts := []exporter.CatalogOption{exporter.WithExtraMetrics(slurmCatalog()...)}
+	if filter != nil {
+		opts = append(opts, exporter.WithMetricFilter(filter))
+	}
+	return exporter.WriteCatalog(w, format, opts...)
 }

@@ -25,6 +25,9 @@ type stack struct {
 	exporter *exporter.Exporter
 	reader   *nvmlbackend.Reader
 	closers  []func()
+	// extra are collectors beside the GPU exporter (the Slurm cluster
+	// collector), exported by both /metrics and the textfile.
+	extra []prometheus.Collector
 }
 
 func (s *stack) Close() error {
@@ -40,6 +43,7 @@ func (s *stack) Close() error {
 func (s *stack) textfileRegistry() *prometheus.Registry {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(s.exporter, versioncollector.NewCollector("gpuwatch"))
+	reg.MustRegister(s.extra...)
 	return reg
 }
 
@@ -54,6 +58,7 @@ func (s *stack) metricsHandler() http.Handler {
 		prometheus.NewGoCollector(),
 		selfstats.NewProcessCollector(),
 	)
+	runtime.MustRegister(s.extra...)
 	return s.exporter.TextHandler(runtime)
 }
 
@@ -88,7 +93,12 @@ func (f *commonFlags) buildStack(logger *slog.Logger) (*stack, error) {
 	var enrichers []pipeline.Enricher
 	var closers []func()
 	if *f.collectors[snapshot.GroupProcesses] {
-		at, closeAttribution, err := f.attribution.attributor(logger)
+		jobs, err := f.slurm.jobLookup()
+		if err != nil {
+			_ = reader.Close()
+			return nil, err
+		}
+		at, closeAttribution, err := f.attribution.attributor(logger, jobs, f.slurm.nodeName)
 		if err != nil {
 			_ = reader.Close()
 			return nil, err
@@ -106,6 +116,14 @@ func (f *commonFlags) buildStack(logger *slog.Logger) (*stack, error) {
 	if err != nil {
 		_ = st.Close()
 		return nil, err
+	}
+	cluster, err := f.slurm.collector(logger)
+	if err != nil {
+		_ = st.Close()
+		return nil, err
+	}
+	if cluster != nil {
+		st.extra = append(st.extra, cluster)
 	}
 	return st, nil
 }

@@ -3,16 +3,11 @@ package exporter
 import (
 	"bytes"
 	"encoding/json"
-	"flag"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/gpuwatch/gpuwatch/internal/snapshot"
 )
-
-var update = flag.Bool("update", false, "rewrite docs/metrics.md from the catalog")
 
 // TestCatalogConventions enforces DESIGN.md's naming rules on every entry.
 func TestCatalogConventions(t *testing.T) {
@@ -110,35 +105,5 @@ func TestWriteCatalog(t *testing.T) {
 
 	if err := WriteCatalog(&js, "yaml"); err == nil || !strings.Contains(err.Error(), "markdown") {
 		t.Errorf("unknown format: err = %v", err)
-	}
-}
-
-// TestMetricsDoc fails when docs/metrics.md is not what the catalog
-// generates.
-func TestMetricsDoc(t *testing.T) {
-	path := filepath.Join("..", "..", "docs", "metrics.md")
-	var want bytes.Buffer
-	if err := WriteCatalog(&want, "markdown"); err != nil {
-		t.Fatal(err)
-	}
-	if *update {
-		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path, want.Bytes(), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	got, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v; generate it with: go test ./internal/exporter -run TestMetricsDoc -update", err)
-	}
-	if !bytes.Equal(got, want.Bytes()) {
-		t.Errorf("docs/metrics.md is out of date with the catalog; regenerate it with:\n  go test ./internal/exporter -run TestMetricsDoc -update")
-	}
-	for _, m := range catalog {
-		if !bytes.Contains(got, []byte("`"+m.Name+"`")) {
-			t.Errorf("docs/metrics.md lacks %s", m.Name)
-		}
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"text/tabwriter"
 
@@ -16,6 +17,44 @@ type CatalogOption func(*catalogView)
 type catalogView struct {
 	filter    *MetricFilter
 	hasFilter bool
+	extra     []Metric
+}
+
+// WithExtraMetrics lists metrics that collectors outside this package
+// export (the Slurm cluster collector), so that `gpuwatch metrics` and
+// docs/metrics.md cover everything gpuwatch can produce. Their on/off state
+// is their Default: --metrics.config does not apply to them.
+func WithExtraMetrics(ms ...Metric) CatalogOption {
+	return func(v *catalogView) { v.extra = append(v.extra, ms...) }
+}
+
+// row is one metric as the writers show it.
+type row struct {
+	*Metric
+	on bool
+}
+
+// rows is every metric in display order: the catalog, then the extras.
+func (v *catalogView) rows() []row {
+	out := make([]row, 0, len(catalog)+len(v.extra))
+	for _, m := range catalog {
+		out = append(out, row{&m.Metric, v.on(m)})
+	}
+	for i := range v.extra {
+		out = append(out, row{&v.extra[i], v.extra[i].Default})
+	}
+	return out
+}
+
+// groups is every collector group in display order.
+func (v *catalogView) groups() []string {
+	groups := append([]string{CollectorExporter}, snapshot.AllGroups...)
+	for _, m := range v.extra {
+		if !slices.Contains(groups, m.Collector) {
+			groups = append(groups, m.Collector)
+		}
+	}
+	return groups
 }
 
 // WithMetricFilter shows whether each metric is enabled under the filter
@@ -71,13 +110,13 @@ func onOff(b bool) string {
 func (v *catalogView) writeTable(w io.Writer) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintf(tw, "NAME\tTYPE\tUNIT\tLABELS\tCOLLECTOR\t%s\tSOURCE\tHELP\n", strings.ToUpper(v.stateColumn()))
-	for _, m := range catalog {
-		unit := m.Unit
+	for _, r := range v.rows() {
+		unit := r.Unit
 		if unit == "" {
 			unit = "-"
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n",
-			m.Name, m.Type, unit, m.allLabels(","), m.Collector, onOff(v.on(m)), m.Source, m.Help)
+			r.Name, r.Type, unit, r.allLabels(","), r.Collector, onOff(r.on), r.Source, r.Help)
 	}
 	return tw.Flush()
 }
@@ -87,14 +126,15 @@ func (v *catalogView) writeJSON(w io.Writer) error {
 		Metric
 		Enabled *bool `json:"enabled,omitempty"`
 	}
-	out := make([]entry, len(catalog))
-	for i, m := range catalog {
-		out[i].Metric = m.Metric
+	rows := v.rows()
+	out := make([]entry, len(rows))
+	for i, r := range rows {
+		out[i].Metric = *r.Metric
 		if out[i].Labels == nil {
 			out[i].Labels = []string{}
 		}
 		if v.hasFilter {
-			on := v.on(m)
+			on := r.on
 			out[i].Enabled = &on
 		}
 	}
@@ -109,8 +149,8 @@ var mdEscape = strings.NewReplacer("|", `\|`, "\n", " ")
 func (v *catalogView) writeMarkdown(w io.Writer) error {
 	var b strings.Builder
 	b.WriteString("# gpuwatch metrics\n\n")
-	b.WriteString("<!-- Generated from internal/exporter/catalog.go; do not edit.\n")
-	b.WriteString("     Regenerate: go test ./internal/exporter -run TestMetricsDoc -update -->\n\n")
+	b.WriteString("<!-- Generated from internal/exporter/catalog.go and internal/slurm/metrics.go; do not edit.\n")
+	b.WriteString("     Regenerate: go test ./cmd/gpuwatch -run TestMetricsDoc -update -->\n\n")
 	b.WriteString("Every metric gpuwatch can export, by collector. `gpuwatch metrics` prints the same list.\n\n")
 	b.WriteString("- Device series carry `gpu` (the NVML index) and `uuid`; descriptive facts are on `gpu_info`, joined in PromQL:\n")
 	b.WriteString("  `gpu_power_usage_watts * on(gpu, uuid) group_left(name) gpu_info`.\n")
@@ -123,21 +163,21 @@ func (v *catalogView) writeMarkdown(w io.Writer) error {
 	b.WriteString("- `gpu_process_*` series are summed per owner (user, container, pod, namespace, slurm_job) on each GPU;\n")
 	b.WriteString("  labels in [+...] (`pid`, `command`) are added only when per-process labels are turned on.\n")
 
-	groups := append([]string{CollectorExporter}, snapshot.AllGroups...)
-	for _, g := range groups {
+	rows := v.rows()
+	for _, g := range v.groups() {
 		fmt.Fprintf(&b, "\n## %s\n\n", g)
 		if g == CollectorExporter {
 			b.WriteString("Always produced, whatever collectors are enabled.\n\n")
 		}
-		fmt.Fprintf(&b, "| Name | Type | Unit | Labels | %s | NVML source | Help |\n", strings.ToUpper(v.stateColumn()[:1])+v.stateColumn()[1:])
+		fmt.Fprintf(&b, "| Name | Type | Unit | Labels | %s | Source | Help |\n", strings.ToUpper(v.stateColumn()[:1])+v.stateColumn()[1:])
 		b.WriteString("|---|---|---|---|---|---|---|\n")
-		for _, m := range catalog {
-			if m.Collector != g {
+		for _, r := range rows {
+			if r.Collector != g {
 				continue
 			}
 			fmt.Fprintf(&b, "| `%s` | %s | %s | %s | %s | %s | %s |\n",
-				m.Name, m.Type, m.Unit, mdEscape.Replace(m.allLabels(", ")), onOff(v.on(m)),
-				mdEscape.Replace(m.Source), mdEscape.Replace(m.Help))
+				r.Name, r.Type, r.Unit, mdEscape.Replace(r.allLabels(", ")), onOff(r.on),
+				mdEscape.Replace(r.Source), mdEscape.Replace(r.Help))
 		}
 	}
 	_, err := io.WriteString(w, b.String())
