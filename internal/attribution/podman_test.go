@@ -13,23 +13,8 @@ import (
 	"time"
 
 	"github.com/gpuwatch/gpuwatch/internal/snapshot"
+	"github.com/gpuwatch/gpuwatch/internal/testenv"
 )
-
-// requireTool finds an external program the test needs. Without it the
-// test skips, except under CI=true, where a missing dependency must fail.
-func requireTool(t *testing.T, name, debianPackage string) string {
-	t.Helper()
-	path, err := exec.LookPath(name)
-	if err == nil {
-		return path
-	}
-	msg := name + " not found; install the Debian package " + debianPackage
-	if os.Getenv("CI") == "true" {
-		t.Fatal(msg + " (CI=true: a missing test dependency is a failure)")
-	}
-	t.Skip(msg)
-	return ""
-}
 
 // podman runs podman on a private store, so that the test neither sees nor
 // disturbs the host's containers.
@@ -58,10 +43,10 @@ func (p podmanCLI) run(t *testing.T, args ...string) string {
 // for a process whose cgroup names that container. Containers can be
 // created here but not started, so the process is a fixture.
 func TestPodmanDockerAPI(t *testing.T) {
-	bin := requireTool(t, "podman", "podman")
+	bin := testenv.RequireTool(t, "podman", "podman")
 	busybox := "/bin/busybox"
 	if _, err := os.Stat(busybox); err != nil {
-		requireTool(t, "busybox-static-binary-at-/bin/busybox", "busybox-static")
+		testenv.RequireTool(t, "busybox-static-binary-at-/bin/busybox", "busybox-static")
 	}
 	dir := shortTempDir(t)
 	pm := podmanCLI{bin: bin, flags: []string{

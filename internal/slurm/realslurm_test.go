@@ -3,126 +3,14 @@ package slurm
 import (
 	"bufio"
 	"context"
-	"net"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/gpuwatch/gpuwatch/internal/snapshot"
+	"github.com/gpuwatch/gpuwatch/internal/testenv"
 )
-
-// requireSlurm skips (or, under CI=true, fails) when a single-node Slurm
-// cannot be started here: Debian's slurm-wlm and munge, run as root.
-func requireSlurm(t *testing.T) {
-	t.Helper()
-	if testing.Short() {
-		t.Skip("-short: real Slurm not started")
-	}
-	var missing []string
-	for _, bin := range []string{"munged", "slurmctld", "slurmd", "sbatch", "squeue", "sinfo", "scontrol", "sdiag", "scancel"} {
-		if _, err := exec.LookPath(bin); err != nil {
-			missing = append(missing, bin)
-		}
-	}
-	why := ""
-	switch {
-	case len(missing) > 0:
-		why = "missing " + strings.Join(missing, ", ") + " (apt-get install -y slurm-wlm munge)"
-	case os.Geteuid() != 0:
-		why = "slurmd needs root"
-	default:
-		return
-	}
-	if os.Getenv("CI") == "true" {
-		t.Fatalf("real Slurm test cannot run under CI=true: %s", why)
-	}
-	t.Skipf("real Slurm test skipped: %s", why)
-}
-
-func freePort(t *testing.T) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
-}
-
-// slurmCluster is a Slurm started by test/slurm/start.sh in a temp dir.
-type slurmCluster struct {
-	dir  string
-	node string
-}
-
-func startSlurm(t *testing.T) *slurmCluster {
-	t.Helper()
-	requireSlurm(t)
-	scripts, err := filepath.Abs(filepath.Join("..", "..", "test", "slurm"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := t.TempDir()
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, filepath.Join(scripts, "start.sh"), dir)
-	cmd.Env = append(os.Environ(),
-		"SLURMCTLD_PORT="+strconv.Itoa(freePort(t)), "SLURMD_PORT="+strconv.Itoa(freePort(t)), "FAKE_GPUS=2")
-	t.Cleanup(func() {
-		stop := exec.Command(filepath.Join(scripts, "stop.sh"), dir)
-		if out, err := stop.CombinedOutput(); err != nil {
-			t.Logf("stop.sh: %v: %s", err, out)
-		}
-	})
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		t.Fatalf("start.sh: %v\n%s", err, out)
-	}
-	// Every Slurm client of this test (ours and the collector's) reads
-	// this configuration.
-	t.Setenv("SLURM_CONF", filepath.Join(dir, "slurm.conf"))
-	host, err := os.Hostname()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return &slurmCluster{dir: dir, node: host}
-}
-
-func (c *slurmCluster) run(t *testing.T, name string, args ...string) string {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
-	defer cancel()
-	out, err := exec.CommandContext(ctx, name, args...).CombinedOutput()
-	if err != nil {
-		t.Fatalf("%s %s: %v\n%s", name, strings.Join(args, " "), err, out)
-	}
-	return strings.TrimSpace(string(out))
-}
-
-func (c *slurmCluster) sbatch(t *testing.T, args ...string) string {
-	t.Helper()
-	base := []string{"--parsable", "-o", filepath.Join(c.dir, "job-%j.out")}
-	return c.run(t, "sbatch", append(base, args...)...)
-}
-
-// waitJob polls until the job's state and reason are as wanted.
-func (c *slurmCluster) waitJob(t *testing.T, id, state, reason string) {
-	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	last := ""
-	for time.Now().Before(deadline) {
-		last = c.run(t, "squeue", "-h", "--states=all", "-j", id, "-o", "%T|%r")
-		if last == state+"|"+reason {
-			return
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
-	t.Fatalf("job %s: state|reason %q, want %s|%s", id, last, state, reason)
-}
 
 // parseExposition maps "name{labels}" to the value of each sample line.
 func parseExposition(t *testing.T, text string) map[string]float64 {
@@ -147,20 +35,20 @@ func parseExposition(t *testing.T, text string) map[string]float64 {
 // TestRealSlurm starts slurmctld + slurmd + munged with two fake h100
 // GPUs, submits jobs in four states and asserts every metric's value.
 func TestRealSlurm(t *testing.T) {
-	c := startSlurm(t)
+	c := testenv.StartSlurm(t, 2)
 
-	done := c.sbatch(t, "-A", "chem", "-J", "done", "--wrap", "true")
-	c.waitJob(t, done, "COMPLETED", "None")
-	running := c.sbatch(t, "-A", "physics", "-J", "train", "--gres=gpu:1", "-c", "1", "--wrap", "sleep 300")
-	c.waitJob(t, running, "RUNNING", "None")
+	done := c.Sbatch(t, "-A", "chem", "-J", "done", "--wrap", "true")
+	c.WaitJob(t, done, "COMPLETED", "None")
+	running := c.Sbatch(t, "-A", "physics", "-J", "train", "--gres=gpu:1", "-c", "1", "--wrap", "sleep 300")
+	c.WaitJob(t, running, "RUNNING", "None")
 	// Asks for both GPUs while one is taken: waits for resources.
-	big := c.sbatch(t, "-A", "chem", "-J", "big", "--gres=gpu:h100:2", "-c", "1", "--wrap", "sleep 300")
-	c.waitJob(t, big, "PENDING", "Resources")
-	after := c.sbatch(t, "-A", "physics", "-J", "after", "-p", "debug", "--gres=gpu:1",
+	big := c.Sbatch(t, "-A", "chem", "-J", "big", "--gres=gpu:h100:2", "-c", "1", "--wrap", "sleep 300")
+	c.WaitJob(t, big, "PENDING", "Resources")
+	after := c.Sbatch(t, "-A", "physics", "-J", "after", "-p", "debug", "--gres=gpu:1",
 		"--dependency=afterok:"+running, "--wrap", "sleep 30")
-	c.waitJob(t, after, "PENDING", "Dependency")
+	c.WaitJob(t, after, "PENDING", "Dependency")
 
-	node := c.node
+	node := c.Node
 	common := map[string]float64{
 		`slurm_jobs{account="chem",partition="gpu",state="completed",user="root"}`:    1,
 		`slurm_jobs{account="chem",partition="gpu",state="pending",user="root"}`:      1,
@@ -238,7 +126,7 @@ func TestRealSlurm(t *testing.T) {
 	if _, err := l.Lookup(ctx, "999999"); err == nil {
 		t.Error("Lookup of an unknown job: no error")
 	}
-	pids := c.run(t, "scontrol", "listpids", running)
+	pids := c.Run(t, "scontrol", "listpids", running)
 	found := false
 	for _, line := range strings.Split(pids, "\n")[1:] {
 		f := strings.Fields(line)

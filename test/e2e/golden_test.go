@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/gpuwatch/gpuwatch/internal/testenv"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata/golden from the current output")
@@ -89,7 +91,7 @@ func firstDifference(want, got string) string {
 // TestPromtoolCheckMetrics lints every profile's page with promtool, the
 // same linter Prometheus's maintainers use.
 func TestPromtoolCheckMetrics(t *testing.T) {
-	promtool := requireTool(t, "promtool")
+	promtool := testenv.RequireTool(t, "promtool", "prometheus")
 	for _, profile := range profiles {
 		t.Run(profile, func(t *testing.T) {
 			base, _ := startGpuwatch(t, "--backend=sim", "--sim.profile="+profile)

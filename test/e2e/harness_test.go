@@ -8,7 +8,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -22,6 +21,8 @@ import (
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
+
+	"github.com/gpuwatch/gpuwatch/internal/testenv"
 )
 
 var gpuwatchBin string
@@ -53,31 +54,6 @@ func runMain(m *testing.M) int {
 		}
 	}
 	return m.Run()
-}
-
-// requireTool returns the path of an external program the test needs. Under
-// CI=true a missing program fails the test: CI must never pass by skipping.
-func requireTool(t *testing.T, name string) string {
-	t.Helper()
-	path, err := exec.LookPath(name)
-	if err == nil {
-		return path
-	}
-	if os.Getenv("CI") == "true" {
-		t.Fatalf("%s is not installed; CI must run this test (scripts/install-deps.sh installs it)", name)
-	}
-	t.Skipf("%s is not installed; run scripts/install-deps.sh to run this test", name)
-	return ""
-}
-
-func freePort(t *testing.T) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
 }
 
 // syncBuffer collects a child's output for failure messages.
@@ -141,7 +117,7 @@ func startProcess(t *testing.T, bin string, args ...string) *process {
 // waits until it answers /healthz. It returns the base URL.
 func startGpuwatch(t *testing.T, args ...string) (string, *process) {
 	t.Helper()
-	port := freePort(t)
+	port := testenv.FreePort(t)
 	addr := fmt.Sprintf("127.0.0.1:%d", port)
 	p := startProcess(t, gpuwatchBin, append([]string{"--web.listen-address=" + addr}, args...)...)
 	base := "http://" + addr

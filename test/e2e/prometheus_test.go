@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"testing"
 	"time"
+
+	"github.com/gpuwatch/gpuwatch/internal/testenv"
 )
 
 // everyGroup names one metric per metric group the core issue promises, each
@@ -45,7 +47,7 @@ func TestPrometheusScrapesSimulatedDGX(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts Prometheus; skipped with -short")
 	}
-	promBin := requireTool(t, "prometheus")
+	promBin := testenv.RequireTool(t, "prometheus", "prometheus")
 	dir := t.TempDir()
 	simConfig := filepath.Join(dir, "sim.yaml")
 	writeFile(t, simConfig, "profile: dgx-h100\npin_time: 1h\nfaults:\n  - {gpu: 2, xid: 79, at: 10s}\n")
@@ -75,7 +77,7 @@ func TestPrometheusScrapesSimulatedDGX(t *testing.T) {
 		return true
 	})
 
-	promPort := freePort(t)
+	promPort := testenv.FreePort(t)
 	promConfig := filepath.Join(dir, "prometheus.yml")
 	writeFile(t, promConfig, fmt.Sprintf(`global:
   scrape_interval: 1s

@@ -19,6 +19,8 @@ import (
 	"time"
 
 	"golang.org/x/crypto/bcrypt"
+
+	"github.com/gpuwatch/gpuwatch/internal/testenv"
 )
 
 // writeSelfSignedCert writes a certificate for 127.0.0.1 and its key, and
@@ -67,7 +69,7 @@ func TestTLSAndBasicAuth(t *testing.T) {
 	webConfig := filepath.Join(dir, "web.yml")
 	writeFile(t, webConfig, fmt.Sprintf("tls_server_config:\n  cert_file: %s\n  key_file: %s\nbasic_auth_users:\n  prometheus: %s\n", certFile, keyFile, hash))
 
-	port := freePort(t)
+	port := testenv.FreePort(t)
 	addr := fmt.Sprintf("127.0.0.1:%d", port)
 	proc := startProcess(t, gpuwatchBin, "--backend=sim", "--sim.profile=h100", "--web.listen-address="+addr, "--web.config.file="+webConfig)
 	client := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}}}
