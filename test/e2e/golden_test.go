@@ -47,7 +47,12 @@ func stableExposition(text string) string {
 func TestGolden(t *testing.T) {
 	for _, profile := range profiles {
 		t.Run(profile, func(t *testing.T) {
-			base, _ := startGpuwatch(t, "--backend=sim", "--sim.profile="+profile, "--sim.pin-time=1h")
+			base, _ := startGpuwatch(t, "--backend=sim", "--sim.profile="+profile, "--sim.pin-time=1h",
+				// Nothing of this host may leak into the page: an empty
+				// /proc (the simulated PIDs then have no owner) and no
+				// container runtime or Slurm.
+				"--path.procfs="+t.TempDir(), "--slurm.jobs=false",
+				"--docker.socket=", "--cri.socket=", "--kubelet.pod-resources-socket=")
 			got := stableExposition(httpGet(t, base+"/metrics"))
 			path := filepath.Join("testdata", "golden", profile+".prom")
 			if *update {
