@@ -22,6 +22,7 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
@@ -35,24 +36,54 @@ func main() {
 	scrapes := flag.Int("scrapes", 1000, "scrapes per run")
 	concurrency := flag.String("concurrency", "1,16", "comma-separated scraper counts")
 	extra := flag.String("args", "", "extra flags for gpuwatch, space-separated")
+	flag.StringVar(&cpuProfileDir, "cpuprofile-dir", "", "save a 3-second CPU profile of gpuwatch from each run into this directory (go tool pprof)")
+	attribution := flag.Bool("attribution", true, "also measure the attribution fleet (8 GPUs × 256 processes in 50 containers) with and without attribution")
 	flag.Parse()
 
 	fmt.Println("| profile | scrapers | scrapes | p50 ms | p99 ms | CPU s / 1000 scrapes | peak RSS MiB | series | bytes/scrape |")
 	fmt.Println("|---|---|---|---|---|---|---|---|---|")
+	var runs []run
 	for _, profile := range strings.Split(*profiles, ",") {
+		if profile != "" {
+			runs = append(runs, run{name: profile, args: []string{"--sim.profile=" + profile}})
+		}
+	}
+	if *attribution {
+		f, err := newFleet()
+		if err != nil {
+			fatalf("building the attribution fleet: %v", err)
+		}
+		defer f.Close()
+		fleetArgs := []string{"--sim.config=" + f.simConfig, "--path.procfs=" + f.procRoot, "--docker.socket=unix://" + f.socket,
+			"--slurm.jobs=false", "--cri.socket=", "--kubelet.pod-resources-socket="}
+		runs = append(runs,
+			run{name: "fleet-2048-procs (no attribution)", args: append(fleetArgs, "--no-attribution")},
+			run{name: "fleet-2048-procs (attribution)", args: fleetArgs},
+		)
+	}
+	for _, r := range runs {
 		for _, c := range strings.Split(*concurrency, ",") {
 			n, err := strconv.Atoi(c)
 			if err != nil || n < 1 {
 				fatalf("bad concurrency %q", c)
 			}
-			r, err := measure(*bin, profile, n, *scrapes, strings.Fields(*extra))
+			res, err := measure(*bin, r.name, append(r.args, strings.Fields(*extra)...), n, *scrapes)
 			if err != nil {
-				fatalf("%s with %d scrapers: %v", profile, n, err)
+				fatalf("%s with %d scrapers: %v", r.name, n, err)
 			}
 			fmt.Printf("| %s | %d | %d | %.2f | %.2f | %.2f | %.1f | %d | %d |\n",
-				profile, n, *scrapes, ms(r.p50), ms(r.p99), r.cpuPer1000, r.peakRSSMiB, r.series, r.bytes)
+				r.name, n, *scrapes, ms(res.p50), ms(res.p99), res.cpuPer1000, res.peakRSSMiB, res.series, res.bytes)
 		}
 	}
+}
+
+// cpuProfileDir, when set, receives one CPU profile per measured run.
+var cpuProfileDir string
+
+// run is one gpuwatch configuration to measure.
+type run struct {
+	name string
+	args []string // besides --backend=sim and the listen address
 }
 
 type result struct {
@@ -70,13 +101,13 @@ func fatalf(format string, args ...any) {
 	os.Exit(1)
 }
 
-func measure(bin, profile string, scrapers, scrapes int, extra []string) (result, error) {
+func measure(bin, name string, runArgs []string, scrapers, scrapes int) (result, error) {
 	port, err := freePort()
 	if err != nil {
 		return result{}, err
 	}
 	addr := fmt.Sprintf("127.0.0.1:%d", port)
-	args := append([]string{"--backend=sim", "--sim.profile=" + profile, "--web.listen-address=" + addr, "--log.level=warn"}, extra...)
+	args := append([]string{"--backend=sim", "--web.listen-address=" + addr, "--log.level=warn", "--web.enable-pprof"}, runArgs...)
 	cmd := exec.Command(bin, args...)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
@@ -106,6 +137,14 @@ func measure(bin, profile string, scrapers, scrapes int, extra []string) (result
 		}
 	}
 
+	profileDone := make(chan struct{})
+	go func() {
+		defer close(profileDone)
+		if cpuProfileDir != "" {
+			saveCPUProfile("http://"+addr, filepath.Join(cpuProfileDir, fmt.Sprintf("%d-scrapers-%s.pprof", scrapers, safeName(name))))
+		}
+	}()
+	defer func() { <-profileDone }()
 	cpuBefore, err := cpuSeconds(cmd.Process.Pid)
 	if err != nil {
 		return result{}, err
@@ -238,4 +277,30 @@ func freePort() (int, error) {
 	}
 	defer l.Close()
 	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+func safeName(s string) string {
+	return strings.Map(func(r rune) rune {
+		if r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == '-' {
+			return r
+		}
+		return '_'
+	}, strings.ToLower(s))[:min(len(s), 80)]
+}
+
+// saveCPUProfile fetches a CPU profile while the scrapers run.
+func saveCPUProfile(base, path string) {
+	resp, err := http.Get(base + "/debug/pprof/profile?seconds=3")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "bench: cpu profile:", err)
+		return
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(resp.Body)
+	if err == nil {
+		err = os.WriteFile(path, data, 0o644)
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "bench: cpu profile:", err)
+	}
 }

@@ -14,6 +14,7 @@ import (
 
 // attributionFlags say where to look up who owns each GPU process.
 type attributionFlags struct {
+	enabled      bool
 	procfs       string
 	rootfs       string
 	dockerSocket string
@@ -25,6 +26,8 @@ type attributionFlags struct {
 }
 
 func (a *attributionFlags) register(app *kingpin.Application) {
+	app.Flag("attribution", "Look up who owns each GPU process (user, container, pod, Slurm job). --no-attribution reports processes without owners.").
+		Default("true").BoolVar(&a.enabled)
 	app.Flag("path.procfs", "procfs mount point. The driver reports host PIDs, so in a container mount the host's /proc here and run in the host PID namespace.").
 		Default("/proc").StringVar(&a.procfs)
 	app.Flag("path.rootfs", "Host root filesystem as mounted in gpuwatch's container; user names then come from ROOTFS/etc/passwd. Empty: this system's /etc/passwd.").

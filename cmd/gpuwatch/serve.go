@@ -25,6 +25,7 @@ type serveCommand struct {
 	web           *web.FlagConfig
 	telemetryPath string
 	maxRequests   int
+	pprof         bool
 }
 
 func newServeCommand(app *kingpin.Application, common *commonFlags) *serveCommand {
@@ -37,6 +38,8 @@ func newServeCommand(app *kingpin.Application, common *commonFlags) *serveComman
 	app.Flag("web.telemetry-path", "Path under which to expose metrics.").Default("/metrics").StringVar(&c.telemetryPath)
 	app.Flag("web.max-requests", "Maximum number of concurrent scrapes; 0 means no limit. Concurrent scrapes share one GPU collection anyway.").
 		Default("40").IntVar(&c.maxRequests)
+	app.Flag("web.enable-pprof", "Serve Go's profiler under /debug/pprof/ (for diagnosing gpuwatch itself; exposes internals).").
+		Default("false").BoolVar(&c.pprof)
 	return c
 }
 
@@ -63,6 +66,7 @@ func (c *serveCommand) run() error {
 		Version:             version.Info(),
 		Logger:              logger,
 		MaxRequestsInFlight: c.maxRequests,
+		Pprof:               c.pprof,
 	})
 	if err != nil {
 		return err

@@ -92,7 +92,7 @@ func (f *commonFlags) buildStack(logger *slog.Logger) (*stack, error) {
 	// Owners are only worth looking up when processes are read at all.
 	var enrichers []pipeline.Enricher
 	var closers []func()
-	if *f.collectors[snapshot.GroupProcesses] {
+	if *f.collectors[snapshot.GroupProcesses] && f.attribution.enabled {
 		jobs, err := f.slurm.jobLookup()
 		if err != nil {
 			_ = reader.Close()

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"net/http/pprof"
 	"time"
 
 	"github.com/prometheus/exporter-toolkit/web"
@@ -29,6 +30,9 @@ type Options struct {
 	// MaxRequestsInFlight caps concurrent scrapes; beyond it a scrape gets
 	// 503 at once instead of queueing. 0 means no cap.
 	MaxRequestsInFlight int
+	// Pprof serves Go's profiler under /debug/pprof/. It exposes internals
+	// and costs CPU while profiling, so it is off unless asked for.
+	Pprof bool
 }
 
 // Handler builds the exporter's HTTP handler.
@@ -59,6 +63,13 @@ func Handler(opts Options) (http.Handler, error) {
 		}
 		_, _ = w.Write([]byte("ready\n"))
 	})
+	if opts.Pprof {
+		mux.HandleFunc("/debug/pprof/", pprof.Index)
+		mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+		mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+		mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+		mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	}
 	if opts.TelemetryPath != "/" {
 		landing, err := web.NewLandingPage(web.LandingConfig{
 			Name:        "gpuwatch",

@@ -85,3 +85,16 @@ func TestInFlightLimitRejectsInsteadOfQueueing(t *testing.T) {
 	close(release)
 	<-done
 }
+
+func TestPprofOnlyWhenAsked(t *testing.T) {
+	for _, on := range []bool{false, true} {
+		h, err := Handler(Options{TelemetryPath: "/metrics", Metrics: http.NotFoundHandler(), Pprof: on})
+		if err != nil {
+			t.Fatal(err)
+		}
+		code, _ := get(t, h, "/debug/pprof/")
+		if want := map[bool]int{false: 404, true: 200}[on]; code != want {
+			t.Errorf("pprof=%v: /debug/pprof/ = %d, want %d", on, code, want)
+		}
+	}
+}
