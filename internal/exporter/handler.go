@@ -2,12 +2,12 @@ package exporter
 
 import (
 	"bytes"
-	"compress/gzip"
 	"io"
 	"net/http"
 	"strings"
 	"sync"
 
+	"github.com/klauspost/compress/gzip"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/common/expfmt"
 )
