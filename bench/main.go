@@ -37,6 +37,7 @@ func main() {
 	concurrency := flag.String("concurrency", "1,16", "comma-separated scraper counts")
 	extra := flag.String("args", "", "extra flags for gpuwatch, space-separated")
 	flag.StringVar(&cpuProfileDir, "cpuprofile-dir", "", "save a 3-second CPU profile of gpuwatch from each run into this directory (go tool pprof)")
+	flag.DurationVar(&warmup, "warmup", 3*time.Second, "scrape each run at least this long before measuring")
 	attribution := flag.Bool("attribution", true, "also measure the attribution fleet (8 GPUs × 256 processes in 50 containers) with and without attribution")
 	flag.Parse()
 
@@ -79,6 +80,9 @@ func main() {
 
 // cpuProfileDir, when set, receives one CPU profile per measured run.
 var cpuProfileDir string
+
+// warmup is the least time each run is scraped before it is measured.
+var warmup time.Duration
 
 // run is one gpuwatch configuration to measure.
 type run struct {
@@ -130,8 +134,9 @@ func measure(bin, name string, runArgs []string, scrapers, scrapes int) (result,
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	// Warm up caches, connections and the Go runtime before measuring.
-	for i := 0; i < 50; i++ {
+	// Warm up caches (attribution reads /proc and the runtime APIs in the
+	// background), connections and the Go runtime before measuring.
+	for i, warmUntil := 0, time.Now().Add(warmup); i < 50 || time.Now().Before(warmUntil); i++ {
 		if _, err := scrape(client, url); err != nil {
 			return result{}, err
 		}
