@@ -1,7 +1,6 @@
 package slurm
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/json"
 	"fmt"
@@ -266,46 +265,32 @@ var SinfoFormattedArgs = []string{"-h", "-N", "-O", "NodeList:|,Partition:|,Stat
 // node|partition|state|A/I/O/T|gres|gres_used.
 func ParseSinfoFormatted(data []byte) ([]NodeRecord, error) {
 	var out []NodeRecord
-	sc := bufio.NewScanner(bytes.NewReader(data))
-	sc.Buffer(make([]byte, 64*1024), 1024*1024)
-	line := 0
-	for sc.Scan() {
-		line++
-		text := strings.TrimSpace(sc.Text())
-		if text == "" {
-			continue
-		}
-		f := strings.Split(text, "|")
-		if len(f) != 6 {
-			return nil, fmt.Errorf("sinfo -O: line %d: want 6 '|'-separated fields, got %d: %.80q", line, len(f), text)
-		}
-		for i := range f {
-			f[i] = strings.TrimSpace(f[i])
-		}
+	err := scanPipeRecords(data, "sinfo -O", 6, func(line int, f []string) error {
 		if f[0] == "" {
-			return nil, fmt.Errorf("sinfo -O: line %d: field 1 (node) is empty", line)
+			return fmt.Errorf("sinfo -O: line %d: field 1 (node) is empty", line)
 		}
 		state := normalizeNodeState(f[2], nil)
 		cpus, err := parseCPUsState(f[3])
 		if err != nil {
-			return nil, fmt.Errorf("sinfo -O: line %d: field 4 (cpus A/I/O/T): %w", line, err)
+			return fmt.Errorf("sinfo -O: line %d: field 4 (cpus A/I/O/T): %w", line, err)
 		}
 		total, err := ParseGRES(f[4])
 		if err != nil {
-			return nil, fmt.Errorf("sinfo -O: line %d: field 5 (gres): %w", line, err)
+			return fmt.Errorf("sinfo -O: line %d: field 5 (gres): %w", line, err)
 		}
 		used, err := ParseGRES(f[5])
 		if err != nil {
-			return nil, fmt.Errorf("sinfo -O: line %d: field 6 (gres used): %w", line, err)
+			return fmt.Errorf("sinfo -O: line %d: field 6 (gres used): %w", line, err)
 		}
 		out = append(out, NodeRecord{
 			Node: f[0], Nodes: []string{f[0]}, NodeCount: 1,
 			Partition: strings.TrimSuffix(f[1], "*"), State: state, CPUs: cpus,
 			GPUsTotal: sumByType(total), GPUsUsed: sumByType(used),
 		})
-	}
-	if err := sc.Err(); err != nil {
-		return nil, fmt.Errorf("sinfo -O: line %d: %w", line+1, err)
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	return out, nil
 }

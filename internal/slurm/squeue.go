@@ -1,7 +1,6 @@
 package slurm
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/json"
 	"fmt"
@@ -254,21 +253,9 @@ var SqueueFormattedArgs = []string{"-h", "--states=all", "-o", SqueueFormat}
 // ParseSqueueFormatted reads `squeue -h --states=all -o SqueueFormat`.
 func ParseSqueueFormatted(data []byte) ([]Job, error) {
 	var jobs []Job
-	sc := bufio.NewScanner(bytes.NewReader(data))
-	sc.Buffer(make([]byte, 64*1024), 1024*1024)
-	line := 0
-	for sc.Scan() {
-		line++
-		text := strings.TrimSpace(sc.Text())
-		if text == "" {
-			continue
-		}
-		f := strings.Split(text, "|")
-		if len(f) != 10 {
-			return nil, fmt.Errorf("squeue -o: line %d: want 10 '|'-separated fields, got %d: %.80q", line, len(f), text)
-		}
+	err := scanPipeRecords(data, "squeue -o", 10, func(line int, f []string) error {
 		if _, err := strconv.ParseUint(strings.SplitN(f[0], "_", 2)[0], 10, 64); err != nil {
-			return nil, fmt.Errorf("squeue -o: line %d: field 1 (job id) %q is not a job id", line, f[0])
+			return fmt.Errorf("squeue -o: line %d: field 1 (job id) %q is not a job id", line, f[0])
 		}
 		j := Job{
 			ID: f[0], State: strings.ToUpper(f[1]), Partition: f[2],
@@ -276,21 +263,22 @@ func ParseSqueueFormatted(data []byte) ([]Job, error) {
 		}
 		var err error
 		if j.NodeCount, err = atoiField(f[7]); err != nil {
-			return nil, fmt.Errorf("squeue -o: line %d: field 8 (nodes): %w", line, err)
+			return fmt.Errorf("squeue -o: line %d: field 8 (nodes): %w", line, err)
 		}
 		if j.CPUs, err = atoiField(f[8]); err != nil {
-			return nil, fmt.Errorf("squeue -o: line %d: field 9 (cpus): %w", line, err)
+			return fmt.Errorf("squeue -o: line %d: field 9 (cpus): %w", line, err)
 		}
 		if j.Nodes, err = ExpandHostlist(f[9]); err != nil {
-			return nil, fmt.Errorf("squeue -o: line %d: field 10 (nodelist): %w", line, err)
+			return fmt.Errorf("squeue -o: line %d: field 10 (nodelist): %w", line, err)
 		}
 		if j.GPUs, err = jobGPUs(&j, "", "", f[6], ""); err != nil {
-			return nil, fmt.Errorf("squeue -o: line %d: field 7 (tres_per_node): %w", line, err)
+			return fmt.Errorf("squeue -o: line %d: field 7 (tres_per_node): %w", line, err)
 		}
 		jobs = append(jobs, j)
-	}
-	if err := sc.Err(); err != nil {
-		return nil, fmt.Errorf("squeue -o: line %d: %w", line+1, err)
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	return jobs, nil
 }
