@@ -204,24 +204,7 @@ func TestEnrichAbsentSocket(t *testing.T) {
 // not hold Enrich past its budget, must be counted, and must not be asked
 // again for every container during the negative period.
 func TestEnrichHangingSocket(t *testing.T) {
-	socket := filepath.Join(shortTempDir(t), "hang.sock")
-	l, err := net.Listen("unix", socket)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var accepted atomic.Int64
-	done := make(chan struct{})
-	t.Cleanup(func() { close(done); l.Close() })
-	go func() {
-		for {
-			c, err := l.Accept()
-			if err != nil {
-				return
-			}
-			accepted.Add(1)
-			go func() { <-done; c.Close() }() // hold it open, say nothing
-		}
-	}()
+	socket, accepted := silentSocket(t)
 
 	const timeout = 300 * time.Millisecond
 	a := newFixtureAttributor(t, Options{DockerSocket: "unix://" + socket, Timeout: timeout})
