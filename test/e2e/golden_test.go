@@ -14,7 +14,7 @@ import (
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata/golden from the current output")
 
-var profiles = []string{"h100", "dgx-h100", "dgx-a100-mig", "rtx4090", "large"}
+var profiles = []string{"h100", "dgx-h100", "dgx-a100-mig", "rtx4090", "v100", "large"}
 
 // volatileMetric reports whether a line of exposition varies between runs for
 // reasons that have nothing to do with the simulated GPUs: timings, the Go
