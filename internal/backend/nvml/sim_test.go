@@ -76,15 +76,24 @@ func TestSimDGXH100EveryGroupPlausible(t *testing.T) {
 				t.Fatalf("identity: up=%v index=%d uuid=%q", d.Up, d.Index, d.UUID)
 			}
 			uuids[d.UUID] = true
+			// GPU 7 runs in MIG mode; the others are whole GPUs.
+			isMIG := i == 7
+			wantMIGMode := map[bool]string{false: "disabled", true: "enabled"}[isMIG]
 			in := d.Info
 			if in.Name != "NVIDIA H100 80GB HBM3" || in.Architecture != "hopper" || in.Brand != "nvidia" ||
 				in.ComputeCapability != "9.0" || in.PCIBusID == "" || in.Serial == "" || in.VBIOSVersion == "" ||
-				in.PersistenceMode != "enabled" || in.ComputeMode == "" || in.MIGMode != "disabled" || in.ECCMode != "enabled" {
+				in.PersistenceMode != "enabled" || in.ComputeMode == "" || in.MIGMode != wantMIGMode || in.ECCMode != "enabled" {
 				t.Errorf("info = %+v", in)
 			}
 
-			ratio(t, "utilization.gpu", d.Utilization.GPU)
-			ratio(t, "utilization.memory", d.Utilization.Memory)
+			if isMIG {
+				// NVML has no whole-GPU utilization in MIG mode.
+				wantAbsent(t, "utilization.gpu in MIG mode", d.Utilization.GPU)
+				wantAbsent(t, "utilization.memory in MIG mode", d.Utilization.Memory)
+			} else {
+				ratio(t, "utilization.gpu", d.Utilization.GPU)
+				ratio(t, "utilization.memory", d.Utilization.Memory)
+			}
 			if d.Utilization.Decoder.Valid {
 				ratio(t, "utilization.decoder", d.Utilization.Decoder)
 			}
@@ -138,14 +147,16 @@ func TestSimDGXH100EveryGroupPlausible(t *testing.T) {
 			for name, o := range map[string]snapshot.Opt[uint64]{
 				"volatile_corrected": e.VolatileCorrected, "volatile_uncorrected": e.VolatileUncorrected,
 				"aggregate_corrected": e.AggregateCorrected, "aggregate_uncorrected": e.AggregateUncorrected,
-				"remapped_correctable": e.RemappedRowsCorrectable, "remapped_uncorrectable": e.RemappedRowsUncorrectable,
 			} {
 				if !o.Valid {
 					t.Errorf("ecc.%s absent", name)
 				}
 			}
-			if !e.RemappedRowsPending.Valid || !e.RemappedRowsFailure.Valid {
-				t.Errorf("remapped rows flags absent: %+v", e)
+			if isMIG {
+				wantAbsent(t, "remapped rows in MIG mode", e.RemappedRowsCorrectable)
+			} else if !e.RemappedRowsCorrectable.Valid || !e.RemappedRowsUncorrectable.Valid ||
+				!e.RemappedRowsPending.Valid || !e.RemappedRowsFailure.Valid {
+				t.Errorf("remapped rows absent: %+v", e)
 			}
 			wantAbsent(t, "retired pages (Hopper remaps rows instead)", e.RetiredPagesSingleBit)
 
@@ -159,28 +170,39 @@ func TestSimDGXH100EveryGroupPlausible(t *testing.T) {
 				}
 			}
 
-			g := d.GPM
-			for name, o := range map[string]snapshot.Opt[float64]{
-				"sm_active": g.SMActive, "sm_occupancy": g.SMOccupancy, "tensor": g.TensorActive,
-				"dram": g.DRAMActive, "fp16": g.FP16Active, "fp32": g.FP32Active, "fp64": g.FP64Active,
-			} {
-				ratio(t, "gpm."+name, o)
+			if isMIG {
+				// GPM is sampled per GPU instance; see TestSimMIGGPMHopperNotAmpere.
+				if d.GPM != (snapshot.GPM{}) {
+					t.Errorf("whole-GPU GPM in MIG mode: %+v", d.GPM)
+				}
+				if len(d.MIGInstances) != 4 {
+					t.Errorf("MIG instances = %+v, want 4", d.MIGInstances)
+				}
+				for _, m := range d.MIGInstances {
+					ratio(t, "mig "+m.Profile+" gpm.sm_active", m.GPM.SMActive)
+				}
+				return
 			}
+			allGPM(t, "gpm", d.GPM)
 			if d.MIGInstances != nil {
 				t.Errorf("MIG instances on a non-MIG GPU: %+v", d.MIGInstances)
 			}
 		})
 	}
 
-	// The profile's processes: one per GPU 0-5, two on GPU 6, none on 7.
+	// The profile's processes: one per GPU 0-5, two on GPU 6, one in a MIG
+	// instance of GPU 7.
 	perGPU := map[int]int{}
 	for _, p := range snap.Processes {
 		perGPU[p.GPU]++
 		if p.GPUUUID != snap.Devices[p.GPU].UUID || p.Type != "compute" || !p.UsedMemory.Valid || p.PID == 0 {
 			t.Errorf("process = %+v", p)
 		}
+		if inMIG := p.MIGUUID != ""; inMIG != (p.GPU == 7) {
+			t.Errorf("process %d on gpu %d: MIG uuid %q", p.PID, p.GPU, p.MIGUUID)
+		}
 	}
-	if len(snap.Processes) != 8 || perGPU[6] != 2 || perGPU[7] != 0 {
+	if len(snap.Processes) != 9 || perGPU[6] != 2 || perGPU[7] != 1 {
 		t.Errorf("processes per GPU = %v", perGPU)
 	}
 	if p := snap.Processes[0]; p.PID != 71201 || p.UsedMemory.Value != 74*gib {
@@ -266,7 +288,11 @@ func TestSimLostGPU(t *testing.T) {
 		}
 	}
 	for i, d := range snap.Devices {
-		if i != 3 && (!d.Up || !d.Power.Usage.Valid || !d.GPM.SMActive.Valid || len(d.NVLinks) != 18) {
+		gpm := d.GPM.SMActive
+		if i == 7 && len(d.MIGInstances) > 0 { // MIG: GPM per GPU instance
+			gpm = d.MIGInstances[0].GPM.SMActive
+		}
+		if i != 3 && (!d.Up || !d.Power.Usage.Valid || !gpm.Valid || len(d.NVLinks) != 18) {
 			t.Errorf("gpu %d not read normally next to the lost one: up=%v", i, d.Up)
 		}
 	}
@@ -340,6 +366,84 @@ func TestSimGPMOnHopperOnly(t *testing.T) {
 	ratio(t, "H100 gpm.sm_active on the first read", snap.Devices[0].GPM.SMActive)
 	if snap.Devices[0].GPM.SMActive.Value == 0 {
 		t.Errorf("H100 with a running job reports 0 SM activity")
+	}
+}
+
+// allGPM checks that every GPM reading is a ratio.
+func allGPM(t *testing.T, what string, g snapshot.GPM) {
+	t.Helper()
+	for name, o := range map[string]snapshot.Opt[float64]{
+		"sm_active": g.SMActive, "sm_occupancy": g.SMOccupancy, "tensor": g.TensorActive,
+		"dram": g.DRAMActive, "fp16": g.FP16Active, "fp32": g.FP32Active, "fp64": g.FP64Active,
+	} {
+		ratio(t, what+"."+name, o)
+	}
+}
+
+// TestSimMIGGPMHopperNotAmpere reads MIG instances through the simulator:
+// on the H100 in MIG mode (dgx-h100 GPU 7) the reader samples GPM per GPU
+// instance with GpmMigSampleGet and every instance gets all GPM readings,
+// the busy one above zero; on the A100 MIG instances (no GPM before
+// Hopper) every GPM reading stays absent.
+func TestSimMIGGPMHopperNotAmpere(t *testing.T) {
+	s := newSim(t, sim.Config{Profile: "dgx-h100"}, time.Minute)
+	r := newSimReader(t, s, AllGroups())
+	for _, at := range []time.Duration{time.Minute, 3 * time.Minute} {
+		s.SetElapsed(at)
+		snap := read(t, r)
+		noGroupErrors(t, snap)
+		d := snap.Devices[7]
+		if d.Info.MIGMode != "enabled" || d.GPM != (snapshot.GPM{}) {
+			t.Fatalf("gpu 7: mig %q, whole-GPU GPM %+v", d.Info.MIGMode, d.GPM)
+		}
+		want := []struct {
+			gi      int
+			profile string
+			busy    bool
+		}{{1, "3g.40gb", true}, {5, "2g.20gb", false}, {13, "1g.10gb", false}, {14, "1g.10gb", false}}
+		if len(d.MIGInstances) != len(want) {
+			t.Fatalf("gpu 7 MIG instances = %+v", d.MIGInstances)
+		}
+		for i, w := range want {
+			m := d.MIGInstances[i]
+			if m.GPUInstanceID != w.gi || m.ComputeInstanceID != 0 || m.Profile != w.profile || !strings.HasPrefix(m.UUID, "MIG-") {
+				t.Errorf("instance %d = %+v, want gi %d %s", i, m, w.gi, w.profile)
+			}
+			allGPM(t, fmt.Sprintf("at %v gi %d gpm", at, w.gi), m.GPM)
+			if busy := m.GPM.SMActive.Value > 0 && m.GPM.TensorActive.Value > 0; busy != w.busy {
+				t.Errorf("at %v gi %d: sm active %v tensor %v, busy %v", at, w.gi, m.GPM.SMActive, m.GPM.TensorActive, w.busy)
+			}
+		}
+		if m := d.MIGInstances[0]; m.MemoryTotal.Value < 39*gib || m.MemoryTotal.Value > 40*gib {
+			t.Errorf("3g.40gb memory total %v, want 39.5 GiB", m.MemoryTotal)
+		}
+		var inMIG []snapshot.Process
+		for _, p := range snap.Processes {
+			if p.GPU == 7 {
+				inMIG = append(inMIG, p)
+			}
+		}
+		if len(inMIG) != 1 || inMIG[0].PID != 95120 || inMIG[0].MIGUUID != d.MIGInstances[0].UUID ||
+			inMIG[0].GPUInstanceID != snapshot.Some(1) || inMIG[0].ComputeInstanceID != snapshot.Some(0) {
+			t.Errorf("gpu 7 processes = %+v", inMIG)
+		}
+	}
+
+	a100 := newSimReader(t, newSim(t, sim.Config{Profile: "dgx-a100-mig"}, time.Minute), AllGroups())
+	read(t, a100)
+	snap := read(t, a100)
+	noGroupErrors(t, snap)
+	instances := 0
+	for _, d := range snap.Devices {
+		for _, m := range d.MIGInstances {
+			instances++
+			if m.GPM != (snapshot.GPM{}) {
+				t.Errorf("A100 gpu %d MIG gi %d has GPM %+v", d.Index, m.GPUInstanceID, m.GPM)
+			}
+		}
+	}
+	if instances != 15 {
+		t.Errorf("A100 MIG instances = %d, want 15", instances)
 	}
 }
 
@@ -418,7 +522,7 @@ func TestSimConcurrentReads(t *testing.T) {
 						return
 					}
 				}
-				if len(snap.Devices) != 8 || len(snap.Processes) != 8 {
+				if len(snap.Devices) != 8 || len(snap.Processes) != 9 {
 					t.Errorf("snapshot has %d devices, %d processes", len(snap.Devices), len(snap.Processes))
 					return
 				}

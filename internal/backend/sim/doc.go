@@ -17,12 +17,17 @@
 // model name, memory size and driver reservation, power limit, idle and
 // load power, clock ranges, temperature thresholds, PCI device IDs, PCIe
 // generation, NVLink count, MIG profiles, and which NVML reads the card
-// supports.
+// supports. MIG profiles are the real ones: the A100-SXM4-80GB's from
+// go-nvml's mock/dgxa100 tables, the H100-SXM5-80GB's from NVIDIA's MIG user
+// guide (`nvidia-smi mig -lgip`: 1g.10gb id 19, 1g.10gb+me 20, 1g.20gb 15,
+// 2g.20gb 14, 3g.40gb 9, 4g.40gb 5, 7g.80gb 0; 9.75 to 79.25 GiB).
 //
 //	h100          one NVIDIA H100 80GB HBM3 (SXM5, Hopper, cc 9.0, 700 W):
 //	              GPM, ECC, row remapping, 18 NVLinks (inactive: no peer)
 //	dgx-h100      eight H100 with 18 active NVLinks each; a 4-GPU training
-//	              job, a 2-GPU job, an inference server, one idle GPU
+//	              job, a 2-GPU job, an inference server; GPU 7 in MIG mode:
+//	              3g.40gb (GI 1, running a service), 2g.20gb (GI 5) and
+//	              2x1g.10gb (GI 13, 14), each with one compute instance
 //	dgx-a100-mig  eight A100-SXM4-80GB (Ampere, cc 8.0, 400 W, 12 NVLinks);
 //	              GPUs 0-3 in MIG mode: 7x1g.10gb, 2x3g.40gb, a 7g.80gb split
 //	              into 4c+3c compute instances, and 3g.40gb+2g.20gb+2x1g.10gb
@@ -36,7 +41,8 @@
 // SXM modules are passively cooled: like real NVML, their fan calls answer
 // NOT_SUPPORTED. Ampere and Hopper answer NOT_SUPPORTED for page retirement
 // (they remap rows instead). In MIG mode, device utilization, process
-// utilization and remapped rows answer NOT_SUPPORTED, as on a real A100.
+// utilization and remapped rows answer NOT_SUPPORTED, as on a real A100
+// or H100.
 //
 // UUIDs, serial numbers and PCI bus IDs are derived from the profile name
 // and GPU index, so they are the same in every run.
@@ -64,7 +70,11 @@
 // GpmMetricsGet returns the exact mean of the activity over the interval
 // between two samples, in percent (SM util, SM occupancy, tensor, DRAM
 // bandwidth, FP16/32/64), or the instantaneous value when both samples
-// were taken at the same simulated time.
+// were taken at the same simulated time. On a MIG-enabled H100,
+// GpmMigSampleGet(gpuInstanceID) samples one GPU instance: its metrics are
+// the GPU's activity scaled to the part its processes drive (an instance
+// without processes reads 0); samples of different instances cannot be
+// compared (ERROR_INVALID_ARGUMENT), an unknown instance is ERROR_NOT_FOUND.
 //
 // # Time
 //

@@ -6,7 +6,6 @@ import (
 
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
 	"github.com/NVIDIA/go-nvml/pkg/nvml/mock"
-	"github.com/NVIDIA/go-nvml/pkg/nvml/mock/dgxa100"
 )
 
 // MIG (Multi-Instance GPU). A MIG-enabled GPU is split into GPU instances
@@ -15,45 +14,22 @@ import (
 // with GetMigDeviceHandleByIndex; GPU and compute instances are also
 // reachable as objects with GetGpuInstances / GetComputeInstances.
 //
-// The shapes (slices, SMs, engines) are go-nvml's A100 tables
-// (mock/dgxa100); memory sizes are those of the 80 GB card.
+// The shapes (slices, SMs, engines, memory) are the card model's MIG table
+// (mig_profiles.go).
 
-// migTotalSlices is the number of compute slices of an A100.
+// migTotalSlices is the number of compute slices of an A100 or H100.
 const migTotalSlices = 7
-
-// a100MIG80 names each A100 80GB GPU instance profile and gives its memory.
-var a100MIG80 = map[int]struct {
-	name   string
-	memMiB uint64
-}{
-	nvml.GPU_INSTANCE_PROFILE_1_SLICE:      {"1g.10gb", 9728},
-	nvml.GPU_INSTANCE_PROFILE_1_SLICE_REV1: {"1g.10gb+me", 9728},
-	nvml.GPU_INSTANCE_PROFILE_1_SLICE_REV2: {"1g.20gb", 19968},
-	nvml.GPU_INSTANCE_PROFILE_2_SLICE:      {"2g.20gb", 19968},
-	nvml.GPU_INSTANCE_PROFILE_3_SLICE:      {"3g.40gb", 40192},
-	nvml.GPU_INSTANCE_PROFILE_4_SLICE:      {"4g.40gb", 40192},
-	nvml.GPU_INSTANCE_PROFILE_7_SLICE:      {"7g.80gb", 80896},
-}
 
 // migReservedMiB is what an empty MIG instance already shows as used.
 const migReservedMiB = 13
-
-func gpuInstanceProfileInfo(profileID int) (nvml.GpuInstanceProfileInfo, bool) {
-	info, ok := dgxa100.MIGProfiles.GpuInstanceProfiles[profileID]
-	shape, ok80 := a100MIG80[profileID]
-	if !ok || !ok80 {
-		return nvml.GpuInstanceProfileInfo{}, false
-	}
-	info.MemorySizeMB = shape.memMiB
-	return info, true
-}
 
 // gpuInstance is one MIG GPU instance; it implements nvml.GpuInstance.
 type gpuInstance struct {
 	mock.GpuInstance
 	parent    *device
 	id        int
-	profileID int
+	profileID int // nvml.GPU_INSTANCE_PROFILE_*
+	shape     migShape
 	info      nvml.GpuInstanceProfileInfo
 	placement nvml.GpuInstancePlacement
 	cis       []*computeInstance
@@ -96,21 +72,19 @@ var (
 // Profiles are fixed tables, so a bad layout is a programming error.
 func (d *device) buildMIG(layout []migGPUInstance) {
 	for _, l := range layout {
-		info, ok := gpuInstanceProfileInfo(l.profileID)
+		shape, ok := d.model.mig[l.profileID]
 		if !ok {
-			panic(fmt.Sprintf("sim: profile %s: unknown GPU instance profile %d", d.sim.profile.name, l.profileID))
+			panic(fmt.Sprintf("sim: profile %s: %s has no GPU instance profile %d", d.sim.profile.name, d.model.name, l.profileID))
 		}
+		info := shape.info
 		gi := &gpuInstance{
-			parent: d, id: l.id, profileID: l.profileID, info: info,
-			placement: nvml.GpuInstancePlacement{Start: l.start, Size: info.SliceCount},
-		}
-		if info.SliceCount == migTotalSlices {
-			gi.placement.Size = 8 // the full-GPU instance spans all 8 memory slices
+			parent: d, id: l.id, profileID: l.profileID, shape: shape, info: info,
+			placement: nvml.GpuInstancePlacement{Start: l.start, Size: shape.placementSize},
 		}
 		installDefaults(&gi.GpuInstance, nil)
 		var start uint32
 		for _, c := range l.cis {
-			ciInfo, ok := dgxa100.MIGProfiles.ComputeInstanceProfiles[l.profileID][c.profileID]
+			ciInfo, ok := shape.cis[c.profileID]
 			if !ok {
 				panic(fmt.Sprintf("sim: profile %s: unknown compute instance profile %d in GPU instance profile %d", d.sim.profile.name, c.profileID, l.profileID))
 			}
@@ -120,7 +94,7 @@ func (d *device) buildMIG(layout []migGPUInstance) {
 			}
 			start += ciInfo.SliceCount
 			installDefaults(&ci.ComputeInstance, nil)
-			name := a100MIG80[l.profileID].name
+			name := shape.name
 			if ciInfo.SliceCount != info.SliceCount {
 				name = fmt.Sprintf("%dc.%s", ciInfo.SliceCount, name)
 			}
@@ -159,7 +133,7 @@ func (d *device) migInstanceList() string {
 
 // --- MIG calls on the parent device ---
 
-// GetMaxMigDeviceCount is 7 on a MIG-capable A100/H100 and 0 elsewhere
+// GetMaxMigDeviceCount is 7 on a MIG-enabled A100/H100 and 0 elsewhere
 // ("zero if MIG is not supported or enabled").
 func (d *device) GetMaxMigDeviceCount() (int, nvml.Return) {
 	_, r := d.always()
@@ -217,11 +191,11 @@ func (d *device) GetGpuInstanceProfileInfo(profileID int) (nvml.GpuInstanceProfi
 	if profileID < 0 || profileID >= nvml.GPU_INSTANCE_PROFILE_COUNT {
 		return nvml.GpuInstanceProfileInfo{}, nvml.ERROR_INVALID_ARGUMENT
 	}
-	info, ok := gpuInstanceProfileInfo(profileID)
-	if !ok || d.model.arch != nvml.DEVICE_ARCH_AMPERE {
+	shape, ok := d.model.mig[profileID]
+	if !ok {
 		return nvml.GpuInstanceProfileInfo{}, nvml.ERROR_NOT_SUPPORTED
 	}
-	return info, r
+	return shape.info, r
 }
 
 func (d *device) GetGpuInstances(info *nvml.GpuInstanceProfileInfo) ([]nvml.GpuInstance, nvml.Return) {
@@ -237,7 +211,7 @@ func (d *device) GetGpuInstances(info *nvml.GpuInstanceProfileInfo) ([]nvml.GpuI
 	}
 	out := []nvml.GpuInstance{}
 	for _, gi := range d.gpuInsts {
-		if uint32(gi.profileID) == info.Id {
+		if gi.info.Id == info.Id {
 			out = append(out, gi)
 		}
 	}
@@ -267,7 +241,7 @@ func (gi *gpuInstance) GetInfo() (nvml.GpuInstanceInfo, nvml.Return) {
 	if r != nvml.SUCCESS {
 		return nvml.GpuInstanceInfo{}, r
 	}
-	return nvml.GpuInstanceInfo{Device: gi.parent, Id: uint32(gi.id), ProfileId: uint32(gi.profileID), Placement: gi.placement}, r
+	return nvml.GpuInstanceInfo{Device: gi.parent, Id: uint32(gi.id), ProfileId: gi.info.Id, Placement: gi.placement}, r
 }
 
 func (gi *gpuInstance) GetComputeInstanceProfileInfo(profileID, engProfileID int) (nvml.ComputeInstanceProfileInfo, nvml.Return) {
@@ -281,7 +255,7 @@ func (gi *gpuInstance) GetComputeInstanceProfileInfo(profileID, engProfileID int
 	if engProfileID != nvml.COMPUTE_INSTANCE_ENGINE_PROFILE_SHARED {
 		return nvml.ComputeInstanceProfileInfo{}, nvml.ERROR_NOT_SUPPORTED
 	}
-	info, ok := dgxa100.MIGProfiles.ComputeInstanceProfiles[gi.profileID][profileID]
+	info, ok := gi.shape.cis[profileID]
 	if !ok {
 		return nvml.ComputeInstanceProfileInfo{}, nvml.ERROR_NOT_SUPPORTED
 	}

@@ -44,6 +44,7 @@ type gpuModel struct {
 	eventTypes   uint64
 	supportedCER uint64 // clock-event reasons the card can report
 	features     featureSet
+	mig          migTable // MIG profiles; nil on cards without MIG
 }
 
 // Datacenter cards report ECC, XID, pstate and clock events; consumer cards
@@ -70,6 +71,7 @@ var h100SXM = &gpuModel{
 	eventTypes: datacenterEvents, supportedCER: nvml.ClocksEventReasonAll &^ nvml.ClocksEventReasonDisplayClockSetting,
 	// SXM modules have no fans; Hopper replaced page retirement with row remapping.
 	features: allFeatures &^ setOf(featFanSpeed, featRetiredPages),
+	mig:      h100MIG80Table,
 }
 
 // a100SXM80 is the NVIDIA A100-SXM4-80GB of a DGX A100.
@@ -88,6 +90,7 @@ var a100SXM80 = &gpuModel{
 	eventTypes: datacenterEvents, supportedCER: nvml.ClocksEventReasonAll &^ nvml.ClocksEventReasonDisplayClockSetting,
 	// No GPM before Hopper; Ampere uses row remapping, not page retirement.
 	features: allFeatures &^ setOf(featFanSpeed, featRetiredPages, featGPM),
+	mig:      a100MIG80Table,
 }
 
 // rtx4090 is the NVIDIA GeForce RTX 4090 (Ada), a consumer card: no ECC,

@@ -65,8 +65,20 @@ var profiles = map[string]*profile{
 	},
 	"dgx-h100": {
 		name:        "dgx-h100",
-		description: "DGX H100: eight H100 80GB HBM3 with 18 active NVLinks each; a training job, an inference server, one idle GPU",
+		description: "DGX H100: eight H100 80GB HBM3 with 18 active NVLinks each; a training job, an inference server, GPU 7 in MIG mode (3g.40gb+2g.20gb+2x1g.10gb)",
 		model:       h100SXM, count: 8, busIDs: dgxH100Buses, nvlinkActive: true,
+		// GPU 7 is split for small jobs, as `nvidia-smi mig -cgi 9,14,19,19 -C`
+		// would: one 3g.40gb, one 2g.20gb and two 1g.10gb instances, each with
+		// one compute instance. Hopper samples GPM per GPU instance
+		// (GpmMigSampleGet).
+		mig: map[int][]migGPUInstance{
+			7: {
+				{nvml.GPU_INSTANCE_PROFILE_3_SLICE, 1, 4, []migComputeInstance{{nvml.COMPUTE_INSTANCE_PROFILE_3_SLICE, 0}}},
+				{nvml.GPU_INSTANCE_PROFILE_2_SLICE, 5, 0, []migComputeInstance{{nvml.COMPUTE_INSTANCE_PROFILE_2_SLICE, 0}}},
+				{nvml.GPU_INSTANCE_PROFILE_1_SLICE, 13, 2, []migComputeInstance{{nvml.COMPUTE_INSTANCE_PROFILE_1_SLICE, 0}}},
+				{nvml.GPU_INSTANCE_PROFILE_1_SLICE, 14, 3, []migComputeInstance{{nvml.COMPUTE_INSTANCE_PROFILE_1_SLICE, 0}}},
+			},
+		},
 		processes: []ProcessSpec{
 			// One 4-GPU training job (torchrun ranks).
 			{GPU: 0, PID: 71201, UsedMemoryBytes: 74 * gib, SMUtilization: 0.78, MemoryUtilization: 0.46},
@@ -79,7 +91,9 @@ var profiles = map[string]*profile{
 			// An inference server holding its KV cache, plus a notebook.
 			{GPU: 6, PID: 90412, UsedMemoryBytes: 70 * gib, SMUtilization: 0.35, MemoryUtilization: 0.52},
 			{GPU: 6, PID: 91877, UsedMemoryBytes: 3 * gib, SMUtilization: 0.02, MemoryUtilization: 0.01},
-			// GPU 7 is idle.
+			// GPU 7 (MIG): an embedding service on the 3g.40gb instance; the
+			// 2g.20gb and the two 1g.10gb instances are idle.
+			{GPU: 7, PID: 95120, UsedMemoryBytes: 27 * gib, SMUtilization: 0.6, MemoryUtilization: 0.35, GPUInstance: intp(1), ComputeInstance: intp(0)},
 		},
 	},
 	"dgx-a100-mig": {

@@ -229,6 +229,85 @@ func TestMIGInstanceObjects(t *testing.T) {
 	}
 }
 
+// TestH100MIGProfiles checks GPU 7 of dgx-h100 against the H100-SXM5-80GB
+// profiles of NVIDIA's MIG user guide (`nvidia-smi mig -lgip`).
+func TestH100MIGProfiles(t *testing.T) {
+	s := newSim(t, Config{Profile: "dgx-h100", PinTime: pinAt(time.Minute)})
+	d := handle(t, s, 7)
+	if cur, _, r := d.GetMigMode(); r != nvml.SUCCESS || cur != nvml.DEVICE_MIG_ENABLE {
+		t.Fatalf("gpu 7 MIG mode %d %v", cur, r)
+	}
+	for profile, want := range map[int]struct {
+		id, instances, slices, sms uint32
+		memMiB                     uint64
+	}{
+		nvml.GPU_INSTANCE_PROFILE_1_SLICE:      {19, 7, 1, 16, 9984},
+		nvml.GPU_INSTANCE_PROFILE_1_SLICE_REV1: {20, 1, 1, 16, 9984},
+		nvml.GPU_INSTANCE_PROFILE_1_SLICE_REV2: {15, 4, 1, 26, 20096},
+		nvml.GPU_INSTANCE_PROFILE_2_SLICE:      {14, 3, 2, 32, 20096},
+		nvml.GPU_INSTANCE_PROFILE_3_SLICE:      {9, 2, 3, 60, 40448},
+		nvml.GPU_INSTANCE_PROFILE_4_SLICE:      {5, 1, 4, 64, 40448},
+		nvml.GPU_INSTANCE_PROFILE_7_SLICE:      {0, 1, 7, 132, 81152},
+	} {
+		info, r := d.GetGpuInstanceProfileInfo(profile)
+		if r != nvml.SUCCESS || info.Id != want.id || info.InstanceCount != want.instances ||
+			info.SliceCount != want.slices || info.MultiprocessorCount != want.sms || info.MemorySizeMB != want.memMiB {
+			t.Errorf("profile %d: %+v %v, want %+v", profile, info, r, want)
+		}
+	}
+	// The layout: 3g.40gb (GI 1), 2g.20gb (GI 5), 1g.10gb (GI 13, 14).
+	wantNames := []string{"3g.40gb", "2g.20gb", "1g.10gb", "1g.10gb"}
+	wantGIs := []int{1, 5, 13, 14}
+	for j, name := range wantNames {
+		m, r := d.GetMigDeviceHandleByIndex(j)
+		if r != nvml.SUCCESS {
+			t.Fatalf("GetMigDeviceHandleByIndex(%d): %v", j, r)
+		}
+		got, _ := m.GetName()
+		gi, _ := m.GetGpuInstanceId()
+		if got != "NVIDIA H100 80GB HBM3 MIG "+name || gi != wantGIs[j] {
+			t.Errorf("MIG device %d = %q gi %d, want %s gi %d", j, got, gi, name, wantGIs[j])
+		}
+	}
+	if _, r := d.GetMigDeviceHandleByIndex(4); r != nvml.ERROR_NOT_FOUND {
+		t.Errorf("fifth MIG device: %v", r)
+	}
+	info, _ := d.GetGpuInstanceProfileInfo(nvml.GPU_INSTANCE_PROFILE_3_SLICE)
+	gis, r := d.GetGpuInstances(&info)
+	if r != nvml.SUCCESS || len(gis) != 1 {
+		t.Fatalf("3g.40gb instances: %d %v", len(gis), r)
+	}
+	giInfo, _ := gis[0].GetInfo()
+	if giInfo.Id != 1 || giInfo.ProfileId != 9 || giInfo.Placement != (nvml.GpuInstancePlacement{Start: 4, Size: 4}) {
+		t.Errorf("3g.40gb instance %+v", giInfo)
+	}
+	ci, r := gis[0].GetComputeInstanceProfileInfo(nvml.COMPUTE_INSTANCE_PROFILE_1_SLICE, nvml.COMPUTE_INSTANCE_ENGINE_PROFILE_SHARED)
+	if r != nvml.SUCCESS || ci.MultiprocessorCount != 16 || ci.InstanceCount != 3 {
+		t.Errorf("1c.3g.40gb profile %+v %v", ci, r)
+	}
+	// The embedding service runs in the 3g.40gb instance, reported on its
+	// MIG handle with the instance IDs; the parent lists it too.
+	m, _ := d.GetMigDeviceHandleByIndex(0)
+	procs, r := m.GetComputeRunningProcesses()
+	if r != nvml.SUCCESS || len(procs) != 1 || procs[0].Pid != 95120 || procs[0].GpuInstanceId != 1 || procs[0].ComputeInstanceId != 0 {
+		t.Errorf("3g.40gb processes %+v %v", procs, r)
+	}
+	if mem, _ := m.GetMemoryInfo_v2(); mem.Total != 40448*mib || mem.Used != 27*gib {
+		t.Errorf("3g.40gb memory %+v", mem)
+	}
+	if idle, _ := d.GetMigDeviceHandleByIndex(1); idle != nil {
+		if procs, _ := idle.GetComputeRunningProcesses(); len(procs) != 0 {
+			t.Errorf("idle 2g.20gb has processes %+v", procs)
+		}
+	}
+	// The other GPUs of the DGX stay out of MIG mode.
+	for i := range 7 {
+		if cur, _, _ := handle(t, s, i).GetMigMode(); cur != nvml.DEVICE_MIG_DISABLE {
+			t.Errorf("gpu %d in MIG mode", i)
+		}
+	}
+}
+
 func TestGPM(t *testing.T) {
 	s := newSim(t, Config{Profile: "dgx-h100", PinTime: pinAt(time.Minute)})
 	d := handle(t, s, 0)
@@ -274,13 +353,38 @@ func TestGPM(t *testing.T) {
 	if sm < lo-1 || sm > hi+1 {
 		t.Errorf("GPM SM util %.1f outside utilization readings [%v, %v]", sm, lo, hi)
 	}
-	// The idle GPU reads 0.
-	idle := handle(t, s, 7)
-	s.GpmSampleGet(idle, s1)
-	s.GpmSampleGet(idle, s2)
-	s.GpmMetricsGet(mg)
-	if mg.Metrics[0].Value != 0 {
-		t.Errorf("idle GPU SM util %v", mg.Metrics[0].Value)
+	// GPU 7 is in MIG mode: GPM per GPU instance. The 3g.40gb instance
+	// (GI 1) runs a service; the 2g.20gb (GI 5) is idle and reads 0.
+	mig := handle(t, s, 7)
+	for gi, busy := range map[int]bool{1: true, 5: false, 13: false} {
+		s.SetElapsed(time.Minute)
+		if r := s.GpmMigSampleGet(mig, gi, s1); r != nvml.SUCCESS {
+			t.Fatalf("GpmMigSampleGet(gi %d): %v", gi, r)
+		}
+		s.SetElapsed(2 * time.Minute)
+		if r := mig.GpmMigSampleGet(gi, s2); r != nvml.SUCCESS {
+			t.Fatalf("GpmMigSampleGet(gi %d): %v", gi, r)
+		}
+		if r := s.GpmMetricsGet(mg); r != nvml.SUCCESS {
+			t.Fatalf("GpmMetricsGet(gi %d): %v", gi, r)
+		}
+		if sm := mg.Metrics[0].Value; (sm > 0) != busy || sm > 100 {
+			t.Errorf("gpu 7 gi %d SM util %v, busy %v", gi, sm, busy)
+		}
+	}
+	// A GPU instance that does not exist, and a MIG sample on a GPU
+	// without MIG.
+	if r := s.GpmMigSampleGet(mig, 2, s1); r != nvml.ERROR_NOT_FOUND {
+		t.Errorf("GpmMigSampleGet(missing gi): %v", r)
+	}
+	if r := s.GpmMigSampleGet(d, 1, s1); r != nvml.ERROR_INVALID_ARGUMENT {
+		t.Errorf("GpmMigSampleGet on a non-MIG GPU: %v", r)
+	}
+	// Samples of one GPU instance and of another cannot be compared.
+	s.GpmMigSampleGet(mig, 1, s1)
+	s.GpmMigSampleGet(mig, 5, s2)
+	if r := s.GpmMetricsGet(mg); r != nvml.ERROR_INVALID_ARGUMENT {
+		t.Errorf("mixed GPU instances: %v", r)
 	}
 	// Samples of different devices cannot be compared.
 	s.GpmSampleGet(d, s1)

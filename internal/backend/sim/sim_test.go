@@ -189,8 +189,11 @@ func TestReadingsInRealRanges(t *testing.T) {
 }
 
 func TestIdleAndBusyClockEvents(t *testing.T) {
-	s := newSim(t, Config{Profile: "dgx-h100", PinTime: pinAt(0)})
-	idle := handle(t, s, 7) // GPU 7 has no processes
+	// Only GPU 0 runs its training rank; GPU 1 is idle.
+	s := newSim(t, Config{Profile: "dgx-h100", PinTime: pinAt(0), Processes: []ProcessSpec{
+		{GPU: 0, PID: 71201, UsedMemoryBytes: 74 * gib, SMUtilization: 0.78, MemoryUtilization: 0.46},
+	}})
+	idle := handle(t, s, 1)
 	if r, _ := idle.GetCurrentClocksEventReasons(); r&nvml.ClocksEventReasonGpuIdle == 0 {
 		t.Errorf("idle GPU reasons %#x lack GPU_IDLE", r)
 	}
