@@ -271,7 +271,7 @@ var (
 	mAttributionErrors = def(CollectorExporter, "gpuwatch_attribution_errors_total", typeCounter, "", "gpuwatch attribution",
 		"Owner lookups that failed since start, by source (procfs, docker, cri, kubelet, slurm).", []string{"source"})
 	mSnapshotDuration = def(CollectorExporter, "gpuwatch_snapshot_duration_seconds", typeGauge, "seconds", "gpuwatch",
-		"Time this scrape waited for the snapshot of all GPUs.", nil)
+		"Time the collection this scrape reports took: reading every GPU and attributing its processes. Scrapes that arrive while a collection runs share it.", nil)
 )
 
 func gpmDef(group, name, metric, help string, labels []string) *metricDef {

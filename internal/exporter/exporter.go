@@ -16,7 +16,6 @@ import (
 	"fmt"
 	"io"
 	"slices"
-	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -146,7 +145,8 @@ func (e *Exporter) Describe(ch chan<- *prometheus.Desc) {
 func (e *Exporter) Collect(ch chan<- prometheus.Metric) {
 	em := e.emitters.get()
 	em.ch = ch
-	e.render(context.Background(), em)
+	snap, err := e.src.Snapshot(context.Background())
+	e.render(em, snap, err)
 	em.reset()
 	e.emitters.put(em)
 }
@@ -159,16 +159,28 @@ func (e *Exporter) WriteText(ctx context.Context, w io.Writer) error {
 		em.reset()
 		e.emitters.put(em)
 	}()
-	e.render(ctx, em)
-	_, err := w.Write(em.assembleText())
+	snap, err := e.src.Snapshot(ctx)
+	e.render(em, snap, err)
+	_, err = w.Write(em.assembleText())
 	return err
 }
 
-// render takes the snapshot and runs every enabled collector over it.
-func (e *Exporter) render(ctx context.Context, em *emitter) {
-	start := time.Now()
-	snap, err := e.src.Snapshot(ctx)
-	em.global(mSnapshotDuration, time.Since(start).Seconds())
+// appendText renders snap (or the failure to get one, err) in the text
+// format and appends it to dst. Rendering depends on nothing but the
+// snapshot, so scrapes that share a snapshot can share the bytes.
+func (e *Exporter) appendText(dst []byte, snap *snapshot.Snapshot, err error) []byte {
+	em := e.emitters.get()
+	defer func() {
+		em.reset()
+		e.emitters.put(em)
+	}()
+	e.render(em, snap, err)
+	return append(dst, em.assembleText()...)
+}
+
+// render runs every enabled collector over the snapshot; when there is no
+// snapshot (err), it says so through gpuwatch_collector_success alone.
+func (e *Exporter) render(em *emitter, snap *snapshot.Snapshot, err error) {
 	if err != nil || snap == nil {
 		// Keep /metrics answering: say every collector failed, emit
 		// nothing about the devices.
@@ -192,6 +204,7 @@ func (e *Exporter) render(ctx context.Context, em *emitter) {
 		c.snapshot(em, snap, e.pidLabels)
 	}
 	e.collectExporter(em, snap)
+	em.global(mSnapshotDuration, snap.Duration.Seconds())
 }
 
 // collectExporter emits the exporter's own series.

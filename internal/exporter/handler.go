@@ -10,58 +10,143 @@ import (
 	"github.com/klauspost/compress/gzip"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/common/expfmt"
+
+	"github.com/gpuwatch/gpuwatch/internal/snapshot"
 )
 
 // TextContentType is the media type WriteText produces.
 const TextContentType = "text/plain; version=0.0.4; charset=utf-8"
 
-// TextHandler serves /metrics from WriteText, followed by the families of
-// extra (the integrator's registry: Go runtime, process, build_info); extra
-// may be nil. It always answers in the text format, which every Prometheus
-// version accepts, and gzips when the client asks for it. A failing extra
-// gatherer still lets its good families through, and the scrape stays 200:
-// a missing go_* family must not hide the GPUs.
+// TextHandler serves /metrics: the GPU series written straight from the
+// snapshot, followed by the families of extra (the integrator's registry:
+// Go runtime, process, build_info, Slurm); extra may be nil. It always
+// answers in the text format, which every Prometheus version accepts, and
+// gzips when the client asks for it. A failing extra gatherer still lets its
+// good families through, and the scrape stays 200: a missing go_* family
+// must not hide the GPUs.
+//
+// Scrapes that share a snapshot (the pipeline gives concurrent scrapes the
+// same one) share its rendered page, plain and gzipped: sixteen scrapers
+// cost one rendering and one compression, not sixteen.
 func (e *Exporter) TextHandler(extra prometheus.Gatherer) http.Handler {
-	return &textHandler{e: e, extra: extra, bufs: newFreeList(retainedBuffers, func() *bytes.Buffer { return new(bytes.Buffer) })}
+	h := &textHandler{e: e, extra: extra}
+	h.pages = newFreeList(retainedBuffers, func() *page { return new(page) })
+	h.bufs = newFreeList(retainedBuffers, func() *bytes.Buffer { return new(bytes.Buffer) })
+	return h
 }
 
 type textHandler struct {
 	e     *Exporter
 	extra prometheus.Gatherer
-	bufs  *freeList[*bytes.Buffer]
-	gzips sync.Pool // *gzip.Writer
+	pages *freeList[*page]
+	bufs  *freeList[*bytes.Buffer] // the extra families of one scrape
+	gzips sync.Pool                // *gzip.Writer
+
+	mu      sync.Mutex
+	current *page // the page of the latest snapshot
+}
+
+// page is the rendered GPU part of /metrics for one snapshot. refs counts
+// the scrapes writing it plus one while it is current; at zero its buffers
+// go back to the free list.
+type page struct {
+	snap   *snapshot.Snapshot
+	refs   int
+	render sync.Once
+	plain  []byte
+	gzip   sync.Once
+	gz     bytes.Buffer
 }
 
 func (h *textHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	buf := h.bufs.get()
-	buf.Reset()
-	defer h.bufs.put(buf)
+	snap, err := h.e.src.Snapshot(r.Context())
+	var p *page
+	if err == nil && snap != nil {
+		p = h.acquire(snap)
+		defer h.release(p)
+	} else {
+		// A failed collection is rendered for this scrape alone.
+		p = &page{plain: h.e.appendText(nil, nil, err)}
+		p.render.Do(func() {})
+	}
+	gzipped := acceptsGzip(r.Header.Get("Accept-Encoding"))
+	p.render.Do(func() { p.plain = h.e.appendText(p.plain[:0], p.snap, nil) })
 
-	if err := h.e.WriteText(r.Context(), buf); err != nil {
-		http.Error(w, err.Error(), http.StatusInternalServerError)
-		return
-	}
-	if h.extra != nil {
-		mfs, _ := h.extra.Gather() // partial results on error, by contract
-		enc := expfmt.NewEncoder(buf, expfmt.NewFormat(expfmt.TypeTextPlain))
-		for _, mf := range mfs {
-			_ = enc.Encode(mf) // writes to a bytes.Buffer cannot fail
-		}
-	}
+	tail := h.bufs.get()
+	tail.Reset()
+	defer h.bufs.put(tail)
+	h.writeExtra(tail)
 
 	w.Header().Set("Content-Type", TextContentType)
-	if !acceptsGzip(r.Header.Get("Accept-Encoding")) {
-		_, _ = w.Write(buf.Bytes())
+	if !gzipped {
+		_, _ = w.Write(p.plain)
+		_, _ = w.Write(tail.Bytes())
 		return
 	}
+	// Two gzip members, the shared page's and this scrape's extra
+	// families: RFC 1952 allows a file of several members, and every gzip
+	// reader (Go's, hence Prometheus's, curl's, browsers') reads them as one
+	// stream.
+	p.gzip.Do(func() { h.compress(&p.gz, p.plain) })
 	w.Header().Set("Content-Encoding", "gzip")
+	_, _ = w.Write(p.gz.Bytes())
+	h.compress(w, tail.Bytes())
+}
+
+// acquire returns the page of snap, making it current if it is newer.
+func (h *textHandler) acquire(snap *snapshot.Snapshot) *page {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.current == nil || h.current.snap != snap {
+		if old := h.current; old != nil {
+			h.unref(old)
+		}
+		p := h.pages.get()
+		*p = page{snap: snap, refs: 1, plain: p.plain[:0], gz: p.gz}
+		p.gz.Reset()
+		h.current = p
+	}
+	h.current.refs++
+	return h.current
+}
+
+func (h *textHandler) release(p *page) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.unref(p)
+}
+
+// unref drops one reference; h.mu is held.
+func (h *textHandler) unref(p *page) {
+	p.refs--
+	if p.refs == 0 {
+		p.snap = nil // let the snapshot go
+		h.pages.put(p)
+	}
+}
+
+// writeExtra appends the extra gatherer's families. Partial results on
+// error, by the Gatherer contract.
+func (h *textHandler) writeExtra(buf *bytes.Buffer) {
+	if h.extra == nil {
+		return
+	}
+	mfs, _ := h.extra.Gather()
+	enc := expfmt.NewEncoder(buf, expfmt.NewFormat(expfmt.TypeTextPlain))
+	for _, mf := range mfs {
+		_ = enc.Encode(mf) // writes to a bytes.Buffer cannot fail
+	}
+}
+
+// compress writes data to w as one gzip member.
+func (h *textHandler) compress(w io.Writer, data []byte) {
 	gz, _ := h.gzips.Get().(*gzip.Writer)
 	if gz == nil {
 		// BestSpeed: on loopback or a LAN the CPU is dearer than the bytes.
 		gz, _ = gzip.NewWriterLevel(io.Discard, gzip.BestSpeed)
 	}
 	gz.Reset(w)
-	_, _ = gz.Write(buf.Bytes())
+	_, _ = gz.Write(data)
 	_ = gz.Close()
 	h.gzips.Put(gz)
 }

@@ -114,11 +114,13 @@ func (p *Pipeline) fresh() *snapshot.Snapshot {
 func (p *Pipeline) collect() (*snapshot.Snapshot, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), p.opts.Timeout)
 	defer cancel()
+	start := time.Now()
 	s, err := p.reader.Read(ctx)
 	if err == nil {
 		for _, e := range p.enrichers {
 			e.Enrich(ctx, s)
 		}
+		s.Duration = time.Since(start)
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()

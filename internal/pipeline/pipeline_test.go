@@ -85,6 +85,9 @@ func TestEnrichersRunAndMaxAgeReuses(t *testing.T) {
 	if len(s1.Processes) != 1 || s1.Processes[0].Owner.User != "alice" {
 		t.Fatalf("enricher did not run: %+v", s1.Processes)
 	}
+	if s1.Duration <= 0 {
+		t.Fatalf("collection duration not recorded: %v", s1.Duration)
+	}
 	s2, _ := p.Snapshot(context.Background())
 	if s1 != s2 || r.calls.Load() != 1 {
 		t.Fatalf("MaxAge did not reuse the snapshot (calls=%d)", r.calls.Load())

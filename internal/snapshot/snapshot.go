@@ -30,6 +30,9 @@ func (o Opt[T]) Get() (T, bool) { return o.Value, o.Valid }
 type Snapshot struct {
 	// Time is when the reading started (wall clock, or the simulator's clock).
 	Time time.Time
+	// Duration is how long the whole collection took: reading every GPU
+	// and attributing its processes. Set by the pipeline.
+	Duration time.Duration
 	// Driver versions are host-wide facts, repeated on each gpu_info series.
 	DriverVersion     string
 	CUDADriverVersion string // e.g. "12.4"

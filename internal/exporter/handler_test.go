@@ -1,0 +1,112 @@
+package exporter
+
+import (
+	"compress/gzip"
+	"context"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"github.com/gpuwatch/gpuwatch/internal/snapshot"
+)
+
+// swappableSource hands out whichever snapshot is current.
+type swappableSource struct{ snap atomic.Pointer[snapshot.Snapshot] }
+
+func (s *swappableSource) Snapshot(context.Context) (*snapshot.Snapshot, error) {
+	return s.snap.Load(), nil
+}
+
+func scrapeWith(t testing.TB, h interface {
+	ServeHTTP(http.ResponseWriter, *http.Request)
+}, gz bool) string {
+	t.Helper()
+	req := httptest.NewRequest("GET", "/metrics", nil)
+	if gz {
+		req.Header.Set("Accept-Encoding", "gzip")
+	}
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, req)
+	var body io.Reader = rec.Body
+	if gz {
+		zr, err := gzip.NewReader(rec.Body)
+		if err != nil {
+			t.Error(err)
+			return ""
+		}
+		body = zr
+	}
+	b, err := io.ReadAll(body)
+	if err != nil {
+		t.Error(err)
+	}
+	return string(b)
+}
+
+// Scrapes that get the same snapshot get the same rendered page: changing
+// the snapshot behind the exporter's back does not show until a new
+// snapshot arrives. (Snapshots are read-only; this only proves the sharing.)
+func TestScrapesOfOneSnapshotShareItsPage(t *testing.T) {
+	src := &swappableSource{}
+	first := fullSnapshot(2, 0)
+	src.snap.Store(first)
+	e, err := New(src, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := e.TextHandler(nil)
+	const before = `gpu_power_usage_watts{gpu="0",uuid="`
+	for _, gz := range []bool{false, true} {
+		if body := scrapeWith(t, h, gz); !strings.Contains(body, before) {
+			t.Fatalf("no power series:\n%s", body)
+		}
+	}
+	first.Devices[0].Power.Usage = snapshot.Opt[float64]{} // would drop the series if re-rendered
+	for _, gz := range []bool{false, true} {
+		if body := scrapeWith(t, h, gz); !strings.Contains(body, before) {
+			t.Errorf("gzip=%v: page was rendered again for the same snapshot", gz)
+		}
+	}
+	second := fullSnapshot(2, 0)
+	second.Devices[0].Power.Usage = snapshot.Opt[float64]{}
+	src.snap.Store(second)
+	for _, gz := range []bool{false, true} {
+		if body := scrapeWith(t, h, gz); strings.Contains(body, before) {
+			t.Errorf("gzip=%v: a new snapshot still served the old page", gz)
+		}
+	}
+}
+
+// Many scrapers while snapshots change underneath: every answer is a whole,
+// valid page of one of the snapshots, plain or gzipped (run with -race).
+func TestConcurrentScrapesAcrossSnapshots(t *testing.T) {
+	src := &swappableSource{}
+	src.snap.Store(fullSnapshot(8, 2))
+	e, err := New(src, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := e.TextHandler(nil)
+	want := scrapeWith(t, h, false)
+	var wg sync.WaitGroup
+	for w := 0; w < 8; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; i < 40; i++ {
+				if w == 0 && i%5 == 0 {
+					src.snap.Store(fullSnapshot(8, 2)) // same content, new snapshot
+				}
+				if got := scrapeWith(t, h, i%2 == 0); got != want {
+					t.Errorf("scraper %d, scrape %d: page differs (%d bytes, want %d)", w, i, len(got), len(want))
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+}
