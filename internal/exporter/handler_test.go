@@ -15,7 +15,9 @@ import (
 )
 
 // swappableSource hands out whichever snapshot is current.
-type swappableSource struct{ snap atomic.Pointer[snapshot.Snapshot] }
+type swappableSource struct {
+	snap atomic.Pointer[snapshot.Snapshot]
+}
 
 func (s *swappableSource) Snapshot(context.Context) (*snapshot.Snapshot, error) {
 	return s.snap.Load(), nil
