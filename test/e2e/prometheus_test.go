@@ -36,6 +36,10 @@ var everyGroup = []struct {
 	{"gpu_nvlink_transmit_bytes_total", map[string]string{"gpu": "0", "link": "17"}},
 	{"gpu_xid_errors_total", map[string]string{"gpu": "2", "xid": "79"}},
 	{"gpu_gpm_sm_active_ratio", map[string]string{"gpu": "0"}},
+	// GPU 7 runs in MIG mode: per-instance identity, memory and GPM (Hopper).
+	{"gpu_mig_info", map[string]string{"gpu": "7", "gpu_instance": "1", "profile": "3g.40gb"}},
+	{"gpu_mig_memory_used_bytes", map[string]string{"gpu": "7", "gpu_instance": "1"}},
+	{"gpu_mig_gpm_sm_active_ratio", map[string]string{"gpu": "7", "gpu_instance": "1"}},
 	{"gpu_process_memory_used_bytes", map[string]string{"gpu": "0"}},
 	{"gpuwatch_collector_success", map[string]string{"collector": "nvlink"}},
 }
