@@ -51,7 +51,7 @@ func newFleet() (*fleet, error) {
 			if err := writeFakeProcess(f.procRoot, pid, ids[n%fleetContainers], n); err != nil {
 				return nil, err
 			}
-			fmt.Fprintf(&cfg, "  - {gpu: %d, pid: %d, used_memory_bytes: %d, sm_utilization: 0.003}\n", gpu, pid, fleetProcessMemory)
+			fmt.Fprintf(&cfg, "  - {gpu: %d, pid: %d, used_memory_bytes: %d, sm_utilization: 0.003%s}\n", gpu, pid, fleetProcessMemory, migPlacement(gpu, i))
 		}
 	}
 	if err := os.WriteFile(f.simConfig, []byte(cfg.String()), 0o644); err != nil {
@@ -133,4 +133,15 @@ func (f *fleet) Close() {
 		_ = f.server.Close()
 	}
 	_ = os.RemoveAll(f.dir)
+}
+
+// migPlacement puts the processes of dgx-h100's GPU 7, which runs in MIG
+// mode (GPU instances 1: 3g.40gb, 5: 2g.20gb, 13 and 14: 1g.10gb), into its
+// instances in proportion to their memory.
+func migPlacement(gpu, i int) string {
+	if gpu != 7 {
+		return ""
+	}
+	instance := [8]int{1, 1, 1, 1, 5, 5, 13, 14}[i%8]
+	return fmt.Sprintf(", gpu_instance: %d", instance)
 }

@@ -55,8 +55,14 @@ faults:
 		if v, ok := sample(fams, "gpu_up", map[string]string{"gpu": gpu}); !ok || v != 1 {
 			t.Errorf("gpu_up{gpu=%s} = %v (present %v) after GPU 3 was lost", gpu, v, ok)
 		}
-		if _, ok := sample(fams, "gpu_utilization_ratio", map[string]string{"gpu": gpu}); !ok {
-			t.Errorf("gpu_utilization_ratio{gpu=%s} missing after GPU 3 was lost", gpu)
+		// GPU 7 runs in MIG mode, where NVML reports memory per instance
+		// and no whole-GPU utilization.
+		reading := "gpu_utilization_ratio"
+		if gpu == "7" {
+			reading = "gpu_mig_memory_used_bytes"
+		}
+		if _, ok := sample(fams, reading, map[string]string{"gpu": gpu}); !ok {
+			t.Errorf("%s{gpu=%s} missing after GPU 3 was lost", reading, gpu)
 		}
 	}
 	if proc.exited() {
