@@ -19,6 +19,7 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"path/filepath"
+	"slices"
 	"sync"
 	"time"
 
@@ -95,26 +96,19 @@ type Attributor struct {
 	job          *procJob // reads of new PIDs, still running after an Enrich stopped waiting
 	revalidation *procJob // PID-reuse checks, never waited for
 	lastSweep    time.Time
+	current      int                              // entries in pids seen in the current Enrich (gen == a.gen)
+	containers   map[containerKey]*containerGroup // the containers of cached processes (groups.go)
+	jobs         map[string]*jobGroup             // their Slurm jobs
 	// Per-call scratch space, kept to spare the warm path allocations.
-	wanted map[containerKey]ContainerMeta
-	queued map[uint32]struct{}
+	entries          []listedProc // per process of the snapshot: its PID and cache entry
+	listedContainers []*containerGroup
+	listedJobs       []*jobGroup
+	queued           map[uint32]struct{}
 }
 
 type containerSource struct {
 	resolver ContainerResolver
 	cache    *lookupCache[ContainerMeta]
-}
-
-type containerKey struct {
-	source int // index into Attributor.resolvers
-	id     string
-}
-
-// pidEntry is the cached procfs view of one process.
-type pidEntry struct {
-	owner   snapshot.Owner // the parts procfs and the cgroup give
-	checkAt time.Time      // when to re-read the start time
-	gen     uint64
 }
 
 // New returns an Attributor. It fails when ProcRoot is not a procfs-like
@@ -157,7 +151,8 @@ func New(opts Options) (*Attributor, error) {
 		users:       newUserDB(passwd),
 		allocations: opts.AllocationSources,
 		pids:        make(map[uint32]*pidEntry),
-		wanted:      make(map[containerKey]ContainerMeta),
+		containers:  make(map[containerKey]*containerGroup),
+		jobs:        make(map[string]*jobGroup),
 		queued:      make(map[uint32]struct{}),
 	}
 	clock := func() time.Time { return a.now() }
@@ -207,25 +202,10 @@ func (a *Attributor) Enrich(ctx context.Context, s *snapshot.Snapshot) {
 	defer cancel()
 	start := a.now()
 	a.gen++
+	a.current = 0
 
 	due := a.readProcfs(ctx, s.Processes, start)
-
-	// Owners from the procfs cache, and the entries of PIDs no longer
-	// reported forgotten (which is also what makes a PID that comes back
-	// get re-read).
-	for i := range s.Processes {
-		p := &s.Processes[i]
-		if e := a.pids[p.PID]; e != nil {
-			e.gen = a.gen
-			p.Owner = e.owner
-		}
-	}
-	for pid, e := range a.pids {
-		if e.gen != a.gen {
-			delete(a.pids, pid)
-		}
-	}
-
+	a.evictUnseen()
 	a.resolve(ctx, s)
 
 	if s.AttributionErrors == nil {
@@ -246,10 +226,12 @@ func (a *Attributor) Enrich(ctx context.Context, s *snapshot.Snapshot) {
 		if a.slurm != nil {
 			a.slurm.sweep()
 		}
+		a.sweepGroups()
 	}
 }
 
-// readProcfs brings the procfs cache up to date for the reported PIDs.
+// readProcfs brings the procfs cache up to date for the reported PIDs,
+// marks their entries seen and leaves them in a.entries.
 //
 // New PIDs are read in a background job that Enrich waits for until ctx is
 // done: a process stuck in the kernel (a read of /proc/PID/cmdline can
@@ -268,9 +250,24 @@ func (a *Attributor) readProcfs(ctx context.Context, procs []snapshot.Process, n
 
 	var cold []procRequest
 	clear(a.queued)
+	prev := len(a.entries)
+	if len(procs) < prev {
+		clear(a.entries[len(procs):]) // not to keep evicted entries alive
+	}
+	a.entries = slices.Grow(a.entries, max(len(procs)-prev, 0))[:len(procs)]
 	for i := range procs {
 		pid := procs[i].PID
-		e := a.pids[pid]
+		var e *pidEntry
+		if i < prev {
+			e = a.entries[i].entryFor(pid)
+		}
+		if e == nil {
+			e = a.pids[pid]
+		}
+		a.entries[i] = listedProc{pid, e}
+		if e != nil {
+			a.markSeen(e)
+		}
 		switch {
 		case e == nil:
 			// A process on several GPUs is listed several times.
@@ -289,6 +286,11 @@ func (a *Attributor) readProcfs(ctx context.Context, procs []snapshot.Process, n
 		select {
 		case <-job.done:
 			a.merge(job, now)
+			for i := range a.entries {
+				if a.entries[i].entry == nil {
+					a.entries[i].entry = a.pids[procs[i].PID]
+				}
+			}
 		case <-ctx.Done():
 			a.job = job
 		}
@@ -328,7 +330,7 @@ func (a *Attributor) abandon(job *procJob, now time.Time) {
 		a.errs.add(SourceProcfs)
 		a.log.Warn("reading process is stuck; skipping it until it is next checked", "pid", pid, "for", now.Sub(job.started))
 		if a.pids[pid] == nil {
-			a.pids[pid] = &pidEntry{checkAt: now.Add(a.revalidate), gen: a.gen}
+			a.putPid(pid, a.newPidEntry(snapshot.Owner{}, now.Add(a.revalidate)))
 		} else {
 			a.pids[pid].checkAt = now.Add(a.revalidate)
 		}
@@ -355,11 +357,7 @@ func (a *Attributor) merge(job *procJob, now time.Time) {
 		// interval so that a burst of new processes does not become a
 		// burst of checks.
 		jitter := time.Duration(rand.Int64N(int64(a.revalidate)/2 + 1))
-		a.pids[res.pid] = &pidEntry{
-			owner:   a.ownerFromFacts(res.facts),
-			checkAt: now.Add(a.revalidate/2 + jitter),
-			gen:     a.gen,
-		}
+		a.putPid(res.pid, a.newPidEntry(a.ownerFromFacts(res.facts), now.Add(a.revalidate/2+jitter)))
 	}
 }
 
@@ -387,38 +385,36 @@ func (a *Attributor) ownerFromFacts(f procFacts) snapshot.Owner {
 }
 
 // resolve asks the runtimes and Slurm about the containers and jobs in s,
-// each unique one once, concurrently, and fills in what is known by the
-// time ctx is done or Timeout has passed.
+// each unique one once, concurrently, and fills in the owners (from
+// a.entries) with what is known by the time ctx is done or Timeout has
+// passed.
 func (a *Attributor) resolve(ctx context.Context, s *snapshot.Snapshot) {
-	clear(a.wanted)
+	a.listedContainers = a.listedContainers[:0]
+	a.listedJobs = a.listedJobs[:0]
 	var waits []<-chan struct{}
-	slurmJobs := map[string]snapshot.SlurmJob(nil)
 
-	for i := range s.Processes {
-		o := &s.Processes[i].Owner
-		if o.Container.ID != "" {
-			for ri, r := range a.resolvers {
-				if !r.resolver.Handles(o.Container.Runtime) {
-					continue
-				}
-				key := containerKey{ri, o.Container.ID}
-				if _, seen := a.wanted[key]; !seen {
-					a.wanted[key] = ContainerMeta{}
-					if ch := r.cache.refresh(key.id); ch != nil {
-						waits = append(waits, ch)
-					}
+	for i := range a.entries {
+		e := a.entries[i].entry
+		if e == nil {
+			if e = a.uncachedEntry(&s.Processes[i].Owner); e == nil {
+				continue
+			}
+			a.entries[i].entry = e
+		}
+		if c := e.container; c != nil && c.seen != a.gen {
+			c.seen = a.gen
+			a.listedContainers = append(a.listedContainers, c)
+			for _, ri := range c.resolvers {
+				if ch := a.resolvers[ri].cache.refresh(c.key.id); ch != nil {
+					waits = append(waits, ch)
 				}
 			}
 		}
-		if o.Slurm.JobID != "" && a.slurm != nil {
-			if slurmJobs == nil {
-				slurmJobs = make(map[string]snapshot.SlurmJob)
-			}
-			if _, seen := slurmJobs[o.Slurm.JobID]; !seen {
-				slurmJobs[o.Slurm.JobID] = snapshot.SlurmJob{}
-				if ch := a.slurm.refresh(o.Slurm.JobID); ch != nil {
-					waits = append(waits, ch)
-				}
+		if j := e.job; j != nil && j.seen != a.gen {
+			j.seen = a.gen
+			a.listedJobs = append(a.listedJobs, j)
+			if ch := a.slurm.refresh(j.id); ch != nil {
+				waits = append(waits, ch)
 			}
 		}
 	}
@@ -440,38 +436,44 @@ func (a *Attributor) resolve(ctx context.Context, s *snapshot.Snapshot) {
 		}
 	}
 
-	for key := range a.wanted {
-		meta, _ := a.resolvers[key.source].cache.get(key.id)
-		a.wanted[key] = meta
-	}
-	for id := range slurmJobs {
-		job, _ := a.slurm.get(id)
-		slurmJobs[id] = job
-	}
-	for i := range s.Processes {
-		o := &s.Processes[i].Owner
-		if o.Container.ID != "" {
-			for ri, r := range a.resolvers {
-				if r.resolver.Handles(o.Container.Runtime) {
-					mergeContainer(o, a.wanted[containerKey{ri, o.Container.ID}])
-				}
-			}
+	for _, c := range a.listedContainers {
+		var meta ContainerMeta
+		for _, ri := range c.resolvers {
+			m, _ := a.resolvers[ri].cache.get(c.key.id)
+			meta.fillFrom(m)
 		}
-		if job, ok := slurmJobs[o.Slurm.JobID]; ok && o.Slurm.JobID != "" {
-			o.Slurm.User, o.Slurm.Account = job.User, job.Account
-			o.Slurm.Partition, o.Slurm.JobName = job.Partition, job.JobName
+		if meta != c.meta || c.version == 0 {
+			c.meta = meta
+			c.version++
+		}
+	}
+	for _, j := range a.listedJobs {
+		if job, _ := a.slurm.get(j.id); job != j.job || j.version == 0 {
+			j.job = job
+			j.version++
+		}
+	}
+	for i := range a.entries {
+		if e := a.entries[i].entry; e != nil {
+			s.Processes[i].Owner = *e.resolvedOwner()
 		}
 	}
 }
 
-// mergeContainer fills the owner's empty fields from meta; an earlier
-// resolver's answer wins.
+// fillFrom fills m's empty fields from other: merged in resolver order, an
+// earlier resolver's answer wins.
+func (m *ContainerMeta) fillFrom(other ContainerMeta) {
+	fill(&m.Name, other.Name)
+	fill(&m.Image, other.Image)
+	fill(&m.ComposeProject, other.ComposeProject)
+	fill(&m.ComposeService, other.ComposeService)
+	fill(&m.PodName, other.PodName)
+	fill(&m.PodNamespace, other.PodNamespace)
+	fill(&m.PodContainer, other.PodContainer)
+}
+
+// mergeContainer fills the owner's empty fields from meta.
 func mergeContainer(o *snapshot.Owner, meta ContainerMeta) {
-	fill := func(dst *string, v string) {
-		if *dst == "" {
-			*dst = v
-		}
-	}
 	fill(&o.Container.Name, meta.Name)
 	fill(&o.Container.Image, meta.Image)
 	fill(&o.Container.ComposeProject, meta.ComposeProject)
@@ -479,6 +481,12 @@ func mergeContainer(o *snapshot.Owner, meta ContainerMeta) {
 	fill(&o.Pod.Name, meta.PodName)
 	fill(&o.Pod.Namespace, meta.PodNamespace)
 	fill(&o.Pod.Container, meta.PodContainer)
+}
+
+func fill(dst *string, v string) {
+	if *dst == "" {
+		*dst = v
+	}
 }
 
 // allocationCalls are the AllocationSource.List calls of one Enrich.

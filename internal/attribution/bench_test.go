@@ -126,6 +126,32 @@ func BenchmarkEnrichWarm(b *testing.B) {
 	}
 }
 
+// BenchmarkEnrichWarmReordered is BenchmarkEnrichWarm with the processes
+// listed in a different order each scrape (alternately forwards and
+// backwards), so that no process is found at its previous position and
+// every one is looked up by PID.
+func BenchmarkEnrichWarmReordered(b *testing.B) {
+	procRoot, socket, s := benchFleet(b)
+	a := warmAttributor(b, procRoot, socket, s)
+	reversed := &snapshot.Snapshot{Processes: slices.Clone(s.Processes)}
+	slices.Reverse(reversed.Processes)
+	snaps := [2]*snapshot.Snapshot{reversed, s}
+	ctx := context.Background()
+	times := make([]time.Duration, 0, 4096)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; b.Loop(); i++ {
+		start := time.Now()
+		a.Enrich(ctx, snaps[i%2])
+		times = append(times, time.Since(start))
+	}
+	b.StopTimer()
+	reportPercentiles(b, times)
+	if reversed.Processes[0].Owner.Container.Name == "" {
+		b.Fatal("warm Enrich lost attribution")
+	}
+}
+
 // BenchmarkEnrichSteadyState advances a fake clock by a scrape interval per
 // Enrich, so that each one starts the PID-reuse checks that fell due
 // (about half of the processes with a 30s interval and 15s scrapes) and
