@@ -70,6 +70,39 @@ func (f *commonFlags) buildStack(logger *slog.Logger) (*stack, error) {
 	if err != nil {
 		return nil, err
 	}
+	reader, err := f.openReader(logger)
+	if err != nil {
+		return nil, err
+	}
+	st := &stack{reader: reader}
+	enrichers, err := f.enrichers(logger, st)
+	if err != nil {
+		_ = st.Close()
+		return nil, err
+	}
+	st.pipeline = pipeline.New(reader, pipeline.Options{Timeout: f.timeout}, enrichers...)
+	st.exporter, err = exporter.New(st.pipeline, exporter.Options{
+		Collectors: f.enabledCollectors(),
+		Metrics:    filter,
+		PIDLabels:  f.pidLabels,
+	})
+	if err != nil {
+		_ = st.Close()
+		return nil, err
+	}
+	cluster, err := f.slurm.collector(logger)
+	if err != nil {
+		_ = st.Close()
+		return nil, err
+	}
+	if cluster != nil {
+		st.extra = append(st.extra, cluster)
+	}
+	return st, nil
+}
+
+// openReader starts the NVML reader on the driver or on the simulator.
+func (f *commonFlags) openReader(logger *slog.Logger) (*nvmlbackend.Reader, error) {
 	opts := nvmlbackend.Options{Groups: f.enabledCollectors(), Logger: logger}
 	var lib nvml.Interface
 	switch f.backend {
@@ -89,43 +122,26 @@ func (f *commonFlags) buildStack(logger *slog.Logger) (*stack, error) {
 	if err != nil {
 		return nil, fmt.Errorf("starting the %s backend: %w", f.backend, err)
 	}
-	// Owners are only worth looking up when processes are read at all.
-	var enrichers []pipeline.Enricher
-	var closers []func()
-	if *f.collectors[snapshot.GroupProcesses] && f.attribution.enabled {
-		jobs, err := f.slurm.jobLookup()
-		if err != nil {
-			_ = reader.Close()
-			return nil, err
-		}
-		at, closeAttribution, err := f.attribution.attributor(logger, jobs, f.slurm.nodeName)
-		if err != nil {
-			_ = reader.Close()
-			return nil, err
-		}
-		enrichers = append(enrichers, at)
-		closers = append(closers, closeAttribution)
+	return reader, nil
+}
+
+// enrichers builds what fills in process owners. Owners are only worth
+// looking up when processes are read at all. What must be released at the
+// end is added to st.closers.
+func (f *commonFlags) enrichers(logger *slog.Logger, st *stack) ([]pipeline.Enricher, error) {
+	if !*f.collectors[snapshot.GroupProcesses] || !f.attribution.enabled {
+		return nil, nil
 	}
-	p := pipeline.New(reader, pipeline.Options{Timeout: f.timeout}, enrichers...)
-	exp, err := exporter.New(p, exporter.Options{
-		Collectors: f.enabledCollectors(),
-		Metrics:    filter,
-		PIDLabels:  f.pidLabels,
-	})
-	st := &stack{pipeline: p, exporter: exp, reader: reader, closers: closers}
+	jobs, err := f.slurm.jobLookup()
 	if err != nil {
-		_ = st.Close()
 		return nil, err
 	}
-	cluster, err := f.slurm.collector(logger)
+	at, closeAttribution, err := f.attribution.attributor(logger, jobs, f.slurm.nodeName)
 	if err != nil {
-		_ = st.Close()
 		return nil, err
 	}
-	if cluster != nil {
-		st.extra = append(st.extra, cluster)
-	}
-	return st, nil
+	st.closers = append(st.closers, closeAttribution)
+	return []pipeline.Enricher{at}, nil
 }
 
 func (f *commonFlags) metricFilter() (*exporter.MetricFilter, error) {
