@@ -6,7 +6,15 @@
 // about a process (uid, command, cgroup → container id, pod UID, job id) is
 // read once per process and cached per (pid, start time); what the runtime
 // APIs and Slurm say is cached per container id and per job id. With warm
-// caches Enrich makes no system call per process. Every lookup that can
+// caches Enrich makes no system call per process.
+//
+// A PID that the kernel reuses for a new process must not keep the old
+// process's owner. Where ProcRoot is the procfs of the exporter's own PID
+// namespace, each cached process is watched through a pidfd, and the next
+// Enrich after it exits re-reads its PID if the driver lists it (one
+// non-blocking epoll_wait per Enrich, exitwatch.go). Elsewhere, and for
+// processes no pidfd could be opened for, the start time is re-checked
+// every Options.RevalidateInterval. Call Close to release the pidfds. Every lookup that can
 // block runs with a timeout, in the background, so Enrich returns within
 // its context's budget however slow a socket is; the answer serves the next
 // scrape.
@@ -63,10 +71,13 @@ type Options struct {
 	// AllocationSources fill Snapshot.Allocations (kubelet pod-resources).
 	AllocationSources []AllocationSource
 
-	// RevalidateInterval is how often a cached process is checked against
-	// /proc (its start time re-read) to catch a reused PID. Default 30s.
-	// Checks are spread over the interval, so the cost is a few reads per
-	// scrape rather than a burst.
+	// RevalidateInterval is how often a cached process without a pidfd is
+	// checked against /proc (its start time re-read) to catch a reused
+	// PID. Default 30s. Checks are spread over the interval, so the cost
+	// is a few reads per scrape rather than a burst. Processes watched
+	// through a pidfd (ProcRoot the procfs of this PID namespace, Linux
+	// 5.3 or later, pidfd_open allowed) are not checked periodically: their
+	// exit is noticed at the next Enrich.
 	RevalidateInterval time.Duration
 	// CacheTTL is how long a runtime's or Slurm's answer is kept. Default 5m.
 	CacheTTL time.Duration
@@ -84,6 +95,7 @@ type Attributor struct {
 	stuckAfter  time.Duration // a procfs job running longer is abandoned
 	now         func() time.Time
 	procs       *procReader
+	watch       *exitWatcher // nil where pidfds cannot be used, and after Close
 	users       *userDB
 	errs        *errorCounts
 	resolvers   []containerSource
@@ -137,6 +149,11 @@ func New(opts Options) (*Attributor, error) {
 	if err != nil {
 		return nil, err
 	}
+	watch, err := newExitWatcher(opts.ProcRoot)
+	if err != nil {
+		opts.Logger.Info("not watching GPU processes for exit; checking for reused PIDs periodically instead",
+			"interval", opts.RevalidateInterval, "reason", err)
+	}
 	passwd := "/etc/passwd"
 	if opts.RootFS != "" {
 		passwd = filepath.Join(opts.RootFS, "etc", "passwd")
@@ -148,6 +165,7 @@ func New(opts Options) (*Attributor, error) {
 		stuckAfter:  max(10*opts.Timeout, 10*time.Second),
 		now:         time.Now,
 		procs:       procs,
+		watch:       watch,
 		users:       newUserDB(passwd),
 		allocations: opts.AllocationSources,
 		pids:        make(map[uint32]*pidEntry),
@@ -215,7 +233,7 @@ func (a *Attributor) Enrich(ctx context.Context, s *snapshot.Snapshot) {
 
 	// Started last, so that its reads do not compete with this call.
 	if len(due) > 0 {
-		a.revalidation = startProcJob(a.procs, a.errs, a.log, due, 1, start)
+		a.revalidation = startProcJob(a.procs, a.openPidfd(), a.errs, a.log, due, 1, start)
 	}
 
 	if start.Sub(a.lastSweep) > time.Minute {
@@ -233,6 +251,12 @@ func (a *Attributor) Enrich(ctx context.Context, s *snapshot.Snapshot) {
 // readProcfs brings the procfs cache up to date for the reported PIDs,
 // marks their entries seen and leaves them in a.entries.
 //
+// A PID whose watched process exited (noteExits) is re-read like a new
+// one, with its cached start time: a new process gets a new entry; when
+// /proc/PID is gone, or still shows the exited process (a zombie), the
+// entry keeps its owner, as the driver may list an exited process's PID
+// for a while.
+//
 // New PIDs are read in a background job that Enrich waits for until ctx is
 // done: a process stuck in the kernel (a read of /proc/PID/cmdline can
 // block on the process's memory lock) cannot hold Enrich past its budget. A
@@ -247,6 +271,7 @@ func (a *Attributor) Enrich(ctx context.Context, s *snapshot.Snapshot) {
 func (a *Attributor) readProcfs(ctx context.Context, procs []snapshot.Process, now time.Time) (due []procRequest) {
 	coldBusy := a.collect(&a.job, now)
 	revalidateBusy := a.collect(&a.revalidation, now)
+	a.noteExits()
 
 	var cold []procRequest
 	clear(a.queued)
@@ -269,25 +294,31 @@ func (a *Attributor) readProcfs(ctx context.Context, procs []snapshot.Process, n
 			a.markSeen(e)
 		}
 		switch {
-		case e == nil:
+		case e == nil || e.exited:
 			// A process on several GPUs is listed several times.
 			if _, dup := a.queued[pid]; !dup && !coldBusy {
 				a.queued[pid] = struct{}{}
-				cold = append(cold, procRequest{pid: pid})
+				req := procRequest{pid: pid}
+				if e != nil {
+					req.knownStart, req.exited = e.owner.StartTime, true
+				}
+				cold = append(cold, req)
 			}
-		case !now.Before(e.checkAt) && !revalidateBusy:
+		case e.pidfd < 0 && !now.Before(e.checkAt) && !revalidateBusy:
 			// Not due again until the check comes back.
 			e.checkAt = now.Add(a.revalidate)
 			due = append(due, procRequest{pid: pid, knownStart: e.owner.StartTime})
 		}
 	}
 	if len(cold) > 0 {
-		job := startProcJob(a.procs, a.errs, a.log, cold, procWorkers, now)
+		job := startProcJob(a.procs, a.openPidfd(), a.errs, a.log, cold, procWorkers, now)
 		select {
 		case <-job.done:
 			a.merge(job, now)
 			for i := range a.entries {
-				if a.entries[i].entry == nil {
+				// New, or replaced: the PID's exited process was
+				// followed by another.
+				if e := a.entries[i].entry; e == nil || !e.cached {
 					a.entries[i].entry = a.pids[procs[i].PID]
 				}
 			}
@@ -315,9 +346,51 @@ func (a *Attributor) collect(slot **procJob, now time.Time) (busy bool) {
 	if now.Sub(job.started) < a.stuckAfter {
 		return true
 	}
-	a.abandon(job, now)
+	if job.giveUp() {
+		a.abandon(job, now)
+	} else {
+		// It finished just now.
+		<-job.done
+		a.merge(job, now)
+	}
 	*slot = nil
 	return false
+}
+
+// openPidfd returns the function that the procfs jobs open pidfds with, or
+// nil when processes are not watched for exit.
+func (a *Attributor) openPidfd() func(pid int) (int, error) {
+	if a.watch == nil {
+		return nil
+	}
+	return a.watch.open
+}
+
+// Close releases the pidfds that watch the cached processes for exit, and
+// the pidfds of procfs reads still running. Enrich may still be called
+// afterwards; PID reuse is then checked for periodically. Close is
+// idempotent.
+func (a *Attributor) Close() error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	for _, slot := range []**procJob{&a.job, &a.revalidation} {
+		if job := *slot; job != nil {
+			if !job.giveUp() {
+				<-job.done
+				job.closePidfds()
+			}
+			*slot = nil
+		}
+	}
+	if a.watch == nil {
+		return nil
+	}
+	err := a.watch.close()
+	a.watch = nil
+	if err != nil {
+		return fmt.Errorf("attribution: closing the exit watcher: %w", err)
+	}
+	return nil
 }
 
 // abandon gives up on a job that has been stuck for stuckAfter, so that one
@@ -345,19 +418,23 @@ func (a *Attributor) merge(job *procJob, now time.Time) {
 	for _, res := range job.results {
 		old := a.pids[res.pid]
 		if res.unchanged {
-			// Still the same process; its next check is already set.
+			// Still the same process (for an exited one, its zombie);
+			// its next check is already set.
 			continue
 		}
 		if res.err != nil && errors.Is(res.err, errProcGone) && old != nil && res.facts.StartTime == 0 {
 			// The process exited while the driver still lists it: its
 			// memory was the old process's, so keep that owner.
+			closePidfd(res.pidfd)
 			continue
 		}
 		// New process, or a reused PID. Spread first checks over the
 		// interval so that a burst of new processes does not become a
 		// burst of checks.
 		jitter := time.Duration(rand.Int64N(int64(a.revalidate)/2 + 1))
-		a.putPid(res.pid, a.newPidEntry(a.ownerFromFacts(res.facts), now.Add(a.revalidate/2+jitter)))
+		e := a.newPidEntry(a.ownerFromFacts(res.facts), now.Add(a.revalidate/2+jitter))
+		a.putPid(res.pid, e)
+		a.watchEntry(e, res.pidfd)
 	}
 }
 

@@ -32,9 +32,13 @@ func (l listedProc) entryFor(pid uint32) *pidEntry {
 // pidEntry is the cached procfs view of one process. The fields every
 // warm Enrich reads come first, to share a cache line.
 type pidEntry struct {
-	cached  bool      // still the entry in Attributor.pids for its PID
-	gen     uint64    // the latest Enrich that listed the process
-	checkAt time.Time // when to re-read the start time
+	cached bool   // still the entry in Attributor.pids for its PID
+	exited bool   // its pidfd reported that the process exited: re-read the PID when listed
+	pidfd  int32  // the process's pidfd in Attributor.watch, or -1: then checkAt applies
+	gen    uint64 // the latest Enrich that listed the process
+	// checkAt is when to re-read the start time of a process without a
+	// pidfd.
+	checkAt time.Time
 	// The process's container and Slurm job (nil when no resolver or no
 	// Slurm is asked about them), set when the entry is created.
 	container  *containerGroup
@@ -51,6 +55,7 @@ type pidEntry struct {
 // in the groups of its container and job.
 func (a *Attributor) newPidEntry(owner snapshot.Owner, checkAt time.Time) *pidEntry {
 	return &pidEntry{
+		pidfd:     -1,
 		owner:     owner,
 		checkAt:   checkAt,
 		gen:       a.gen,
@@ -68,6 +73,7 @@ func (a *Attributor) uncachedEntry(o *snapshot.Owner) *pidEntry {
 		return nil
 	}
 	return &pidEntry{
+		pidfd:     -1,
 		owner:     *o,
 		container: a.containerGroupFor(o.Container.Runtime, o.Container.ID),
 		job:       a.jobGroupFor(o.Slurm.JobID),
@@ -98,9 +104,12 @@ func (a *Attributor) removePid(pid uint32, e *pidEntry) {
 	delete(a.pids, pid)
 }
 
-// release drops e's references to its groups and forgets groups left
-// without any.
+// release closes e's pidfd, drops e's references to its groups and forgets
+// groups left without any.
 func (a *Attributor) release(e *pidEntry) {
+	if a.watch != nil {
+		a.watch.remove(e)
+	}
 	e.cached = false
 	if e.gen == a.gen {
 		a.current--
@@ -122,6 +131,39 @@ func (a *Attributor) markSeen(e *pidEntry) {
 	if e.gen != a.gen {
 		e.gen = a.gen
 		a.current++
+	}
+}
+
+// watchEntry hands fd, the pidfd opened for e's process, to the exit
+// watcher, or closes it when it cannot be watched; e is then checked
+// periodically.
+func (a *Attributor) watchEntry(e *pidEntry, fd int32) {
+	if fd < 0 {
+		return
+	}
+	if a.watch == nil {
+		closePidfd(fd)
+		return
+	}
+	if err := a.watch.add(int(fd), e); err != nil {
+		closePidfd(fd)
+		a.log.Debug("not watching process for exit; it will be checked periodically", "err", err)
+	}
+}
+
+// noteExits marks the entries of watched processes that exited since the
+// previous Enrich, so that readProcfs re-reads their PIDs if listed. It
+// costs one non-blocking epoll_wait.
+func (a *Attributor) noteExits() {
+	if a.watch == nil {
+		return
+	}
+	if err := a.watch.exited(func(e *pidEntry) { e.exited = true }); err != nil {
+		// Not expected. Periodic checks take over: every entry's
+		// checkAt is due or will be.
+		a.log.Warn("watching processes for exit failed; checking them periodically instead", "err", err)
+		a.watch.close()
+		a.watch = nil
 	}
 }
 

@@ -15,6 +15,9 @@ import (
 type procRequest struct {
 	pid        uint32
 	knownStart uint64
+	// exited: the cached process is known to have exited (its pidfd said
+	// so), so /proc/PID being gone is expected, not an error.
+	exited bool
 }
 
 type procResult struct {
@@ -22,6 +25,10 @@ type procResult struct {
 	unchanged bool // still the process with knownStart; facts not re-read
 	facts     procFacts
 	err       error
+	// pidfd is the process's pidfd, opened before its facts were read
+	// (exitwatch.go), or -1. Whoever takes the result closes it or hands
+	// it to the cache entry.
+	pidfd int32
 }
 
 // procJob reads a batch of processes in the background.
@@ -29,6 +36,11 @@ type procJob struct {
 	results []procResult
 	done    chan struct{}
 	started time.Time
+	// outcome says who owns the results' pidfds: the Attributor that
+	// merges the job once it finished, or, for a job it abandoned (or
+	// dropped on Close), the job itself, which closes them when its
+	// reads return.
+	outcome atomic.Int32
 	// reading holds, per worker, the pid being read (0 when idle), so
 	// that a job abandoned as stuck can say which process it is stuck on.
 	reading [procWorkers]atomic.Uint32
@@ -45,13 +57,36 @@ func (j *procJob) stuckPIDs() []uint32 {
 	return pids
 }
 
+const (
+	jobRunning int32 = iota
+	jobFinished
+	jobAbandoned
+)
+
+// giveUp makes the job close its own pidfds when it finishes. It returns
+// false when the job has finished already: its results are the caller's
+// to merge or close.
+func (j *procJob) giveUp() bool {
+	return j.outcome.CompareAndSwap(jobRunning, jobAbandoned)
+}
+
+// closePidfds closes the pidfds of results nobody will merge.
+func (j *procJob) closePidfds() {
+	for i := range j.results {
+		closePidfd(j.results[i].pidfd)
+		j.results[i].pidfd = -1
+	}
+}
+
 // procWorkers is how many new processes are read at once: more than one,
 // so that one process stuck in the kernel does not hold up the rest.
 // Revalidation, which nothing waits for, uses one worker, so as to take
 // one core at most from the rest of the exporter.
 const procWorkers = 4
 
-func startProcJob(r *procReader, errs *errorCounts, log *slog.Logger, reqs []procRequest, workers int, now time.Time) *procJob {
+// startProcJob reads reqs in the background. openPidfd, when not nil,
+// opens a pidfd for each process whose facts are read.
+func startProcJob(r *procReader, openPidfd func(pid int) (int, error), errs *errorCounts, log *slog.Logger, reqs []procRequest, workers int, now time.Time) *procJob {
 	job := &procJob{results: make([]procResult, len(reqs)), done: make(chan struct{}), started: now}
 	var next atomic.Int64
 	var wg sync.WaitGroup
@@ -63,25 +98,41 @@ func startProcJob(r *procReader, errs *errorCounts, log *slog.Logger, reqs []pro
 					return
 				}
 				job.reading[w].Store(reqs[i].pid)
-				job.results[i] = readOne(r, errs, log, reqs[i])
+				job.results[i] = readOne(r, openPidfd, errs, log, reqs[i])
 				job.reading[w].Store(0)
 			}
 		})
 	}
 	go func() {
 		wg.Wait()
+		if !job.outcome.CompareAndSwap(jobRunning, jobFinished) {
+			job.closePidfds() // abandoned: nobody will merge it
+		}
 		close(job.done)
 	}()
 	return job
 }
 
-func readOne(r *procReader, errs *errorCounts, log *slog.Logger, req procRequest) procResult {
-	res := procResult{pid: req.pid}
+func readOne(r *procReader, openPidfd func(pid int) (int, error), errs *errorCounts, log *slog.Logger, req procRequest) procResult {
+	res := procResult{pid: req.pid, pidfd: -1}
 	if req.knownStart != 0 {
 		start, err := r.startTime(int(req.pid))
 		if err == nil && start == req.knownStart {
 			res.unchanged = true
 			return res
+		}
+		if req.exited && errors.Is(err, errProcGone) {
+			res.err = err
+			return res
+		}
+	}
+	if openPidfd != nil {
+		// Before the reads: the facts are then those of the pidfd's
+		// process, or the pidfd reports that it exited.
+		if fd, err := openPidfd(int(req.pid)); err == nil {
+			res.pidfd = int32(fd)
+		} else {
+			log.Debug("no pidfd; the process will be checked periodically", "pid", req.pid, "err", err)
 		}
 	}
 	res.facts, res.err = r.read(int(req.pid))

@@ -1,0 +1,353 @@
+package attribution
+
+import (
+	"bytes"
+	"context"
+	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// These tests run real processes (sleep) and read the real /proc, where
+// the exit watcher is used.
+
+// child is a process started for a test. It is started with
+// syscall.ForkExec rather than os/exec, whose os.Process holds a pidfd of
+// its own, so that the pidfds the test process holds are the Attributor's.
+type child struct {
+	pid    int
+	reaped bool
+}
+
+// sleeper starts a process that runs until the test kills it.
+func sleeper(t *testing.T) *child {
+	t.Helper()
+	path, err := exec.LookPath("sleep")
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid, err := syscall.ForkExec(path, []string{"sleep", "300"}, &syscall.ProcAttr{Env: []string{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := &child{pid: pid}
+	t.Cleanup(func() { c.exitAndReap(t) })
+	return c
+}
+
+// exitAndReap kills the process and waits for it, so its PID is free.
+func (c *child) exitAndReap(t *testing.T) {
+	t.Helper()
+	if c.reaped {
+		return
+	}
+	if err := syscall.Kill(c.pid, syscall.SIGKILL); err != nil {
+		t.Error(err)
+	}
+	for {
+		_, err := syscall.Wait4(c.pid, nil, 0, nil)
+		if err != syscall.EINTR {
+			break
+		}
+	}
+	c.reaped = true
+}
+
+func (c *child) PID() uint32 { return uint32(c.pid) }
+
+// liveAttributor reads the real /proc, watching processes through pidfds,
+// on a fake clock that the tests never move unless they say so: any
+// change they see comes from the watcher, not from a periodic check.
+func liveAttributor(t *testing.T) (*Attributor, *fakeClock) {
+	t.Helper()
+	a := newFixtureAttributor(t, Options{ProcRoot: "/proc", RevalidateInterval: time.Hour})
+	t.Cleanup(func() { a.Close() })
+	if a.watch == nil {
+		err := isOwnProcfs("/proc")
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("pidfds unavailable: %v", err)
+		}
+		t.Skipf("pidfds unavailable on this machine (%v); the periodic checks are tested with fixtures", err)
+	}
+	clock := newFakeClock()
+	a.now = clock.Now
+	return a, clock
+}
+
+// countPidfds counts the pidfds this test process holds.
+func countPidfds(t *testing.T) int {
+	t.Helper()
+	fds, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, fd := range fds {
+		if target, err := os.Readlink(filepath.Join("/proc/self/fd", fd.Name())); err == nil && target == "anon_inode:[pidfd]" {
+			n++
+		}
+	}
+	return n
+}
+
+func TestExitedProcessIsNoticedAtNextEnrich(t *testing.T) {
+	a, _ := liveAttributor(t)
+	before := countPidfds(t)
+	first, second := sleeper(t), sleeper(t)
+
+	s := procs(first.PID(), second.PID())
+	a.Enrich(context.Background(), s)
+	for i, p := range s.Processes {
+		if p.Owner.Command != "sleep 300" || p.Owner.StartTime == 0 {
+			t.Fatalf("process %d: owner %+v, want command \"sleep 300\" and a start time", i, p.Owner)
+		}
+		if e := a.pids[p.PID]; e == nil || e.pidfd < 0 {
+			t.Fatalf("process %d has no pidfd: %+v", i, e)
+		}
+	}
+	if got := countPidfds(t) - before; got != 2 {
+		t.Fatalf("%d pidfds open, want 2", got)
+	}
+	owner := s.Processes[0].Owner
+
+	first.exitAndReap(t)
+	// The driver may still list the exited process.
+	s = procs(first.PID(), second.PID())
+	a.Enrich(context.Background(), s)
+	e := a.pids[first.PID()]
+	if e == nil || !e.exited || e.pidfd != -1 {
+		t.Fatalf("exited process's entry: %+v, want marked exited, pidfd closed", e)
+	}
+	if got := s.Processes[0].Owner; got != owner {
+		t.Errorf("exited process still listed: owner %+v, want the last known %+v", got, owner)
+	}
+	if a.revalidation != nil {
+		t.Error("a periodic check was started; the exit should have been noticed without one")
+	}
+	if got := s.AttributionErrors[SourceProcfs]; got != 0 {
+		t.Errorf("procfs errors = %d, want 0: an exited process's /proc being gone is expected", got)
+	}
+	if got := countPidfds(t) - before; got != 1 {
+		t.Errorf("%d pidfds open, want 1", got)
+	}
+
+	// No longer listed: evicted. A new process gets an entry of its own.
+	third := sleeper(t)
+	s = procs(second.PID(), third.PID())
+	a.Enrich(context.Background(), s)
+	if e := a.pids[first.PID()]; e != nil && first.PID() != third.PID() {
+		t.Errorf("exited process not evicted: %+v", e)
+	}
+	if e := a.pids[third.PID()]; e == nil || e.exited || e.pidfd < 0 || e.owner.Command != "sleep 300" {
+		t.Errorf("new process's entry: %+v", e)
+	}
+	if got := countPidfds(t) - before; got != 2 {
+		t.Errorf("%d pidfds open, want 2", got)
+	}
+}
+
+// TestZombieKeepsItsOwner: a process that exited but was not reaped still
+// has a /proc entry, with no command line and no cgroup. It is the same
+// process (same start time), so its owner as read while it ran is kept.
+func TestZombieKeepsItsOwner(t *testing.T) {
+	a, _ := liveAttributor(t)
+	cmd := sleeper(t)
+	pid := cmd.PID()
+	s := procs(pid)
+	a.Enrich(context.Background(), s)
+	owner := s.Processes[0].Owner
+
+	if err := syscall.Kill(cmd.pid, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	waitForZombie(t, int(pid))
+	for range 2 {
+		s = procs(pid)
+		a.Enrich(context.Background(), s)
+		if got := s.Processes[0].Owner; got != owner {
+			t.Errorf("zombie: owner %+v, want %+v", got, owner)
+		}
+		if e := a.pids[pid]; e == nil || !e.exited {
+			t.Errorf("zombie's entry: %+v, want marked exited", e)
+		}
+	}
+}
+
+func waitForZombie(t *testing.T, pid int) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		stat, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "stat"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if i := bytes.LastIndexByte(stat, ')'); i > 0 && strings.HasPrefix(string(stat[i:]), ") Z") {
+			return
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	t.Fatalf("process %d did not become a zombie", pid)
+}
+
+// TestReusedPIDIsRereadAtOnce cannot make the kernel reuse a PID, so it
+// pairs a fixture process with the pidfd of a real one: when the real one
+// exits, the fixture's PID is "reused" by a process of another user, and
+// the very next Enrich reports the new owner.
+func TestReusedPIDIsRereadAtOnce(t *testing.T) {
+	root := tempProc(t, 1001)
+	a := newFixtureAttributor(t, Options{ProcRoot: root, RevalidateInterval: 10 * time.Second})
+	defer a.Close()
+	if a.watch != nil {
+		t.Fatal("a fixture tree is not this PID namespace's procfs, yet pidfds are used")
+	}
+	clock := newFakeClock()
+	a.now = clock.Now
+	real := sleeper(t)
+	watch, err := newEpollWatcher(func(int) (int, error) { return unix.PidfdOpen(real.pid, 0) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	a.watch = watch
+
+	s := procs(1001)
+	a.Enrich(context.Background(), s)
+	if got := s.Processes[0].Owner; got.User != "alice" || got.StartTime != 101001 {
+		t.Fatalf("setup: %+v", got)
+	}
+	// A watched process is not checked periodically.
+	clock.Advance(time.Hour)
+	a.Enrich(context.Background(), procs(1001))
+	if a.revalidation != nil {
+		t.Error("a watched process was checked periodically")
+	}
+
+	reuse1001(t, root)
+	real.exitAndReap(t)
+	s = procs(1001)
+	a.Enrich(context.Background(), s)
+	got := s.Processes[0].Owner
+	if got.StartTime != 555555 || got.User != "bob" || got.Container.ID != "" {
+		t.Errorf("next Enrich after the exit: got %+v, want start 555555, user bob, no container", got)
+	}
+}
+
+// reuse1001 makes fixture process 1001 a process of bob, outside any
+// container, started at 555555.
+func reuse1001(t *testing.T, root string) {
+	t.Helper()
+	dir := filepath.Join(root, "1001")
+	replace := func(name, old, new string) {
+		b, err := os.ReadFile(filepath.Join(dir, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(string(b), old) {
+			t.Fatalf("%s has no %q", name, old)
+		}
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(strings.ReplaceAll(string(b), old, new)), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	replace("stat", " 101001 ", " 555555 ")
+	replace("status", "Uid:\t1000\t1000\t1000\t1000", "Uid:\t1001\t1001\t1001\t1001")
+	if err := os.WriteFile(filepath.Join(dir, "cgroup"), []byte("0::/user.slice/user-1001.slice/session-4.scope\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestNoPidfdFallsBackToPeriodicChecks: where pidfd_open fails (an old
+// kernel, a seccomp profile, too many open files), a process is checked
+// every RevalidateInterval as before.
+func TestNoPidfdFallsBackToPeriodicChecks(t *testing.T) {
+	a, clock := liveAttributor(t)
+	a.watch.open = func(int) (int, error) { return -1, unix.ENOSYS }
+	cmd := sleeper(t)
+	pid := cmd.PID()
+	a.Enrich(context.Background(), procs(pid))
+	if e := a.pids[pid]; e == nil || e.pidfd != -1 || e.owner.Command != "sleep 300" {
+		t.Fatalf("entry %+v, want one without a pidfd", e)
+	}
+	a.Enrich(context.Background(), procs(pid))
+	if a.revalidation != nil {
+		t.Fatal("checked before the interval")
+	}
+	clock.Advance(time.Hour + time.Second)
+	a.Enrich(context.Background(), procs(pid))
+	finishRevalidation(t, a)
+}
+
+func TestIsOwnProcfs(t *testing.T) {
+	if err := isOwnProcfs("/proc"); err != nil {
+		t.Errorf("/proc: %v", err)
+	}
+	for _, dir := range []string{"testdata/proc", t.TempDir(), "/nonexistent"} {
+		if err := isOwnProcfs(dir); err == nil {
+			t.Errorf("%s taken for this PID namespace's procfs", dir)
+		}
+	}
+}
+
+func TestCloseReleasesPidfds(t *testing.T) {
+	a, _ := liveAttributor(t)
+	before := countPidfds(t)
+	cmds := []*child{sleeper(t), sleeper(t), sleeper(t)}
+	s := procs(cmds[0].PID(), cmds[1].PID(), cmds[2].PID())
+	a.Enrich(context.Background(), s)
+	if got := countPidfds(t) - before; got != 3 {
+		t.Fatalf("%d pidfds open, want 3", got)
+	}
+	if err := a.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if got := countPidfds(t) - before; got != 0 {
+		t.Errorf("after Close: %d pidfds open, want 0", got)
+	}
+	if err := a.Close(); err != nil {
+		t.Errorf("second Close: %v", err)
+	}
+	// Still usable, without pidfds.
+	s = procs(cmds[0].PID())
+	a.Enrich(context.Background(), s)
+	if got := s.Processes[0].Owner.Command; got != "sleep 300" {
+		t.Errorf("Enrich after Close: command %q", got)
+	}
+	if got := countPidfds(t) - before; got != 0 {
+		t.Errorf("Enrich after Close opened %d pidfds", got)
+	}
+}
+
+// TestAbandonedJobClosesItsPidfds: a procfs read abandoned as stuck
+// closes the pidfds it opened once it returns, since nobody merges it.
+func TestAbandonedJobClosesItsPidfds(t *testing.T) {
+	r, err := newProcReader("/proc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := countPidfds(t)
+	cmd := sleeper(t)
+	release := make(chan struct{})
+	open := func(pid int) (int, error) {
+		<-release // stuck, as a read of a process hung in the kernel is
+		return unix.PidfdOpen(pid, 0)
+	}
+	job := startProcJob(r, open, newErrorCounts(SourceProcfs), slog.New(slog.DiscardHandler), []procRequest{{pid: cmd.PID()}}, 1, time.Now())
+	if !job.giveUp() {
+		t.Fatal("giveUp on a running job failed")
+	}
+	close(release)
+	<-job.done
+	if got := countPidfds(t) - before; got != 0 {
+		t.Errorf("abandoned job left %d pidfds open", got)
+	}
+	if job.giveUp() {
+		t.Error("giveUp succeeded twice")
+	}
+}
