@@ -402,10 +402,14 @@ func (a *Attributor) abandon(job *procJob, now time.Time) {
 	for _, pid := range job.stuckPIDs() {
 		a.errs.add(SourceProcfs)
 		a.log.Warn("reading process is stuck; skipping it until it is next checked", "pid", pid, "for", now.Sub(job.started))
-		if a.pids[pid] == nil {
+		if e := a.pids[pid]; e == nil {
 			a.putPid(pid, a.newPidEntry(snapshot.Owner{}, now.Add(a.revalidate)))
 		} else {
-			a.pids[pid].checkAt = now.Add(a.revalidate)
+			// An exited process's PID is re-read at every Enrich that
+			// lists it; stuck, it is left to the periodic check, or
+			// every scrape would wait for it.
+			e.exited = false
+			e.checkAt = now.Add(a.revalidate)
 		}
 	}
 }
@@ -627,5 +631,12 @@ func (a *Attributor) String() string {
 	if a.slurm != nil {
 		names = append(names, SourceSlurm)
 	}
-	return fmt.Sprintf("attribution sources %v, timeout %s", names, a.timeout)
+	a.mu.Lock()
+	watched := a.watch != nil
+	a.mu.Unlock()
+	reuse := fmt.Sprintf("PID reuse checked every %s", a.revalidate)
+	if watched {
+		reuse = "processes watched for exit through pidfds"
+	}
+	return fmt.Sprintf("attribution sources %v, timeout %s, %s", names, a.timeout, reuse)
 }

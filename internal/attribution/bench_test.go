@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/gpuwatch/gpuwatch/internal/snapshot"
 )
 
@@ -83,10 +85,26 @@ func benchFleet(b *testing.B) (procRoot, socket string, s *snapshot.Snapshot) {
 	return procRoot, "unix://" + fd.socket, s
 }
 
-func warmAttributor(b *testing.B, procRoot, socket string, s *snapshot.Snapshot) *Attributor {
+// warmAttributor returns an Attributor that has read the fleet. With
+// watched, every process is watched for exit through a pidfd, as on a real
+// /proc (the fleet's processes being files, the pidfds are of the
+// benchmark's own process, which does not exit); otherwise every process
+// is checked periodically, as where pidfds cannot be used.
+func warmAttributor(b *testing.B, procRoot, socket string, s *snapshot.Snapshot, watched bool) *Attributor {
 	b.Helper()
 	a := newFixtureAttributor(b, Options{ProcRoot: procRoot, DockerSocket: socket, Timeout: 10 * time.Second, RevalidateInterval: benchRevalidateInt})
+	b.Cleanup(func() { a.Close() })
+	if watched {
+		w, err := newEpollWatcher(func(int) (int, error) { return unix.PidfdOpen(os.Getpid(), 0) })
+		if err != nil {
+			b.Fatal(err)
+		}
+		a.watch = w
+	}
 	a.Enrich(context.Background(), s)
+	if watched && len(a.watch.watched) != len(s.Processes) {
+		b.Fatalf("%d of %d processes watched", len(a.watch.watched), len(s.Processes))
+	}
 	for i, p := range s.Processes {
 		if p.Owner.Container.Name == "" || p.Owner.User != "alice" {
 			b.Fatalf("cold Enrich left process %d unattributed: %+v", i, p.Owner)
@@ -106,10 +124,17 @@ func reportPercentiles(b *testing.B, times []time.Duration) {
 }
 
 // BenchmarkEnrichWarm is a scrape with every cache warm and no PID-reuse
-// check due: the cost Enrich adds to almost every scrape.
-func BenchmarkEnrichWarm(b *testing.B) {
+// check due: the cost Enrich adds to almost every scrape where processes
+// are checked periodically.
+func BenchmarkEnrichWarm(b *testing.B) { benchmarkEnrichWarm(b, false) }
+
+// BenchmarkEnrichWarmWatched is BenchmarkEnrichWarm with every process
+// watched for exit through a pidfd: the cost on a real /proc.
+func BenchmarkEnrichWarmWatched(b *testing.B) { benchmarkEnrichWarm(b, true) }
+
+func benchmarkEnrichWarm(b *testing.B, watched bool) {
 	procRoot, socket, s := benchFleet(b)
-	a := warmAttributor(b, procRoot, socket, s)
+	a := warmAttributor(b, procRoot, socket, s, watched)
 	ctx := context.Background()
 	times := make([]time.Duration, 0, 1<<16) // not to count its growth in B/op
 	b.ReportAllocs()
@@ -132,7 +157,7 @@ func BenchmarkEnrichWarm(b *testing.B) {
 // every one is looked up by PID.
 func BenchmarkEnrichWarmReordered(b *testing.B) {
 	procRoot, socket, s := benchFleet(b)
-	a := warmAttributor(b, procRoot, socket, s)
+	a := warmAttributor(b, procRoot, socket, s, false)
 	reversed := &snapshot.Snapshot{Processes: slices.Clone(s.Processes)}
 	slices.Reverse(reversed.Processes)
 	snaps := [2]*snapshot.Snapshot{reversed, s}
@@ -158,9 +183,16 @@ func BenchmarkEnrichWarmReordered(b *testing.B) {
 // merges the previous ones. The checks themselves run between scrapes and
 // are waited for outside the timer; their CPU cost is reported per scrape
 // as check-ns.
-func BenchmarkEnrichSteadyState(b *testing.B) {
+func BenchmarkEnrichSteadyState(b *testing.B) { benchmarkEnrichSteadyState(b, false) }
+
+// BenchmarkEnrichSteadyStateWatched is BenchmarkEnrichSteadyState with
+// every process watched for exit through a pidfd, as on a real /proc: no
+// check is ever due.
+func BenchmarkEnrichSteadyStateWatched(b *testing.B) { benchmarkEnrichSteadyState(b, true) }
+
+func benchmarkEnrichSteadyState(b *testing.B, watched bool) {
 	procRoot, socket, s := benchFleet(b)
-	a := warmAttributor(b, procRoot, socket, s)
+	a := warmAttributor(b, procRoot, socket, s, watched)
 	clock := newFakeClock()
 	a.now = clock.Now
 	a.Enrich(context.Background(), s) // entries now scheduled on the fake clock

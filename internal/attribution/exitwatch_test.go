@@ -351,3 +351,55 @@ func TestAbandonedJobClosesItsPidfds(t *testing.T) {
 		t.Error("giveUp succeeded twice")
 	}
 }
+
+func TestStringSaysHowPIDReuseIsCaught(t *testing.T) {
+	a := newFixtureAttributor(t, Options{RevalidateInterval: 20 * time.Second})
+	if got := a.String(); !strings.Contains(got, "PID reuse checked every 20s") {
+		t.Errorf("fixture tree: %q", got)
+	}
+	live, _ := liveAttributor(t)
+	if got := live.String(); !strings.Contains(got, "watched for exit through pidfds") {
+		t.Errorf("live /proc: %q", got)
+	}
+}
+
+// TestStuckRereadOfExitedPID: when re-reading the PID of an exited process
+// hangs, the read is abandoned as for any process, and the PID is left to
+// the periodic check rather than retried (and waited for) every scrape.
+func TestStuckRereadOfExitedPID(t *testing.T) {
+	root := tempProc(t, 1001)
+	a := newFixtureAttributor(t, Options{ProcRoot: root, RevalidateInterval: time.Minute})
+	defer a.Close()
+	clock := newFakeClock()
+	a.now = clock.Now
+	real := sleeper(t)
+	watch, err := newEpollWatcher(func(int) (int, error) { return unix.PidfdOpen(real.pid, 0) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	a.watch = watch
+	a.Enrich(context.Background(), procs(1001))
+
+	// The PID is reused by a process whose command line cannot be read.
+	reuse1001(t, root)
+	stuckProc(t, root, 1001)
+	real.exitAndReap(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	a.Enrich(ctx, procs(1001))
+	if a.job == nil {
+		t.Fatal("the re-read did not get stuck")
+	}
+	clock.Advance(a.stuckAfter + time.Second)
+	a.Enrich(context.Background(), procs(1001)) // abandons it
+	start := time.Now()
+	ctx, cancel = context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	a.Enrich(ctx, procs(1001))
+	if a.job != nil || time.Since(start) > time.Second {
+		t.Errorf("the stuck PID is being read again (Enrich took %v) instead of being left to the periodic check", time.Since(start))
+	}
+	if e := a.pids[1001]; e == nil || e.exited || e.checkAt.Before(clock.Now()) {
+		t.Errorf("entry after abandoning: %+v", e)
+	}
+}
