@@ -6,18 +6,18 @@
 // about a process (uid, command, cgroup → container id, pod UID, job id) is
 // read once per process and cached per (pid, start time); what the runtime
 // APIs and Slurm say is cached per container id and per job id. With warm
-// caches Enrich makes no system call per process.
+// caches Enrich makes no system call per process. Every lookup that can
+// block runs with a timeout, in the background, so Enrich returns within
+// its context's budget however slow a socket is; the answer serves the next
+// scrape.
 //
 // A PID that the kernel reuses for a new process must not keep the old
 // process's owner. Where ProcRoot is the procfs of the exporter's own PID
 // namespace, each cached process is watched through a pidfd, and the next
-// Enrich after it exits re-reads its PID if the driver lists it (one
+// Enrich after it exits re-reads its PID if the driver still lists it (one
 // non-blocking epoll_wait per Enrich, exitwatch.go). Elsewhere, and for
 // processes no pidfd could be opened for, the start time is re-checked
-// every Options.RevalidateInterval. Call Close to release the pidfds. Every lookup that can
-// block runs with a timeout, in the background, so Enrich returns within
-// its context's budget however slow a socket is; the answer serves the next
-// scrape.
+// every Options.RevalidateInterval. Close releases the pidfds.
 package attribution
 
 import (
