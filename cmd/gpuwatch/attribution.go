@@ -120,5 +120,7 @@ func (a *attributionFlags) attributor(logger *slog.Logger, jobs *slurm.JobLookup
 		closeAll()
 		return nil, nil, fmt.Errorf("process attribution: %w", err)
 	}
+	logger.Info("process attribution", "how", at.String())
+	closers = append(closers, at.Close)
 	return at, closeAll, nil
 }

@@ -27,6 +27,11 @@ func newPsCommand(app *kingpin.Application, common *commonFlags) *psCommand {
 func (c *psCommand) name() string { return "ps" }
 
 func (c *psCommand) run() error {
+	// ps is read by a person at a terminal: start-up notes would bury the
+	// table, so the default level is warn here (--log.level=debug still works).
+	if c.common.log.Level != nil && c.common.log.Level.String() == "info" {
+		_ = c.common.log.Level.Set("warn")
+	}
 	logger := promslog.New(c.common.log)
 	st, err := c.common.buildStack(logger)
 	if err != nil {

@@ -7,7 +7,6 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"path/filepath"
 	"strings"
 	"sync/atomic"
@@ -15,6 +14,7 @@ import (
 	"time"
 
 	"github.com/gpuwatch/gpuwatch/internal/snapshot"
+	"github.com/gpuwatch/gpuwatch/internal/testenv"
 )
 
 // fakeDocker serves GET /containers/{id}/json on a unix socket, like the
@@ -52,15 +52,7 @@ func newFakeDocker(t testing.TB, containers map[string]dockerInspect) *fakeDocke
 
 // shortTempDir is a temporary directory with a path short enough for a
 // unix socket (108 bytes), which t.TempDir() under a long test name is not.
-func shortTempDir(t testing.TB) string {
-	t.Helper()
-	dir, err := os.MkdirTemp("", "gw")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	return dir
-}
+func shortTempDir(t testing.TB) string { return testenv.ShortTempDir(t) }
 
 func inspect(name, image string, labels map[string]string) dockerInspect {
 	var in dockerInspect
