@@ -5,20 +5,12 @@ package main
 import (
 	"fmt"
 	"os"
-	"runtime/debug"
 
 	"github.com/alecthomas/kingpin/v2"
 	"github.com/prometheus/common/version"
 )
 
 func main() {
-	// gpuwatch keeps a few MiB live and allocates a page's worth per
-	// scrape; collecting at 50% heap growth instead of 100% lowers its
-	// peak RSS by about 2.5 MiB on dgx-h100 for no measurable CPU (see
-	// bench/RESULTS.md). GOGC in the environment still wins.
-	if os.Getenv("GOGC") == "" {
-		debug.SetGCPercent(50)
-	}
 	os.Exit(run(os.Args[1:]))
 }
 
