@@ -3,6 +3,7 @@ package attribution
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"log/slog"
 	"os"
 	"os/exec"
@@ -14,6 +15,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/gpuwatch/gpuwatch/internal/testenv"
 )
 
 // These tests run real processes (sleep) and read the real /proc, where
@@ -71,11 +74,7 @@ func liveAttributor(t *testing.T) (*Attributor, *fakeClock) {
 	a := newFixtureAttributor(t, Options{ProcRoot: "/proc", RevalidateInterval: time.Hour})
 	t.Cleanup(func() { a.Close() })
 	if a.watch == nil {
-		err := isOwnProcfs("/proc")
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("pidfds unavailable: %v", err)
-		}
-		t.Skipf("pidfds unavailable on this machine (%v); the periodic checks are tested with fixtures", err)
+		testenv.Missing(t, fmt.Sprintf("pidfds unavailable on this machine (%v); the periodic checks are tested with fixtures", isOwnProcfs("/proc")))
 	}
 	clock := newFakeClock()
 	a.now = clock.Now

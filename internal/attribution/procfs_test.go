@@ -13,6 +13,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/gpuwatch/gpuwatch/internal/snapshot"
+	"github.com/gpuwatch/gpuwatch/internal/testenv"
 )
 
 // tempProc copies fixture processes into a writable procfs tree, so a test
@@ -26,25 +27,7 @@ func tempProc(t testing.TB, pids ...int) string {
 	return root
 }
 
-func copyDir(t testing.TB, src, dst string) {
-	t.Helper()
-	entries, err := os.ReadDir(src)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.MkdirAll(dst, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	for _, e := range entries {
-		b, err := os.ReadFile(filepath.Join(src, e.Name()))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(filepath.Join(dst, e.Name()), b, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-}
+func copyDir(t testing.TB, src, dst string) { testenv.CopyDir(t, src, dst) }
 
 func procs(pids ...uint32) *snapshot.Snapshot {
 	s := &snapshot.Snapshot{}
@@ -125,24 +108,7 @@ func TestPIDReuseIsDetected(t *testing.T) {
 
 	// PID 1001 is reused by a process of another user, outside any
 	// container, started later.
-	dir := filepath.Join(root, "1001")
-	replace := func(name, old, new string) {
-		b, err := os.ReadFile(filepath.Join(dir, name))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if !strings.Contains(string(b), old) {
-			t.Fatalf("%s has no %q", name, old)
-		}
-		if err := os.WriteFile(filepath.Join(dir, name), []byte(strings.ReplaceAll(string(b), old, new)), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	replace("stat", " 101001 ", " 555555 ")
-	replace("status", "Uid:\t1000\t1000\t1000\t1000", "Uid:\t1001\t1001\t1001\t1001")
-	if err := os.WriteFile(filepath.Join(dir, "cgroup"), []byte("0::/user.slice/user-1001.slice/session-4.scope\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	reuse1001(t, root)
 
 	clock.Advance(11 * time.Second)
 	s := procs(1001)

@@ -12,6 +12,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/gpuwatch/gpuwatch/internal/testenv"
 )
 
 const dashboardPath = "../../deploy/grafana/dashboards/slurm-gpu-cluster.json"
@@ -157,14 +159,7 @@ func substitute(expr string, values map[string]string) string {
 
 func requirePromtool(t *testing.T) string {
 	t.Helper()
-	path, err := exec.LookPath("promtool")
-	if err != nil {
-		if os.Getenv("CI") == "true" && !testing.Short() {
-			t.Fatal("promtool not found under CI=true (apt-get install -y prometheus)")
-		}
-		t.Skip("promtool not found (apt-get install -y prometheus): PromQL of the dashboard not checked")
-	}
-	return path
+	return testenv.RequireTool(t, "promtool", "prometheus")
 }
 
 func runPromtool(t *testing.T, promtool string, args ...string) {

@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"encoding/json"
-	"os"
 	"path/filepath"
 	"testing"
 
@@ -26,7 +25,7 @@ func TestPodmanContainerNames(t *testing.T) {
 
 	proc := filepath.Join(t.TempDir(), "proc")
 	const pid = "1018"
-	copyFixtureProcess(t, filepath.Join(fixtureProc, pid), filepath.Join(proc, pid))
+	testenv.CopyDir(t, filepath.Join(fixtureProc, pid), filepath.Join(proc, pid))
 	writeFile(t, filepath.Join(proc, pid, "cgroup"), "0::/machine.slice/libpod-"+id+".scope/container\n")
 	cfg := filepath.Join(t.TempDir(), "sim.yaml")
 	writeFile(t, cfg, "profile: h100\npin_time: 1h\nprocesses:\n  - {gpu: 0, pid: "+pid+", used_memory_bytes: 1073741824}\n")
@@ -65,24 +64,5 @@ func TestPodmanContainerNames(t *testing.T) {
 	}
 	if v, ok := sample(fams, "gpuwatch_attribution_errors_total", map[string]string{"source": "docker"}); !ok || v != 0 {
 		t.Errorf("docker errors = %v (present %v)", v, ok)
-	}
-}
-
-// copyFixtureProcess copies one /proc/PID directory of the fixture tree.
-func copyFixtureProcess(t *testing.T, src, dst string) {
-	t.Helper()
-	entries, err := os.ReadDir(src)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.MkdirAll(dst, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	for _, e := range entries {
-		data, err := os.ReadFile(filepath.Join(src, e.Name()))
-		if err != nil {
-			t.Fatal(err)
-		}
-		writeFile(t, filepath.Join(dst, e.Name()), string(data))
 	}
 }
