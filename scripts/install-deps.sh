@@ -21,7 +21,7 @@ if [ ${#missing[@]} -gt 0 ]; then
   apt-get update -qq
   # Debian's packages start services where systemd runs; the tests start
   # their own instances on temporary ports and paths instead.
-  apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+  apt-get install -y -qq "${missing[@]}" >/dev/null
 fi
 
 go mod download
