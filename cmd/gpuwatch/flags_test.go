@@ -1,6 +1,9 @@
 package main
 
 import (
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/gpuwatch/gpuwatch/internal/snapshot"
@@ -10,6 +13,30 @@ func TestEveryCollectorHasHelp(t *testing.T) {
 	for _, g := range snapshot.AllGroups {
 		if collectorHelp[g] == "" {
 			t.Errorf("collector %q has no help text for --collector.%s", g, g)
+		}
+	}
+}
+
+// TestREADMEDocumentsEveryFlag keeps the README's flag reference complete:
+// every flag of every command must be named there.
+func TestREADMEDocumentsEveryFlag(t *testing.T) {
+	readme, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	app, _ := newApp()
+	model := app.Model()
+	flags := model.Flags
+	for _, c := range model.Commands {
+		flags = append(flags, c.Flags...)
+	}
+	builtin := map[string]bool{"help": true, "help-long": true, "help-man": true, "version": true}
+	for _, f := range flags {
+		if builtin[f.Name] || f.Hidden {
+			continue
+		}
+		if !strings.Contains(string(readme), "--"+f.Name) {
+			t.Errorf("README.md does not document --%s", f.Name)
 		}
 	}
 }

@@ -16,20 +16,7 @@ func main() {
 
 // run parses args and runs the chosen command; it returns the exit status.
 func run(args []string) int {
-	app := kingpin.New("gpuwatch", "Prometheus exporter for NVIDIA GPUs: device health straight from NVML (no DCGM), "+
-		"and which process, container, pod or Slurm job uses each GPU.\n\n"+
-		"Without a GPU, try the simulator: gpuwatch --backend=sim --sim.profile=dgx-h100")
-	app.Version(version.Print("gpuwatch"))
-	app.HelpFlag.Short('h')
-
-	cfg := registerCommonFlags(app)
-	cmds := []command{
-		newServeCommand(app, cfg),
-		newTextfileCommand(app, cfg),
-		newMetricsCommand(app, cfg),
-		newPsCommand(app, cfg),
-	}
-
+	app, cmds := newApp()
 	chosen, err := app.Parse(args)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "gpuwatch: %v (see gpuwatch --help)\n", err)
@@ -46,6 +33,23 @@ func run(args []string) int {
 	}
 	fmt.Fprintf(os.Stderr, "gpuwatch: unknown command %q\n", chosen)
 	return 2
+}
+
+// newApp declares every flag and command.
+func newApp() (*kingpin.Application, []command) {
+	app := kingpin.New("gpuwatch", "Prometheus exporter for NVIDIA GPUs: device health straight from NVML (no DCGM), "+
+		"and which process, container, pod or Slurm job uses each GPU.\n\n"+
+		"Without a GPU, try the simulator: gpuwatch --backend=sim --sim.profile=dgx-h100")
+	app.Version(version.Print("gpuwatch"))
+	app.HelpFlag.Short('h')
+
+	cfg := registerCommonFlags(app)
+	return app, []command{
+		newServeCommand(app, cfg),
+		newTextfileCommand(app, cfg),
+		newMetricsCommand(app, cfg),
+		newPsCommand(app, cfg),
+	}
 }
 
 // command is one subcommand: its kingpin name and what it does.
