@@ -52,8 +52,8 @@ func registerCommonFlags(app *kingpin.Application) *commonFlags {
 		ExistingFileVar(&f.metricsFile)
 	app.Flag("collector.processes.pid-labels", "Export one series per GPU process with pid and command labels instead of one per owner. Raises cardinality; off by default.").
 		Default("false").BoolVar(&f.pidLabels)
-	app.Flag("collection.timeout", "Upper bound on one collection of every GPU; a scrape never waits longer.").
-		Default("10s").DurationVar(&f.timeout)
+	app.Flag("collection.timeout", "Upper bound on one collection of every GPU. A GPU whose NVML calls have not returned by then is reported down (gpu_up 0) and the others are served; keep it below Prometheus's scrape_timeout.").
+		Default("5s").DurationVar(&f.timeout)
 	f.attribution.register(app)
 	f.slurm.register(app)
 	promslogflag.AddFlags(app, f.log)

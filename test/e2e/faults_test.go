@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	dto "github.com/prometheus/client_model/go"
 	"path/filepath"
 	"testing"
 	"time"
@@ -67,5 +68,43 @@ faults:
 	}
 	if proc.exited() {
 		t.Fatal("gpuwatch exited after losing a GPU")
+	}
+}
+
+// TestHungGPU: the NVML calls of GPU 4 hang for three seconds. Scrapes keep
+// returning within the collection timeout, report GPU 4 down while it
+// hangs and the other GPUs up, and GPU 4 comes back afterwards.
+func TestHungGPU(t *testing.T) {
+	cfg := filepath.Join(t.TempDir(), "sim.yaml")
+	writeFile(t, cfg, "profile: dgx-h100\nfaults:\n  - {gpu: 4, hang_after: 1s, hang_for: 3s}\n")
+	base, proc := startGpuwatch(t, "--backend=sim", "--sim.config="+cfg, "--collection.timeout=500ms")
+
+	scrape := func() map[string]*dto.MetricFamily {
+		start := time.Now()
+		fams := parseMetrics(t, httpGet(t, base+"/metrics"))
+		if took := time.Since(start); took > 2*time.Second {
+			t.Errorf("a scrape took %v with a 500ms collection timeout", took)
+		}
+		return fams
+	}
+	up := func(fams map[string]*dto.MetricFamily, gpu string) float64 {
+		v, _ := sample(fams, "gpu_up", map[string]string{"gpu": gpu})
+		return v
+	}
+	waitFor(t, 10*time.Second, "gpu_up{gpu=4} = 0 while it hangs", func() bool {
+		fams := scrape()
+		if up(fams, "4") != 0 {
+			return false
+		}
+		for _, gpu := range []string{"0", "3", "5"} {
+			if up(fams, gpu) != 1 {
+				t.Errorf("gpu_up{gpu=%s} = %v while GPU 4 hangs", gpu, up(fams, gpu))
+			}
+		}
+		return true
+	})
+	waitFor(t, 15*time.Second, "gpu_up{gpu=4} = 1 after the hang", func() bool { return up(scrape(), "4") == 1 })
+	if proc.exited() {
+		t.Fatal("gpuwatch exited")
 	}
 }

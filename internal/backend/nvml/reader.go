@@ -9,7 +9,6 @@ import (
 	"runtime"
 	"slices"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
@@ -53,6 +52,8 @@ type Reader struct {
 	mu       sync.Mutex
 	states   map[int]*deviceState // by device index
 	versions versions
+
+	blocked blockedReads
 
 	xid *xidWatcher // nil when the xid group is off or no device supports it
 	// xidSetupErr is reported in Groups["xid"].Err on every read: the
@@ -214,36 +215,112 @@ type deviceResult struct {
 
 // readDevices reads devices 0..count-1 with at most r.parallel at a time.
 // Results are indexed by device index, so the snapshot is sorted for free.
+//
+// An NVML call can block for a long time on a GPU in a bad state. When ctx
+// ends before a device's read returns, the device is reported down
+// ("not_answering") and its read is left to finish on its own; until it
+// does, later reads report that device down at once instead of starting
+// another read that would block too. The other GPUs are read as usual.
 func (r *Reader) readDevices(ctx context.Context, count int) ([]deviceResult, error) {
-	results := make([]deviceResult, count)
-	workers := min(r.parallel, count)
-	if workers <= 1 {
-		for i := range count {
-			if err := ctx.Err(); err != nil {
-				return nil, err
-			}
-			r.readDevice(i, &results[i])
-		}
-		return results, nil
+	type finished struct {
+		index  int
+		result deviceResult
 	}
-	var next atomic.Int64
-	var wg sync.WaitGroup
-	for range workers {
-		wg.Go(func() {
-			for {
-				i := int(next.Add(1) - 1)
-				if i >= count || ctx.Err() != nil {
-					return
-				}
-				r.readDevice(i, &results[i])
-			}
-		})
-	}
-	wg.Wait()
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
+	results := make([]deviceResult, count)
+	got := make([]bool, count)
+	done := make(chan finished, count) // buffered: an abandoned read never blocks on it
+	slots := make(chan struct{}, max(r.parallel, 1))
+	pending := 0
+	for i := range count {
+		if !r.blocked.start(i) {
+			results[i].device = r.notAnswering(i)
+			got[i] = true
+			continue
+		}
+		pending++
+		go func() {
+			defer r.blocked.finish(i)
+			var res deviceResult
+			select {
+			case slots <- struct{}{}:
+			case <-ctx.Done():
+				done <- finished{i, res}
+				return
+			}
+			r.readDevice(i, &res)
+			<-slots
+			done <- finished{i, res}
+		}()
+	}
+	for pending > 0 {
+		select {
+		case f := <-done:
+			results[f.index], got[f.index] = f.result, true
+			pending--
+		case <-ctx.Done():
+			if errors.Is(ctx.Err(), context.Canceled) {
+				return nil, ctx.Err()
+			}
+			// Deadline: report what answered, and the rest as down.
+			for i := range count {
+				if !got[i] {
+					r.blocked.abandon(i)
+					results[i].device = r.notAnswering(i)
+				}
+			}
+			return results, nil
+		}
+	}
 	return results, nil
+}
+
+// notAnswering is the reading of a device whose read did not return in time.
+func (r *Reader) notAnswering(index int) snapshot.Device {
+	return snapshot.Device{Index: index, UUID: r.knownUUID(index), DownReason: "not_answering"}
+}
+
+// blockedReads tracks device reads still running after their Read gave up
+// on them, so that no second read of a hung device is started.
+type blockedReads struct {
+	mu        sync.Mutex
+	running   map[int]int  // reads in flight per device
+	abandoned map[int]bool // a Read gave up on the device's read in flight
+}
+
+// start registers a read of device i; false when an abandoned read of it
+// is still blocked.
+func (b *blockedReads) start(i int) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.abandoned[i] {
+		return false
+	}
+	if b.running == nil {
+		b.running, b.abandoned = map[int]int{}, map[int]bool{}
+	}
+	b.running[i]++
+	return true
+}
+
+func (b *blockedReads) finish(i int) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.running[i]--
+	if b.running[i] == 0 {
+		delete(b.running, i)
+		delete(b.abandoned, i)
+	}
+}
+
+func (b *blockedReads) abandon(i int) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.running[i] > 0 {
+		b.abandoned[i] = true
+	}
 }
 
 // knownUUID is the UUID device index had at its last successful read, or "".

@@ -67,6 +67,11 @@ type Fault struct {
 	// time At (0 when At is absent).
 	XID uint64    `yaml:"xid"`
 	At  *Duration `yaml:"at"`
+	// HangAfter: from this elapsed time on, every call on the device
+	// blocks, like an NVML call stuck on a GPU in a bad state, until
+	// HangFor has passed (forever when HangFor is absent).
+	HangAfter *Duration `yaml:"hang_after"`
+	HangFor   *Duration `yaml:"hang_for"`
 
 	line int
 }
@@ -244,11 +249,17 @@ func (c *Config) validateShape() error {
 		if f.GPU < 0 {
 			return fmt.Errorf("%s: gpu %d is negative", at, f.GPU)
 		}
-		if f.LostAfter == nil && len(f.Unsupported) == 0 && f.XID == 0 {
+		if f.LostAfter == nil && len(f.Unsupported) == 0 && f.XID == 0 && f.HangAfter == nil {
 			if f.At != nil {
 				return fmt.Errorf("%s: 'at' needs an 'xid'", at)
 			}
-			return fmt.Errorf("%s: a fault needs lost_after, unsupported or xid", at)
+			if f.HangFor != nil {
+				return fmt.Errorf("%s: 'hang_for' needs a 'hang_after'", at)
+			}
+			return fmt.Errorf("%s: a fault needs lost_after, unsupported, xid or hang_after", at)
+		}
+		if f.HangFor != nil && f.HangAfter == nil {
+			return fmt.Errorf("%s: 'hang_for' needs a 'hang_after'", at)
 		}
 		if f.At != nil && f.XID == 0 {
 			return fmt.Errorf("%s: 'at' needs a non-zero 'xid'", at)

@@ -31,7 +31,10 @@ type device struct {
 	features featureSet
 	// lostAfter is the elapsed time from which the GPU is lost; -1 never.
 	lostAfter time.Duration
-	xids      []scheduledXID
+	// hangAfter is the elapsed time from which every call blocks until
+	// hangUntil (-1: never; hangUntil -1: forever).
+	hangAfter, hangUntil time.Duration
+	xids                 []scheduledXID
 
 	act        activity
 	nvlinkUp   bool
@@ -57,6 +60,8 @@ func newDevice(s *Sim, index int) *device {
 		uuid:      "GPU-" + stableUUID(p.name, fmt.Sprint(index)),
 		features:  m.features,
 		lostAfter: -1,
+		hangAfter: -1,
+		hangUntil: -1,
 		nvlinkUp:  p.nvlinkActive && m.nvlinks > 0,
 		// Golden-ratio spacing spreads the phases evenly over the circle.
 		act: activity{phase: 2 * math.Pi * math.Mod(float64(index)*0.6180339887, 1)},
@@ -114,6 +119,17 @@ func copyCString(dst []int8, s string) {
 	dst[n] = 0
 }
 
+// hang blocks a call made inside the hang window until the window ends
+// (never, for an endless hang or a pinned clock) and returns the elapsed
+// time the call then proceeds at.
+func (d *device) hang(elapsed time.Duration) time.Duration {
+	for d.hangAfter >= 0 && elapsed >= d.hangAfter && (d.hangUntil < 0 || elapsed < d.hangUntil) {
+		time.Sleep(10 * time.Millisecond)
+		elapsed = d.sim.elapsed()
+	}
+	return elapsed
+}
+
 func (d *device) lost(elapsed time.Duration) bool {
 	return d.lostAfter >= 0 && elapsed >= d.lostAfter
 }
@@ -125,7 +141,7 @@ func (d *device) begin(f feature) (time.Duration, nvml.Return) {
 	if !d.sim.initialized() {
 		return 0, nvml.ERROR_UNINITIALIZED
 	}
-	e := d.sim.elapsed()
+	e := d.hang(d.sim.elapsed())
 	if d.lost(e) {
 		return e, nvml.ERROR_GPU_IS_LOST
 	}
@@ -140,7 +156,7 @@ func (d *device) always() (time.Duration, nvml.Return) {
 	if !d.sim.initialized() {
 		return 0, nvml.ERROR_UNINITIALIZED
 	}
-	e := d.sim.elapsed()
+	e := d.hang(d.sim.elapsed())
 	if d.lost(e) {
 		return e, nvml.ERROR_GPU_IS_LOST
 	}

@@ -106,6 +106,7 @@
 //	                           # required; compute_instance defaults to 0
 //	faults:
 //	  - {gpu: 3, lost_after: 30s}                  # GPU_IS_LOST from then on
+//	  - {gpu: 4, hang_after: 1m, hang_for: 20s}    # every call blocks meanwhile
 //	  - {gpu: 1, unsupported: [power, fan_speed]}  # those reads: NOT_SUPPORTED
 //	  - {gpu: 2, xid: 79, at: 10s}                 # one XID event at 10s
 //
@@ -114,6 +115,11 @@
 // out of range, an unknown profile or unsupported name, a MIG instance
 // that does not exist, a duplicate PID or a process that does not fit in
 // its GPU's memory is an error naming the entry's file and line.
+//
+// hang_after/hang_for: from hang_after on, every call on the device blocks,
+// like an NVML call stuck on a GPU in a bad state, until hang_for has passed
+// (forever without hang_for, or with a pinned clock). The reader reports such
+// a GPU down ("not_answering") once its collection deadline passes.
 //
 // lost_after: from that elapsed time on, every call on the device, modelled
 // or not, returns ERROR_GPU_IS_LOST (and so do its MIG devices).

@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -247,5 +248,46 @@ func TestRegisterUnsupportedEvents(t *testing.T) {
 	}
 	if r := d.RegisterEvents(nvml.EventTypeXidCriticalError, set); r != nvml.SUCCESS {
 		t.Errorf("XID events on GeForce: %v", r)
+	}
+}
+
+// A hang fault blocks every call on the device inside its window, and only
+// there: before it, calls answer at once; after it, they answer again.
+func TestHangFault(t *testing.T) {
+	cfg, err := ParseConfig([]byte("profile: dgx-h100\nfaults:\n  - {gpu: 4, hang_after: 1h, hang_for: 300ms}\n"), "cfg.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.PinTime = pinAt(0)
+	s := newSim(t, cfg)
+	dev, _ := s.DeviceGetHandleByIndex(4)
+	other, _ := s.DeviceGetHandleByIndex(3)
+	s.SetElapsed(time.Hour - time.Second)
+	if _, r := dev.GetUUID(); r != nvml.SUCCESS {
+		t.Fatalf("before the hang: %v", r)
+	}
+	s.SetElapsed(time.Hour)
+	returned := make(chan struct{})
+	go func() { dev.GetUUID(); close(returned) }()
+	select {
+	case <-returned:
+		t.Fatal("a call inside the hang window returned")
+	case <-time.After(100 * time.Millisecond):
+	}
+	if _, r := other.GetUUID(); r != nvml.SUCCESS {
+		t.Fatalf("another GPU is affected: %v", r)
+	}
+	s.SetElapsed(time.Hour + 300*time.Millisecond)
+	select {
+	case <-returned:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the blocked call did not return after the hang window")
+	}
+}
+
+func TestHangForNeedsHangAfter(t *testing.T) {
+	_, err := ParseConfig([]byte("profile: h100\nfaults:\n  - {gpu: 0, hang_for: 1s}\n"), "cfg.yaml")
+	if err == nil || !strings.Contains(err.Error(), "'hang_for' needs a 'hang_after'") {
+		t.Fatalf("err = %v", err)
 	}
 }

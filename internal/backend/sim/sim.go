@@ -99,6 +99,12 @@ func (s *Sim) applyFaults(cfg *Config) error {
 				d.lostAfter = lost
 			}
 		}
+		if f.HangAfter != nil {
+			d.hangAfter = f.HangAfter.D()
+			if f.HangFor != nil {
+				d.hangUntil = d.hangAfter + f.HangFor.D()
+			}
+		}
 		for _, name := range f.Unsupported {
 			feat, err := featureByName(name)
 			if err != nil {

@@ -1,0 +1,96 @@
+package nvmlbackend
+
+import (
+	"context"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/NVIDIA/go-nvml/pkg/nvml"
+	"github.com/NVIDIA/go-nvml/pkg/nvml/mock"
+)
+
+// A GPU whose NVML calls hang must cost a read no more than its deadline,
+// be reported down while it hangs, never get a second blocked read, and
+// come back once its call returns. The other GPUs are read every time.
+func TestHungDeviceIsReportedDownAndNotReadAgain(t *testing.T) {
+	h := newFakeHost()
+	release := make(chan struct{})
+	var hungCalls atomic.Int32
+	hang := func(d *mock.Device) {
+		d.GetTemperatureFunc = func(nvml.TemperatureSensors) (uint32, nvml.Return) {
+			hungCalls.Add(1)
+			<-release
+			return 50, nvml.SUCCESS
+		}
+	}
+	h.devices = []nvml.Device{newFakeH100(h, 0), newFakeH100(h, 1, hang), newFakeH100(h, 2)}
+	r := newReader(t, h, AllGroups())
+	t.Cleanup(func() {
+		select {
+		case <-release:
+		default:
+			close(release)
+		}
+	})
+
+	readWithin := func(deadline time.Duration) (snapDevices []bool, took time.Duration) {
+		ctx, cancel := context.WithTimeout(context.Background(), deadline)
+		defer cancel()
+		start := time.Now()
+		snap, err := r.Read(ctx)
+		took = time.Since(start)
+		if err != nil {
+			t.Fatalf("Read: %v", err)
+		}
+		for _, d := range snap.Devices {
+			snapDevices = append(snapDevices, d.Up)
+		}
+		if d := snap.Devices[1]; !d.Up && (d.DownReason != "not_answering" || d.UUID == "") {
+			t.Errorf("hung device: reason %q uuid %q", d.DownReason, d.UUID)
+		}
+		return snapDevices, took
+	}
+
+	up, took := readWithin(200 * time.Millisecond)
+	if took > time.Second {
+		t.Errorf("first read took %v with a 200ms deadline", took)
+	}
+	if !up[0] || up[1] || !up[2] {
+		t.Fatalf("first read: up = %v, want GPU 1 down and the others up", up)
+	}
+	// While the call hangs, later reads report GPU 1 down at once.
+	up, took = readWithin(5 * time.Second)
+	if took > time.Second || up[1] || !up[0] || !up[2] {
+		t.Fatalf("second read: up = %v after %v", up, took)
+	}
+	if n := hungCalls.Load(); n != 1 {
+		t.Errorf("the hung device was called %d times, want 1 (no second blocked read)", n)
+	}
+	// The call returns: the device is read again and comes back.
+	close(release)
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		up, _ = readWithin(5 * time.Second)
+		if up[1] {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the device did not come back after its call returned")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// A cancelled context (the caller gave up) is still an error, not a
+// snapshot with every device down.
+func TestCancelledReadIsAnError(t *testing.T) {
+	h := newFakeHost()
+	h.devices = []nvml.Device{newFakeH100(h, 0)}
+	r := newReader(t, h, AllGroups())
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := r.Read(ctx); err == nil {
+		t.Fatal("Read with a cancelled context returned no error")
+	}
+}
