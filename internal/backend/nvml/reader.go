@@ -166,15 +166,15 @@ func (r *Reader) Read(ctx context.Context) (*snapshot.Snapshot, error) {
 
 	snap.Devices = make([]snapshot.Device, count)
 	nprocs := 0
-	for i := range results {
-		snap.Devices[i] = results[i].device
-		stats.add(&results[i].stats)
-		nprocs += len(results[i].processes)
+	for i, res := range results {
+		snap.Devices[i] = res.device
+		stats.add(&res.stats)
+		nprocs += len(res.processes)
 	}
 	if nprocs > 0 {
 		snap.Processes = make([]snapshot.Process, 0, nprocs)
-		for i := range results {
-			snap.Processes = append(snap.Processes, results[i].processes...)
+		for _, res := range results {
+			snap.Processes = append(snap.Processes, res.processes...)
 		}
 		slices.SortFunc(snap.Processes, compareProcesses)
 	}
@@ -221,36 +221,35 @@ type deviceResult struct {
 // ("not_answering") and its read is left to finish on its own; until it
 // does, later reads report that device down at once instead of starting
 // another read that would block too. The other GPUs are read as usual.
-func (r *Reader) readDevices(ctx context.Context, count int) ([]deviceResult, error) {
+func (r *Reader) readDevices(ctx context.Context, count int) ([]*deviceResult, error) {
 	type finished struct {
 		index  int
-		result deviceResult
+		result *deviceResult
 	}
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	results := make([]deviceResult, count)
-	got := make([]bool, count)
+	results := make([]*deviceResult, count)
 	done := make(chan finished, count) // buffered: an abandoned read never blocks on it
+	empty := &deviceResult{}
 	slots := make(chan struct{}, max(r.parallel, 1))
 	pending := 0
 	for i := range count {
 		if !r.blocked.start(i) {
-			results[i].device = r.notAnswering(i)
-			got[i] = true
+			results[i] = &deviceResult{device: r.notAnswering(i)}
 			continue
 		}
 		pending++
 		go func() {
 			defer r.blocked.finish(i)
-			var res deviceResult
 			select {
 			case slots <- struct{}{}:
 			case <-ctx.Done():
-				done <- finished{i, res}
+				done <- finished{i, empty}
 				return
 			}
-			r.readDevice(i, &res)
+			res := new(deviceResult)
+			r.readDevice(i, res)
 			<-slots
 			done <- finished{i, res}
 		}()
@@ -258,7 +257,7 @@ func (r *Reader) readDevices(ctx context.Context, count int) ([]deviceResult, er
 	for pending > 0 {
 		select {
 		case f := <-done:
-			results[f.index], got[f.index] = f.result, true
+			results[f.index] = f.result
 			pending--
 		case <-ctx.Done():
 			if errors.Is(ctx.Err(), context.Canceled) {
@@ -266,9 +265,9 @@ func (r *Reader) readDevices(ctx context.Context, count int) ([]deviceResult, er
 			}
 			// Deadline: report what answered, and the rest as down.
 			for i := range count {
-				if !got[i] {
+				if results[i] == nil {
 					r.blocked.abandon(i)
-					results[i].device = r.notAnswering(i)
+					results[i] = &deviceResult{device: r.notAnswering(i)}
 				}
 			}
 			return results, nil
