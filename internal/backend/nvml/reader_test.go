@@ -16,7 +16,14 @@ import (
 
 func newReader(t *testing.T, lib nvml.Interface, groups map[string]bool) *Reader {
 	t.Helper()
-	r, err := New(lib, Options{Groups: groups})
+	return newReaderWith(t, lib, Options{Groups: groups})
+}
+
+// newReaderWith starts a Reader and closes it, checking Close, when the
+// test ends.
+func newReaderWith(t testing.TB, lib nvml.Interface, opts Options) *Reader {
+	t.Helper()
+	r, err := New(lib, opts)
 	if err != nil {
 		t.Fatalf("New: %v", err)
 	}

@@ -33,16 +33,7 @@ func newSim(t testing.TB, cfg sim.Config, start time.Duration) *sim.Sim {
 
 func newSimReader(t testing.TB, s *sim.Sim, groups map[string]bool) *Reader {
 	t.Helper()
-	r, err := New(s, Options{Groups: groups, Now: s.Now})
-	if err != nil {
-		t.Fatalf("New: %v", err)
-	}
-	t.Cleanup(func() {
-		if err := r.Close(); err != nil {
-			t.Errorf("Close: %v", err)
-		}
-	})
-	return r
+	return newReaderWith(t, s, Options{Groups: groups, Now: s.Now})
 }
 
 func inRange(t *testing.T, what string, o snapshot.Opt[float64], lo, hi float64) {
