@@ -23,7 +23,6 @@ type emitter struct {
 
 	ch   chan<- prometheus.Metric
 	bufs [][]byte // by metricDef.id; text output only
-	out  []byte   // the assembled text exposition
 
 	// Label values of the device being rendered, and (text output) the
 	// escaped `GPU",uuid="UUID` between them, built once per device: every
@@ -56,7 +55,6 @@ func (em *emitter) reset() {
 	for i := range em.bufs {
 		em.bufs[i] = em.bufs[i][:0]
 	}
-	em.out = em.out[:0]
 	em.gpu, em.uuid = "", ""
 	em.devText = em.devText[:0]
 	clear(em.lv[:])

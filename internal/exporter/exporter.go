@@ -154,14 +154,8 @@ func (e *Exporter) Collect(ch chan<- prometheus.Metric) {
 // WriteText takes one snapshot and writes its series in the Prometheus text
 // format (version 0.0.4) to w with a single Write.
 func (e *Exporter) WriteText(ctx context.Context, w io.Writer) error {
-	em := e.emitters.get()
-	defer func() {
-		em.reset()
-		e.emitters.put(em)
-	}()
 	snap, err := e.src.Snapshot(ctx)
-	e.render(em, snap, err)
-	_, err = w.Write(em.assembleText())
+	_, err = w.Write(e.appendText(nil, snap, err))
 	return err
 }
 
@@ -175,7 +169,7 @@ func (e *Exporter) appendText(dst []byte, snap *snapshot.Snapshot, err error) []
 		e.emitters.put(em)
 	}()
 	e.render(em, snap, err)
-	return append(dst, em.assembleText()...)
+	return em.appendAssembled(dst)
 }
 
 // render runs every enabled collector over the snapshot; when there is no

@@ -32,6 +32,7 @@ func (e *Exporter) TextHandler(extra prometheus.Gatherer) http.Handler {
 	h := &textHandler{e: e, extra: extra}
 	h.pages = newFreeList(retainedBuffers, func() *page { return new(page) })
 	h.bufs = newFreeList(retainedBuffers, func() *bytes.Buffer { return new(bytes.Buffer) })
+	h.gzips = newFreeList(retainedGzipWriters, newGzipWriter)
 	return h
 }
 
@@ -40,7 +41,7 @@ type textHandler struct {
 	extra prometheus.Gatherer
 	pages *freeList[*page]
 	bufs  *freeList[*bytes.Buffer] // the extra families of one scrape
-	gzips sync.Pool                // *gzip.Writer
+	gzips *freeList[*gzip.Writer]
 
 	mu      sync.Mutex
 	current *page // the page of the latest snapshot
@@ -138,17 +139,28 @@ func (h *textHandler) writeExtra(buf *bytes.Buffer) {
 	}
 }
 
+// retainedGzipWriters is how many gzip writers stay allocated between
+// scrapes. A writer holds about 800 KiB of compressor state. One is enough:
+// a page is compressed once per snapshot and the extra families are a few
+// KiB, so scrapers seldom compress at the same moment, and one that does
+// gets a writer of its own for that scrape. (A sync.Pool kept one per P,
+// plus its victim cache, which doubled the exporter's live heap.)
+const retainedGzipWriters = 1
+
+// newGzipWriter makes a writer at BestSpeed: on loopback or a LAN the CPU
+// is dearer than the bytes.
+func newGzipWriter() *gzip.Writer {
+	gz, _ := gzip.NewWriterLevel(io.Discard, gzip.BestSpeed) // a valid level cannot fail
+	return gz
+}
+
 // compress writes data to w as one gzip member.
 func (h *textHandler) compress(w io.Writer, data []byte) {
-	gz, _ := h.gzips.Get().(*gzip.Writer)
-	if gz == nil {
-		// BestSpeed: on loopback or a LAN the CPU is dearer than the bytes.
-		gz, _ = gzip.NewWriterLevel(io.Discard, gzip.BestSpeed)
-	}
+	gz := h.gzips.get()
 	gz.Reset(w)
 	_, _ = gz.Write(data)
 	_ = gz.Close()
-	h.gzips.Put(gz)
+	h.gzips.put(gz)
 }
 
 func acceptsGzip(header string) bool {

@@ -168,18 +168,18 @@ func appendIntegralFloat(b []byte, f float64) []byte {
 	return append(b, 'e', '+', byte('0'+exp/10), byte('0'+exp%10))
 }
 
-// assembleText joins the per-metric buffers into one exposition, families
-// in name order like a Registry's Gather, each under its HELP and TYPE.
-func (em *emitter) assembleText() []byte {
-	out := em.out[:0]
+// appendAssembled appends the per-metric buffers to dst as one exposition,
+// families in name order like a Registry's Gather, each under its HELP and
+// TYPE. It writes into the caller's buffer, not one of its own, so that a
+// page exists once in memory and not once more per pooled emitter.
+func (em *emitter) appendAssembled(dst []byte) []byte {
 	for _, m := range catalogByName {
 		body := em.bufs[m.id]
 		if len(body) == 0 {
 			continue
 		}
-		out = append(out, m.text.header...)
-		out = append(out, body...)
+		dst = append(dst, m.text.header...)
+		dst = append(dst, body...)
 	}
-	em.out = out
-	return out
+	return dst
 }
