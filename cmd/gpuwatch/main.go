@@ -5,12 +5,18 @@ package main
 import (
 	"fmt"
 	"os"
+	"runtime"
 
 	"github.com/alecthomas/kingpin/v2"
 	"github.com/prometheus/common/version"
 )
 
 func main() {
+	// Heap profiling stays off unless /debug/pprof can serve the profile
+	// (serve --web.enable-pprof turns it back on): its sampling keeps a
+	// record per allocation site for the life of the process, memory that
+	// an exporter nobody profiles would pay for in RSS.
+	runtime.MemProfileRate = 0
 	os.Exit(run(os.Args[1:]))
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"os/signal"
+	"runtime"
 	"syscall"
 
 	"github.com/alecthomas/kingpin/v2"
@@ -45,8 +46,15 @@ func newServeCommand(app *kingpin.Application, common *commonFlags) *serveComman
 
 func (c *serveCommand) name() string { return "serve" }
 
+// goMemProfileRate is the Go runtime's default runtime.MemProfileRate,
+// which main sets to 0.
+const goMemProfileRate = 512 * 1024
+
 func (c *serveCommand) run() error {
 	logger := promslog.New(c.common.log)
+	if c.pprof {
+		runtime.MemProfileRate = goMemProfileRate
+	}
 	if *c.web.WebConfigFile != "" {
 		// Fail at start, not at the first TLS handshake.
 		if err := web.Validate(*c.web.WebConfigFile); err != nil {
