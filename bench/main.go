@@ -132,7 +132,13 @@ func measure(bin, name string, runArgs []string, scrapers, scrapes int) (result,
 		return result{}, err
 	}
 	addr := fmt.Sprintf("127.0.0.1:%d", port)
-	args := append([]string{"--backend=sim", "--web.listen-address=" + addr, "--log.level=warn", "--web.enable-pprof"}, runArgs...)
+	args := []string{"--backend=sim", "--web.listen-address=" + addr, "--log.level=warn"}
+	if cpuProfileDir != "" {
+		// Only then: the profiler's heap sampling costs RSS, and the
+		// figures are meant to be those of gpuwatch as deployed.
+		args = append(args, "--web.enable-pprof")
+	}
+	args = append(args, runArgs...)
 	cmd := exec.Command(bin, args...)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
