@@ -170,11 +170,18 @@
 //
 // NVML has hundreds of calls. The simulator's types embed go-nvml's moq
 // mocks (mock.Interface, mock.Device, mock.GpuInstance,
-// mock.ComputeInstance) and New fills every function field it does not
-// model, once, with reflect: such calls return zero values and
-// ERROR_NOT_SUPPORTED (ERROR_GPU_IS_LOST on a lost GPU, ERROR_UNINITIALIZED
-// before Init), never a panic. Library calls of the form
-// DeviceGetX(device, ...) forward to device.GetX(...), so both spellings
-// agree. Modelled calls are plain methods: the hot path uses neither
-// reflect nor the mocks' call recording.
+// mock.ComputeInstance), and New fills every function field they leave
+// nil with typed code generated from those mocks (safetynet_gen.go): such
+// calls return zero values and ERROR_NOT_SUPPORTED (ERROR_GPU_IS_LOST on
+// a lost GPU and on the MIG devices of one, ERROR_UNINITIALIZED before
+// Init), never a panic. Library calls of the form DeviceGetX(device, ...)
+// forward to device.GetX(...), and likewise for GPU instances, compute
+// instances, event sets and GPM samples, so both spellings agree. No
+// reflect runs at run time. After a go-nvml upgrade, regenerate with
+//
+//	go generate ./internal/backend/sim
+//
+// (the generator is internal/gensafetynet; a test fails while the file is
+// stale). Modelled calls are plain methods that shadow the mocks': the hot
+// path never goes through the mocks' call recording.
 package sim

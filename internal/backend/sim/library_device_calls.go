@@ -4,9 +4,9 @@ import "github.com/NVIDIA/go-nvml/pkg/nvml"
 
 // Library spellings of the modelled device calls: lib.DeviceGetX(dev) is
 // dev.GetX(), as in go-nvml. They are written out (rather than left to the
-// reflect forwarder in safetynet.go) so that they skip reflect and the
-// embedded mock's call recording, which would grow without bound on a
-// long-running exporter. TestLibrarySpellingsAreDirect keeps this list
+// generated forwarders in safetynet_gen.go) so that they skip the embedded
+// mock's call recording, which would grow without bound on a long-running
+// exporter. TestLibrarySpellingsAreDirect keeps this list
 // complete.
 
 func (s *Sim) DeviceGetFieldValues(dev nvml.Device, values []nvml.FieldValue) nvml.Return {

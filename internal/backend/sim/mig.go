@@ -81,7 +81,7 @@ func (d *device) buildMIG(layout []migGPUInstance) {
 			parent: d, id: l.id, profileID: l.profileID, shape: shape, info: info,
 			placement: nvml.GpuInstancePlacement{Start: l.start, Size: shape.placementSize},
 		}
-		installDefaults(&gi.GpuInstance, nil)
+		fillGpuInstanceMock(&gi.GpuInstance)
 		var start uint32
 		for _, c := range l.cis {
 			ciInfo, ok := shape.cis[c.profileID]
@@ -93,7 +93,7 @@ func (d *device) buildMIG(layout []migGPUInstance) {
 				placement: nvml.ComputeInstancePlacement{Start: start, Size: ciInfo.SliceCount},
 			}
 			start += ciInfo.SliceCount
-			installDefaults(&ci.ComputeInstance, nil)
+			fillComputeInstanceMock(&ci.ComputeInstance)
 			name := shape.name
 			if ciInfo.SliceCount != info.SliceCount {
 				name = fmt.Sprintf("%dc.%s", ciInfo.SliceCount, name)
@@ -103,7 +103,7 @@ func (d *device) buildMIG(layout []migGPUInstance) {
 				uuid: "MIG-" + stableUUID(d.sim.profile.name, fmt.Sprint(d.index), "gi", fmt.Sprint(l.id), "ci", fmt.Sprint(c.id)),
 				name: d.model.name + " MIG " + name,
 			}
-			installDeviceDefaultsFor(&m.Device, func() bool { return m.parent.lost(m.parent.sim.elapsed()) })
+			installMigDeviceDefaults(m)
 			ci.mig = m
 			gi.cis = append(gi.cis, ci)
 			d.migDevices = append(d.migDevices, m)
