@@ -99,7 +99,8 @@ type forwardTarget struct {
 // generate writes fill functions for targets; forwards are the handle
 // prefixes library calls forward on.
 func generate(targets []target, forwards []forwardTarget) ([]byte, error) {
-	g := &generator{imports: map[string]string{}, forwards: forwards}
+	// The generated code always spells nvml.Return and its codes.
+	g := &generator{imports: map[string]string{returnType.PkgPath(): "nvml"}, forwards: forwards}
 	var body bytes.Buffer
 	for _, t := range targets {
 		if err := g.writeTarget(&body, t); err != nil {
@@ -138,7 +139,6 @@ func (g *generator) writeTarget(w *bytes.Buffer, t target) error {
 	if err != nil {
 		return err
 	}
-	g.imports[returnType.PkgPath()] = "nvml"
 	doc := fmt.Sprintf("%s is the safety net of %s: it sets every nil func field of m ", t.fn, t.doc)
 	if t.forward {
 		doc += "either to a forwarder (see below) or "
@@ -169,8 +169,8 @@ func (g *generator) writeTarget(w *bytes.Buffer, t target) error {
 			continue
 		}
 		var lit string
-		if fwd, ok := g.forwardFor(t, f); ok {
-			lit, err = g.forwarder(f.Type, fwd)
+		if method, ok := g.forwardFor(t, f); ok {
+			lit, err = g.forwarder(f.Type, method)
 		} else {
 			lit, err = g.answer(f.Type, t.failure)
 		}
@@ -183,16 +183,13 @@ func (g *generator) writeTarget(w *bytes.Buffer, t target) error {
 	return nil
 }
 
-// forwarding is a library call that forwards to a handle's method.
-type forwarding struct{ method string }
-
-// forwardFor reports whether library field f forwards to a handle method:
+// forwardFor returns the handle method library field f forwards to, if any:
 // its name is Prefix+Method+"Func", its first parameter is the prefix's
 // handle type and the handle's Method takes the remaining parameters and
 // returns the same results.
-func (g *generator) forwardFor(t target, f reflect.StructField) (forwarding, bool) {
+func (g *generator) forwardFor(t target, f reflect.StructField) (string, bool) {
 	if !t.forward || f.Type.NumIn() == 0 {
-		return forwarding{}, false
+		return "", false
 	}
 	name := strings.TrimSuffix(f.Name, "Func")
 	for _, ft := range g.forwards {
@@ -202,10 +199,10 @@ func (g *generator) forwardFor(t target, f reflect.StructField) (forwarding, boo
 		}
 		m, ok := ft.handle.MethodByName(method)
 		if ok && sameSignatureAfterFirst(f.Type, m.Type) {
-			return forwarding{method: method}, true
+			return method, true
 		}
 	}
-	return forwarding{}, false
+	return "", false
 }
 
 // sameSignatureAfterFirst reports whether lib(handle, a...) (r...) and
@@ -234,7 +231,6 @@ func (g *generator) answer(ft reflect.Type, kind failureKind) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	g.imports[returnType.PkgPath()] = "nvml"
 	var body strings.Builder
 	code := "nvml.ERROR_NOT_SUPPORTED"
 	if kind == fromParam {
@@ -262,7 +258,7 @@ func (g *generator) answer(ft reflect.Type, kind failureKind) (string, error) {
 
 // forwarder is a func literal of type ft (library spelling) that calls the
 // handle's method.
-func (g *generator) forwarder(ft reflect.Type, fwd forwarding) (string, error) {
+func (g *generator) forwarder(ft reflect.Type, method string) (string, error) {
 	names := make([]string, ft.NumIn())
 	for i := range names {
 		names[i] = fmt.Sprintf("a%d", i)
@@ -280,7 +276,7 @@ func (g *generator) forwarder(ft reflect.Type, fwd forwarding) (string, error) {
 	if ft.IsVariadic() {
 		args[len(args)-1] += "..."
 	}
-	call := fmt.Sprintf("h.%s(%s)", fwd.method, strings.Join(args, ", "))
+	call := fmt.Sprintf("h.%s(%s)", method, strings.Join(args, ", "))
 	var b strings.Builder
 	fmt.Fprintf(&b, "func%s {\nif h == nil {\nreturn %s\n}\n", sig, invalid)
 	if ft.NumOut() > 0 {
@@ -288,7 +284,6 @@ func (g *generator) forwarder(ft reflect.Type, fwd forwarding) (string, error) {
 	} else {
 		fmt.Fprintf(&b, "%s\n}", call)
 	}
-	g.imports[returnType.PkgPath()] = "nvml"
 	return b.String(), nil
 }
 
