@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"testing"
@@ -17,7 +18,7 @@ import (
 // ready snapshot, on both paths:
 //   - registry: Registry.Gather (const metrics → dto) + expfmt text encoding,
 //     what promhttp does;
-//   - direct: appendText into a reused buffer, the exposition written
+//   - direct: renderText and writeAssembled, the exposition written
 //     straight from the snapshot, as TextHandler renders a page.
 //
 // Run: go test ./internal/exporter -run '^$' -bench CollectAndEncode -benchmem
@@ -60,9 +61,12 @@ func BenchmarkCollectAndEncode(b *testing.B) {
 		})
 		b.Run(fmt.Sprintf("%s/direct", host.name), func(b *testing.B) {
 			b.ReportAllocs()
-			var page []byte
 			for b.Loop() {
-				page = e.appendText(page[:0], snap, nil)
+				em := e.renderText(snap, nil)
+				if err := em.writeAssembled(io.Discard); err != nil {
+					b.Fatal(err)
+				}
+				e.releaseText(em)
 			}
 			b.ReportMetric(nSeries, "series")
 		})

@@ -152,24 +152,29 @@ func (e *Exporter) Collect(ch chan<- prometheus.Metric) {
 }
 
 // WriteText takes one snapshot and writes its series in the Prometheus text
-// format (version 0.0.4) to w with a single Write.
+// format (version 0.0.4) to w.
 func (e *Exporter) WriteText(ctx context.Context, w io.Writer) error {
 	snap, err := e.src.Snapshot(ctx)
-	_, err = w.Write(e.appendText(nil, snap, err))
-	return err
+	em := e.renderText(snap, err)
+	defer e.releaseText(em)
+	return em.writeAssembled(w)
 }
 
-// appendText renders snap (or the failure to get one, err) in the text
-// format and appends it to dst. Rendering depends on nothing but the
-// snapshot, so scrapes that share a snapshot can share the bytes.
-func (e *Exporter) appendText(dst []byte, snap *snapshot.Snapshot, err error) []byte {
+// renderText renders snap (or the failure to get one, err) in the text
+// format into an emitter from the free list; writeAssembled writes it out,
+// and releaseText gives it back. Rendering depends on nothing but the
+// snapshot, so scrapes that share a snapshot can share the emitter, and
+// the page exists once in memory: in the emitter's per-metric buffers.
+func (e *Exporter) renderText(snap *snapshot.Snapshot, err error) *emitter {
 	em := e.emitters.get()
-	defer func() {
-		em.reset()
-		e.emitters.put(em)
-	}()
 	e.render(em, snap, err)
-	return em.appendAssembled(dst)
+	return em
+}
+
+// releaseText returns an emitter from renderText to the free list.
+func (e *Exporter) releaseText(em *emitter) {
+	em.reset()
+	e.emitters.put(em)
 }
 
 // render runs every enabled collector over the snapshot; when there is no

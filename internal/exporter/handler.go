@@ -48,13 +48,13 @@ type textHandler struct {
 }
 
 // page is the rendered GPU part of /metrics for one snapshot. refs counts
-// the scrapes writing it plus one while it is current; at zero its buffers
-// go back to the free list.
+// the scrapes writing it plus one while it is current; at zero its emitter
+// goes back to the exporter and the page to the free list.
 type page struct {
 	snap   *snapshot.Snapshot
 	refs   int
 	render sync.Once
-	plain  []byte
+	text   *emitter // the rendered series, from Exporter.renderText
 	gzip   sync.Once
 	gz     bytes.Buffer
 }
@@ -67,11 +67,12 @@ func (h *textHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		defer h.release(p)
 	} else {
 		// A failed collection is rendered for this scrape alone.
-		p = &page{plain: h.e.appendText(nil, nil, err)}
+		p = &page{text: h.e.renderText(nil, err)}
+		defer h.e.releaseText(p.text)
 		p.render.Do(func() {})
 	}
 	gzipped := acceptsGzip(r.Header.Get("Accept-Encoding"))
-	p.render.Do(func() { p.plain = h.e.appendText(p.plain[:0], p.snap, nil) })
+	p.render.Do(func() { p.text = h.e.renderText(p.snap, nil) })
 
 	tail := h.bufs.get()
 	tail.Reset()
@@ -80,7 +81,7 @@ func (h *textHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 	w.Header().Set("Content-Type", TextContentType)
 	if !gzipped {
-		_, _ = w.Write(p.plain)
+		_ = p.text.writeAssembled(w)
 		_, _ = w.Write(tail.Bytes())
 		return
 	}
@@ -88,10 +89,13 @@ func (h *textHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	// families: RFC 1952 allows a file of several members, and every gzip
 	// reader (Go's, hence Prometheus's, curl's, browsers') reads them as one
 	// stream.
-	p.gzip.Do(func() { h.compress(&p.gz, p.plain) })
+	p.gzip.Do(func() { h.compress(&p.gz, p.text.writeAssembled) })
 	w.Header().Set("Content-Encoding", "gzip")
 	_, _ = w.Write(p.gz.Bytes())
-	h.compress(w, tail.Bytes())
+	h.compress(w, func(gz io.Writer) error {
+		_, err := gz.Write(tail.Bytes())
+		return err
+	})
 }
 
 // acquire returns the page of snap, making it current if it is newer.
@@ -103,7 +107,7 @@ func (h *textHandler) acquire(snap *snapshot.Snapshot) *page {
 			h.unref(old)
 		}
 		p := h.pages.get()
-		*p = page{snap: snap, refs: 1, plain: p.plain[:0], gz: p.gz}
+		*p = page{snap: snap, refs: 1, gz: p.gz}
 		p.gz.Reset()
 		h.current = p
 	}
@@ -122,6 +126,10 @@ func (h *textHandler) unref(p *page) {
 	p.refs--
 	if p.refs == 0 {
 		p.snap = nil // let the snapshot go
+		if p.text != nil {
+			h.e.releaseText(p.text)
+			p.text = nil
+		}
 		h.pages.put(p)
 	}
 }
@@ -154,11 +162,11 @@ func newGzipWriter() *gzip.Writer {
 	return gz
 }
 
-// compress writes data to w as one gzip member.
-func (h *textHandler) compress(w io.Writer, data []byte) {
+// compress writes to w, as one gzip member, what write writes.
+func (h *textHandler) compress(w io.Writer, write func(io.Writer) error) {
 	gz := h.gzips.get()
 	gz.Reset(w)
-	_, _ = gz.Write(data)
+	_ = write(gz)
 	_ = gz.Close()
 	h.gzips.put(gz)
 }

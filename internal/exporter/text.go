@@ -1,6 +1,7 @@
 package exporter
 
 import (
+	"io"
 	"math"
 	"strconv"
 	"strings"
@@ -168,18 +169,23 @@ func appendIntegralFloat(b []byte, f float64) []byte {
 	return append(b, 'e', '+', byte('0'+exp/10), byte('0'+exp%10))
 }
 
-// appendAssembled appends the per-metric buffers to dst as one exposition,
+// writeAssembled writes the per-metric buffers to w as one exposition,
 // families in name order like a Registry's Gather, each under its HELP and
-// TYPE. It writes into the caller's buffer, not one of its own, so that a
-// page exists once in memory and not once more per pooled emitter.
-func (em *emitter) appendAssembled(dst []byte) []byte {
+// TYPE. The pieces are written as they are rather than joined first, so
+// that a page is not held twice in memory (w is buffered: an
+// http.ResponseWriter or a gzip writer).
+func (em *emitter) writeAssembled(w io.Writer) error {
 	for _, m := range catalogByName {
 		body := em.bufs[m.id]
 		if len(body) == 0 {
 			continue
 		}
-		dst = append(dst, m.text.header...)
-		dst = append(dst, body...)
+		if _, err := w.Write(m.text.header); err != nil {
+			return err
+		}
+		if _, err := w.Write(body); err != nil {
+			return err
+		}
 	}
-	return dst
+	return nil
 }
