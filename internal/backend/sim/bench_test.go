@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"runtime"
 	"testing"
 	"time"
 
@@ -76,16 +77,40 @@ func BenchmarkScrape(b *testing.B) {
 }
 
 // The simulator keeps no per-call state: reading for a long time must not
-// grow memory (moq mocks record every call they answer).
+// grow the live heap. (go-nvml's moq mocks, which the simulator used to
+// embed, recorded every call they answered.)
 func TestNoGrowthOverManyScrapes(t *testing.T) {
 	s := newSim(t, Config{Profile: "dgx-h100", PinTime: pinAt(time.Minute)})
 	fields := scrapeFields()
-	for range 200 {
-		for i := range 8 {
-			readDevice(handle(t, s, i), fields)
+	scrape := func(rounds int) {
+		for range rounds {
+			for i := range 8 {
+				d := handle(t, s, i)
+				readDevice(d, fields)
+				// An unmodelled call and the library spellings too.
+				d.GetBoardPartNumber()
+				s.DeviceGetPowerUsage(d)
+				s.DeviceGetBoardPartNumber(d)
+			}
 		}
 	}
-	if n := len(s.devices[0].Device.GetPowerUsageCalls()) + len(s.devices[0].Device.GetUtilizationRatesCalls()); n != 0 {
-		t.Errorf("modelled calls were recorded by the mock (%d)", n)
+	scrape(10) // warm up: first-use caches are not growth
+	before := liveHeapBytes()
+	const rounds = 1000
+	scrape(rounds)
+	after := liveHeapBytes()
+	runtime.KeepAlive(s)
+	// A scrape makes about 80 calls per GPU: keeping even one byte per
+	// call would grow the heap by more than 600 KB.
+	if after > before && after-before > 64<<10 {
+		t.Errorf("live heap grew by %d bytes over %d scrapes of 8 GPUs", after-before, rounds)
 	}
+}
+
+// liveHeapBytes is the live heap after a full collection.
+func liveHeapBytes() uint64 {
+	var m runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&m)
+	return m.HeapAlloc
 }

@@ -8,15 +8,14 @@ import (
 	"time"
 
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
-	"github.com/NVIDIA/go-nvml/pkg/nvml/mock"
 )
 
 // device is one simulated physical GPU. It implements nvml.Device: modelled
 // calls are methods here and in the device_*.go files; the rest fall through
-// to the embedded mock.Device, whose function fields answer
-// ERROR_NOT_SUPPORTED (or ERROR_GPU_IS_LOST once the GPU is lost).
+// to the embedded unmodelledDevice, which answers ERROR_NOT_SUPPORTED (or
+// ERROR_GPU_IS_LOST once the GPU is lost; see safetynet.go).
 type device struct {
-	mock.Device
+	unmodelledDevice
 
 	sim   *Sim
 	model *gpuModel
@@ -66,6 +65,7 @@ func newDevice(s *Sim, index int) *device {
 		// Golden-ratio spacing spreads the phases evenly over the circle.
 		act: activity{phase: 2 * math.Pi * math.Mod(float64(index)*0.6180339887, 1)},
 	}
+	d.unmodelledDevice = deviceSafetyNet(d)
 	if m.serialPrefix != "" {
 		d.serial = fmt.Sprintf("%s%08d", m.serialPrefix, stableNumber(p.name, fmt.Sprint(index))%100000000)
 	}
@@ -83,7 +83,6 @@ func newDevice(s *Sim, index int) *device {
 		d.migEnabled = true
 		d.buildMIG(layout)
 	}
-	installDeviceDefaults(d)
 	return d
 }
 

@@ -18,7 +18,7 @@
 // load power, clock ranges, temperature thresholds, PCI device IDs, PCIe
 // generation, NVLink count, MIG profiles, and which NVML reads the card
 // supports. MIG profiles are the real ones: the A100-SXM4-80GB's from
-// go-nvml's mock/dgxa100 tables, the H100-SXM5-80GB's from NVIDIA's MIG user
+// go-nvml's mock/dgxa100 tables (copied), the H100-SXM5-80GB's from NVIDIA's MIG user
 // guide (`nvidia-smi mig -lgip`: 1g.10gb id 19, 1g.10gb+me 20, 1g.20gb 15,
 // 2g.20gb 14, 3g.40gb 9, 4g.40gb 5, 7g.80gb 0; 9.75 to 79.25 GiB).
 //
@@ -168,20 +168,30 @@
 //
 // # Calls the simulator does not model
 //
-// NVML has hundreds of calls. The simulator's types embed go-nvml's moq
-// mocks (mock.Interface, mock.Device, mock.GpuInstance,
-// mock.ComputeInstance), and New fills every function field they leave
-// nil with typed code generated from those mocks (safetynet_gen.go): such
-// calls return zero values and ERROR_NOT_SUPPORTED (ERROR_GPU_IS_LOST on
-// a lost GPU and on the MIG devices of one, ERROR_UNINITIALIZED before
-// Init), never a panic. Library calls of the form DeviceGetX(device, ...)
-// forward to device.GetX(...), and likewise for GPU instances, compute
-// instances, event sets and GPM samples, so both spellings agree. No
-// reflect runs at run time. After a go-nvml upgrade, regenerate with
+// NVML has hundreds of calls. The simulator's types embed small generated
+// types (safetynet_gen.go) that have every method of go-nvml's interfaces:
+// unmodelledLibrary (nvml.Interface), unmodelledDevice (nvml.Device, for
+// physical and MIG device handles), unmodelledGpuInstance and
+// unmodelledComputeInstance. Modelled calls are plain methods of the
+// simulator's own types that shadow the generated ones. An unmodelled call
+// returns zero values and ERROR_NOT_SUPPORTED (ERROR_GPU_IS_LOST on a lost
+// GPU and on the MIG devices of one, ERROR_UNINITIALIZED before Init and
+// after the last Shutdown), never a panic; on a hung GPU it blocks like a
+// modelled call, even when it has no Return result. Library calls of the
+// form DeviceGetX(device, ...) forward to device.GetX(...) (a nil handle
+// is ERROR_INVALID_ARGUMENT), and likewise for GPU instances, compute
+// instances, event sets and GPM samples, so both spellings agree.
+//
+// A handle's safety net is one func value that says which code its
+// unmodelled calls answer (safetynet.go); the GPU and compute instance
+// ones are empty. No reflect runs at run time, nothing records calls, and
+// the simulator links none of go-nvml's mock packages (the A100 MIG table
+// is a copy of go-nvml's mock/dgxa100 data, checked by a test). The
+// generator (internal/gensafetynet) reads go-nvml's interfaces with
+// reflect at go generate time. After a go-nvml upgrade that changes them
+// the package does not compile (each generated type is checked against
+// its interface), and the generator's and this package's tests say the
+// file is stale, until it is regenerated with
 //
 //	go generate ./internal/backend/sim
-//
-// (the generator is internal/gensafetynet; a test fails while the file is
-// stale). Modelled calls are plain methods that shadow the mocks': the hot
-// path never goes through the mocks' call recording.
 package sim

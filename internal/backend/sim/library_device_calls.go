@@ -3,11 +3,11 @@ package sim
 import "github.com/NVIDIA/go-nvml/pkg/nvml"
 
 // Library spellings of the modelled device calls: lib.DeviceGetX(dev) is
-// dev.GetX(), as in go-nvml. They are written out (rather than left to the
-// generated forwarders in safetynet_gen.go) so that they skip the embedded
-// mock's call recording, which would grow without bound on a long-running
-// exporter. TestLibrarySpellingsAreDirect keeps this list
-// complete.
+// dev.GetX(), as in go-nvml. They were written out to skip the call
+// recording of the go-nvml mock the simulator used to embed; the generated
+// forwarders of unmodelledLibrary (safetynet_gen.go) now do the same.
+// TestLibrarySpellingsAreDirect checks that every modelled device call is
+// modelled in its library spelling too.
 
 func (s *Sim) DeviceGetFieldValues(dev nvml.Device, values []nvml.FieldValue) nvml.Return {
 	if dev == nil {

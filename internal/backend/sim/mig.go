@@ -5,7 +5,6 @@ import (
 	"strings"
 
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
-	"github.com/NVIDIA/go-nvml/pkg/nvml/mock"
 )
 
 // MIG (Multi-Instance GPU). A MIG-enabled GPU is split into GPU instances
@@ -25,7 +24,7 @@ const migReservedMiB = 13
 
 // gpuInstance is one MIG GPU instance; it implements nvml.GpuInstance.
 type gpuInstance struct {
-	mock.GpuInstance
+	unmodelledGpuInstance
 	parent    *device
 	id        int
 	profileID int // nvml.GPU_INSTANCE_PROFILE_*
@@ -39,7 +38,7 @@ func (gi *gpuInstance) memoryBytes() uint64 { return gi.info.MemorySizeMB * mib 
 
 // computeInstance is one compute instance; it implements nvml.ComputeInstance.
 type computeInstance struct {
-	mock.ComputeInstance
+	unmodelledComputeInstance
 	gi        *gpuInstance
 	id        int
 	profileID int
@@ -52,7 +51,7 @@ type computeInstance struct {
 // implements nvml.Device; calls NVML does not answer on MIG handles (for
 // example utilization) fall through to NOT_SUPPORTED.
 type migDevice struct {
-	mock.Device
+	unmodelledDevice
 	parent   *device
 	gi       *gpuInstance
 	ci       *computeInstance
@@ -81,7 +80,6 @@ func (d *device) buildMIG(layout []migGPUInstance) {
 			parent: d, id: l.id, profileID: l.profileID, shape: shape, info: info,
 			placement: nvml.GpuInstancePlacement{Start: l.start, Size: shape.placementSize},
 		}
-		fillGpuInstanceMock(&gi.GpuInstance)
 		var start uint32
 		for _, c := range l.cis {
 			ciInfo, ok := shape.cis[c.profileID]
@@ -93,7 +91,6 @@ func (d *device) buildMIG(layout []migGPUInstance) {
 				placement: nvml.ComputeInstancePlacement{Start: start, Size: ciInfo.SliceCount},
 			}
 			start += ciInfo.SliceCount
-			fillComputeInstanceMock(&ci.ComputeInstance)
 			name := shape.name
 			if ciInfo.SliceCount != info.SliceCount {
 				name = fmt.Sprintf("%dc.%s", ciInfo.SliceCount, name)
@@ -103,7 +100,7 @@ func (d *device) buildMIG(layout []migGPUInstance) {
 				uuid: "MIG-" + stableUUID(d.sim.profile.name, fmt.Sprint(d.index), "gi", fmt.Sprint(l.id), "ci", fmt.Sprint(c.id)),
 				name: d.model.name + " MIG " + name,
 			}
-			installMigDeviceDefaults(m)
+			m.unmodelledDevice = migDeviceSafetyNet(m)
 			ci.mig = m
 			gi.cis = append(gi.cis, ci)
 			d.migDevices = append(d.migDevices, m)

@@ -1,9 +1,6 @@
 package sim
 
-import (
-	"github.com/NVIDIA/go-nvml/pkg/nvml"
-	"github.com/NVIDIA/go-nvml/pkg/nvml/mock/dgxa100"
-)
+import "github.com/NVIDIA/go-nvml/pkg/nvml"
 
 // MIG profile tables: what `nvidia-smi mig -lgip` (GPU instance profiles)
 // and `-lcip` (compute instance profiles) list on each MIG-capable card.
@@ -25,34 +22,79 @@ type migShape struct {
 // card without MIG.
 type migTable map[int]migShape
 
-// a100MIG80Table is the A100-SXM4-80GB: shapes (slices, SMs, engines) from
-// go-nvml's A100 tables (mock/dgxa100), memory sizes of the 80 GB card.
-// Profile IDs are go-nvml's mock IDs (the profile constants).
+// a100MIG80Table is the A100-SXM4-80GB: shapes (slices, SMs, engines)
+// from go-nvml's A100 tables, memory sizes of the 80 GB card. Profile IDs
+// are go-nvml's mock IDs (the profile constants).
 var a100MIG80Table = func() migTable {
-	memory := map[int]struct {
-		name   string
-		memMiB uint64
-	}{
-		nvml.GPU_INSTANCE_PROFILE_1_SLICE:      {"1g.10gb", 9728},
-		nvml.GPU_INSTANCE_PROFILE_1_SLICE_REV1: {"1g.10gb+me", 9728},
-		nvml.GPU_INSTANCE_PROFILE_1_SLICE_REV2: {"1g.20gb", 19968},
-		nvml.GPU_INSTANCE_PROFILE_2_SLICE:      {"2g.20gb", 19968},
-		nvml.GPU_INSTANCE_PROFILE_3_SLICE:      {"3g.40gb", 40192},
-		nvml.GPU_INSTANCE_PROFILE_4_SLICE:      {"4g.40gb", 40192},
-		nvml.GPU_INSTANCE_PROFILE_7_SLICE:      {"7g.80gb", 80896},
-	}
 	t := migTable{}
-	for id, m := range memory {
-		info := dgxa100.MIGProfiles.GpuInstanceProfiles[id]
-		info.MemorySizeMB = m.memMiB
+	for _, r := range a100MIGRows {
+		info := nvml.GpuInstanceProfileInfo{
+			Id: uint32(r.profile), SliceCount: r.slices, InstanceCount: r.instances,
+			MultiprocessorCount: r.sms, CopyEngineCount: r.ce, DecoderCount: r.dec,
+			JpegCount: r.jpeg, OfaCount: r.ofa, MemorySizeMB: r.memMiB,
+		}
 		size := info.SliceCount
 		if size == migTotalSlices {
 			size = 8 // the full-GPU instance spans all 8 memory slices
 		}
-		t[id] = migShape{name: m.name, info: info, placementSize: size, cis: dgxa100.MIGProfiles.ComputeInstanceProfiles[id]}
+		t[r.profile] = migShape{name: r.name, info: info, placementSize: size, cis: a100ComputeInstanceProfiles(info)}
 	}
 	return t
 }()
+
+// a100MIGRows are the A100's GPU instance profiles. Slices, instances,
+// SMs and engine counts are copied from go-nvml v0.13.3-0,
+// pkg/nvml/mock/dgxa100/mig-profile.go (MIGProfiles.GpuInstanceProfiles;
+// Apache-2.0, (c) NVIDIA), so that the simulator links no mock package;
+// TestA100MIGTableMatchesGoNVML checks the copy. That table has the
+// 40 GB card's memory sizes; memMiB is the 80 GB card's.
+var a100MIGRows = []struct {
+	profile                int
+	name                   string
+	slices, instances, sms uint32
+	ce, dec, jpeg, ofa     uint32
+	memMiB                 uint64
+}{
+	{nvml.GPU_INSTANCE_PROFILE_1_SLICE, "1g.10gb", 1, 7, 14, 1, 0, 0, 0, 9728},
+	{nvml.GPU_INSTANCE_PROFILE_1_SLICE_REV1, "1g.10gb+me", 1, 1, 14, 1, 1, 1, 1, 9728},
+	{nvml.GPU_INSTANCE_PROFILE_1_SLICE_REV2, "1g.20gb", 1, 4, 14, 1, 1, 0, 0, 19968},
+	{nvml.GPU_INSTANCE_PROFILE_2_SLICE, "2g.20gb", 2, 3, 28, 2, 1, 0, 0, 19968},
+	{nvml.GPU_INSTANCE_PROFILE_3_SLICE, "3g.40gb", 3, 2, 42, 3, 2, 0, 0, 40192},
+	{nvml.GPU_INSTANCE_PROFILE_4_SLICE, "4g.40gb", 4, 1, 56, 4, 2, 0, 0, 40192},
+	{nvml.GPU_INSTANCE_PROFILE_7_SLICE, "7g.80gb", 7, 1, 98, 7, 5, 1, 1, 80896},
+}
+
+// a100ComputeInstanceProfiles are the compute instance profiles of an A100
+// GPU instance, by the rule go-nvml's table follows (same source as
+// a100MIGRows): 1-slice compute instances (plain and REV1) in every GPU
+// instance, and c-slice ones for c = 2, 3, 4, 7 up to the GPU instance's
+// slices, except 3 in a 4-slice instance; 14 SMs a slice; as many as fit;
+// the GPU instance's engines, shared.
+func a100ComputeInstanceProfiles(gi nvml.GpuInstanceProfileInfo) map[int]nvml.ComputeInstanceProfileInfo {
+	cis := map[int]nvml.ComputeInstanceProfileInfo{}
+	for _, c := range []struct {
+		profile int
+		slices  uint32
+	}{
+		{nvml.COMPUTE_INSTANCE_PROFILE_1_SLICE, 1},
+		{nvml.COMPUTE_INSTANCE_PROFILE_1_SLICE_REV1, 1},
+		{nvml.COMPUTE_INSTANCE_PROFILE_2_SLICE, 2},
+		{nvml.COMPUTE_INSTANCE_PROFILE_3_SLICE, 3},
+		{nvml.COMPUTE_INSTANCE_PROFILE_4_SLICE, 4},
+		{nvml.COMPUTE_INSTANCE_PROFILE_7_SLICE, 7},
+	} {
+		if c.slices > gi.SliceCount || (c.slices == 3 && gi.SliceCount == 4) {
+			continue
+		}
+		cis[c.profile] = nvml.ComputeInstanceProfileInfo{
+			Id: uint32(c.profile), SliceCount: c.slices, InstanceCount: gi.SliceCount / c.slices,
+			MultiprocessorCount: 14 * c.slices, SharedCopyEngineCount: gi.CopyEngineCount,
+			SharedDecoderCount: gi.DecoderCount, SharedEncoderCount: gi.EncoderCount,
+			SharedJpegCount: gi.JpegCount, SharedOfaCount: gi.OfaCount,
+		}
+	}
+	return cis
+}
 
 // h100MIG80Table is the H100 80GB HBM3 (SXM5), as NVIDIA's MIG user guide
 // lists it for H100-SXM5-80GB and `nvidia-smi mig -lgip` prints it: profile

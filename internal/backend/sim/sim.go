@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
-	"github.com/NVIDIA/go-nvml/pkg/nvml/mock"
 )
 
 // Epoch is the simulated clock's zero: Sim.Now() is Epoch + elapsed time.
@@ -24,11 +23,11 @@ const (
 // the NVML reader runs against it unchanged. It is safe for concurrent use.
 //
 // Modelled calls are methods of Sim and its device types. Every other
-// method of nvml.Interface falls through to the embedded mock.Interface,
-// whose function fields New sets to answer ERROR_NOT_SUPPORTED (see
-// safetynet.go), so no call ever panics.
+// method of nvml.Interface falls through to the embedded unmodelledLibrary,
+// which forwards calls on a handle to the handle and answers the rest
+// with ERROR_NOT_SUPPORTED (see safetynet.go), so no call ever panics.
 type Sim struct {
-	mock.Interface
+	unmodelledLibrary
 
 	profile *profile
 	devices []*device
@@ -63,6 +62,7 @@ func New(cfg Config) (*Sim, error) {
 		return nil, err
 	}
 	s := &Sim{profile: p, start: time.Now(), clockChanged: make(chan struct{})}
+	s.unmodelledLibrary = librarySafetyNet(s)
 	s.pinned.Store(-1)
 	if cfg.PinTime != nil {
 		s.pinned.Store(int64(*cfg.PinTime))
@@ -81,7 +81,6 @@ func New(cfg Config) (*Sim, error) {
 	if err := s.placeProcesses(&cfg, procs); err != nil {
 		return nil, err
 	}
-	installLibraryDefaults(s)
 	return s, nil
 }
 
@@ -191,9 +190,12 @@ func (s *Sim) Shutdown() nvml.Return {
 func (s *Sim) ErrorString(r nvml.Return) string { return r.Error() }
 
 // Extensions answers symbol lookups: the simulated driver has every symbol.
-func (s *Sim) Extensions() nvml.ExtendedInterface {
-	return &mock.ExtendedInterface{LookupSymbolFunc: func(string) error { return nil }}
-}
+func (s *Sim) Extensions() nvml.ExtendedInterface { return everySymbol{} }
+
+// everySymbol is the simulated driver's symbol table: it has them all.
+type everySymbol struct{}
+
+func (everySymbol) LookupSymbol(string) error { return nil }
 
 func (s *Sim) SystemGetDriverVersion() (string, nvml.Return) {
 	if !s.initialized() {

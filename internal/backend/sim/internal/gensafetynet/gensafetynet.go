@@ -1,16 +1,21 @@
-// Package gensafetynet writes the simulator's safety net: typed Go code
-// that fills every nil func field of go-nvml's moq mocks, so that a call
-// the simulator does not model answers like NVML for a missing feature
-// instead of panicking.
+// Package gensafetynet writes the simulator's safety net: for each kind
+// of NVML handle (library, device, GPU instance, compute instance) a small
+// struct type with every method of go-nvml's interface for it, each
+// answering like NVML for a missing feature: zero values and a failure
+// Return code. The simulator's types embed these, and their modelled
+// methods shadow the generated ones, so a call the simulator does not
+// model answers instead of failing to compile or panicking.
 //
-// It reads the mocks with reflect when it runs (at go generate time), so
-// the simulator itself needs no reflect at run time: each filled field is
-// a plain closure. Run it with
+// It reads go-nvml's interface types with reflect when it runs (at go
+// generate time), so the simulator itself needs no reflect at run time
+// and links no mock. Run it with
 //
 //	go generate ./internal/backend/sim
 //
-// after bumping go-nvml; a test in package sim fails while the checked-in
-// file differs from what Source returns.
+// after bumping go-nvml: until then the package does not compile (the
+// generated types no longer implement the interfaces), and a test here and
+// one in package sim fail while the checked-in file differs from what
+// Source returns.
 package gensafetynet
 
 import (
@@ -22,7 +27,6 @@ import (
 	"strings"
 
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
-	"github.com/NVIDIA/go-nvml/pkg/nvml/mock"
 )
 
 // FileName is the generated file, in package sim.
@@ -32,43 +36,43 @@ const FileName = "safetynet_gen.go"
 type failureKind int
 
 const (
-	// fromParam: the generated function takes failure func() nvml.Return
-	// and every closure calls it (one small closure per field per mock).
-	fromParam failureKind = iota
-	// notSupported: always ERROR_NOT_SUPPORTED. The closures capture
-	// nothing, so the compiler makes them static: no allocation at all.
+	// fromField: the generated struct holds failure func() nvml.Return
+	// and every method calls it exactly once. One func value per handle.
+	fromField failureKind = iota
+	// notSupported: always ERROR_NOT_SUPPORTED. The struct is empty, so
+	// embedding it costs nothing.
 	notSupported
 )
 
-// target is one mock type to write a fill function for.
+// target is one generated type: every method of a go-nvml interface.
 type target struct {
-	fn      string       // name of the generated function
-	mock    reflect.Type // the moq mock struct
-	failure failureKind
+	typeName string       // the generated struct type
+	iface    reflect.Type // the go-nvml interface it implements
+	failure  failureKind
 	// forward: library calls PrefixMethod(handle, args...) call
 	// handle.Method(args...) (see forwardTargets).
 	forward bool
-	doc     string // what the mock stands for, in the generated comment
+	doc     string // what the interface stands for, in the generated comment
 }
 
-// targets are the mocks the simulator embeds. Add one here when the
-// simulator embeds another mock.
+// targets are the types the simulator embeds. Add one here when the
+// simulator implements another go-nvml interface.
 var targets = []target{
 	{
-		fn: "fillDeviceMock", mock: reflect.TypeFor[mock.Device](), failure: fromParam,
+		typeName: "unmodelledLibrary", iface: reflect.TypeFor[nvml.Interface](), failure: fromField, forward: true,
+		doc: "the library",
+	},
+	{
+		typeName: "unmodelledDevice", iface: reflect.TypeFor[nvml.Device](), failure: fromField,
 		doc: "a device handle (physical or MIG)",
 	},
 	{
-		fn: "fillGpuInstanceMock", mock: reflect.TypeFor[mock.GpuInstance](), failure: notSupported,
+		typeName: "unmodelledGpuInstance", iface: reflect.TypeFor[nvml.GpuInstance](), failure: notSupported,
 		doc: "a GPU instance",
 	},
 	{
-		fn: "fillComputeInstanceMock", mock: reflect.TypeFor[mock.ComputeInstance](), failure: notSupported,
+		typeName: "unmodelledComputeInstance", iface: reflect.TypeFor[nvml.ComputeInstance](), failure: notSupported,
 		doc: "a compute instance",
-	},
-	{
-		fn: "fillInterfaceMock", mock: reflect.TypeFor[mock.Interface](), failure: fromParam, forward: true,
-		doc: "the library",
 	},
 }
 
@@ -96,19 +100,19 @@ type forwardTarget struct {
 	handle reflect.Type
 }
 
-// generate writes fill functions for targets; forwards are the handle
-// prefixes library calls forward on.
+// generate writes one type per target; forwards are the handle prefixes
+// library calls forward on.
 func generate(targets []target, forwards []forwardTarget) ([]byte, error) {
 	// The generated code always spells nvml.Return and its codes.
 	g := &generator{imports: map[string]string{returnType.PkgPath(): "nvml"}, forwards: forwards}
 	var body bytes.Buffer
 	for _, t := range targets {
 		if err := g.writeTarget(&body, t); err != nil {
-			return nil, fmt.Errorf("gensafetynet: %s: %w", t.mock, err)
+			return nil, fmt.Errorf("gensafetynet: %s: %w", t.iface, err)
 		}
 	}
 	var out bytes.Buffer
-	out.WriteString("// Code generated by gensafetynet from go-nvml's mocks; DO NOT EDIT.\n")
+	out.WriteString("// Code generated by gensafetynet from go-nvml's interfaces; DO NOT EDIT.\n")
 	out.WriteString("// Regenerate with: go generate ./internal/backend/sim\n\n")
 	out.WriteString("package sim\n\nimport (\n")
 	paths := make([]string, 0, len(g.imports))
@@ -135,21 +139,24 @@ type generator struct {
 }
 
 func (g *generator) writeTarget(w *bytes.Buffer, t target) error {
-	mockName, err := g.typeExpr(t.mock)
+	if t.iface.Kind() != reflect.Interface {
+		return fmt.Errorf("%s is not an interface", t.iface)
+	}
+	ifaceName, err := g.typeExpr(t.iface)
 	if err != nil {
 		return err
 	}
-	doc := fmt.Sprintf("%s is the safety net of %s: it sets every nil func field of m ", t.fn, t.doc)
+	doc := fmt.Sprintf("%s is the safety net of %s: it has every method of %s, and each ", t.typeName, t.doc, ifaceName)
 	if t.forward {
-		doc += "either to a forwarder (see below) or "
+		doc += "either forwards (see below) or "
 	}
-	if t.failure == fromParam {
-		doc += "to a call that answers zero values and failure() in its nvml.Return " +
+	if t.failure == fromField {
+		doc += "answers zero values and failure() in its nvml.Return " +
 			"results. A call without such a result still calls failure(), which may block " +
 			"(on a hung GPU every call blocks)."
 	} else {
-		doc += "to a call that answers zero values and ERROR_NOT_SUPPORTED in its " +
-			"nvml.Return results. These closures capture nothing, so they cost no memory."
+		doc += "answers zero values and ERROR_NOT_SUPPORTED in its " +
+			"nvml.Return results. It is empty, so embedding it costs no memory."
 	}
 	if t.forward {
 		doc += "\n\nA library call of the form PrefixMethod(handle, args...), where the " +
@@ -157,48 +164,54 @@ func (g *generator) writeTarget(w *bytes.Buffer, t target) error {
 			"forwards to handle.Method(args...) (zero values and ERROR_INVALID_ARGUMENT " +
 			"for a nil handle), so that lib.DeviceGetX(dev) and dev.GetX() always agree."
 	}
+	doc += "\n\nThe simulator's types embed it; their modelled methods shadow its methods."
 	w.WriteString("\n" + comment(doc))
-	if t.failure == fromParam {
-		fmt.Fprintf(w, "func %s(m *%s, failure func() nvml.Return) {\n", t.fn, mockName)
+	receiver := t.typeName
+	if t.failure == fromField {
+		fmt.Fprintf(w, "type %s struct {\n", t.typeName)
+		w.WriteString("// failure is the Return code of every unmodelled call.\n")
+		w.WriteString("failure func() nvml.Return\n}\n\n")
+		receiver = "u " + t.typeName
 	} else {
-		fmt.Fprintf(w, "func %s(m *%s) {\n", t.fn, mockName)
+		fmt.Fprintf(w, "type %s struct{}\n\n", t.typeName)
 	}
-	for i := range t.mock.NumField() {
-		f := t.mock.Field(i)
-		if f.Type.Kind() != reflect.Func || !f.IsExported() {
-			continue
+	fmt.Fprintf(w, "// If this does not compile, go-nvml's %s changed. Regenerate:\n", ifaceName)
+	w.WriteString("// go generate ./internal/backend/sim\n")
+	fmt.Fprintf(w, "var _ %s = %s{}\n", ifaceName, t.typeName)
+	for i := range t.iface.NumMethod() {
+		m := t.iface.Method(i)
+		if !m.IsExported() {
+			return fmt.Errorf("method %s: unexported, cannot be implemented outside %s", m.Name, t.iface.PkgPath())
 		}
-		var lit string
-		if method, ok := g.forwardFor(t, f); ok {
-			lit, err = g.forwarder(f.Type, method)
+		var decl string
+		if method, ok := g.forwardFor(t, m); ok {
+			decl, err = g.forwarder(m, method)
 		} else {
-			lit, err = g.answer(f.Type, t.failure)
+			decl, err = g.answer(m, t.failure)
 		}
 		if err != nil {
-			return fmt.Errorf("field %s: %w", f.Name, err)
+			return fmt.Errorf("method %s: %w", m.Name, err)
 		}
-		fmt.Fprintf(w, "if m.%s == nil {\nm.%[1]s = %s\n}\n", f.Name, lit)
+		fmt.Fprintf(w, "\nfunc (%s) %s%s\n", receiver, m.Name, decl)
 	}
-	w.WriteString("}\n")
 	return nil
 }
 
-// forwardFor returns the handle method library field f forwards to, if any:
-// its name is Prefix+Method+"Func", its first parameter is the prefix's
+// forwardFor returns the handle method library method lib forwards to, if
+// any: its name is Prefix+Method, its first parameter is the prefix's
 // handle type and the handle's Method takes the remaining parameters and
 // returns the same results.
-func (g *generator) forwardFor(t target, f reflect.StructField) (string, bool) {
-	if !t.forward || f.Type.NumIn() == 0 {
+func (g *generator) forwardFor(t target, lib reflect.Method) (string, bool) {
+	if !t.forward || lib.Type.NumIn() == 0 {
 		return "", false
 	}
-	name := strings.TrimSuffix(f.Name, "Func")
 	for _, ft := range g.forwards {
-		method, ok := strings.CutPrefix(name, ft.prefix)
-		if !ok || f.Type.In(0) != ft.handle {
+		method, ok := strings.CutPrefix(lib.Name, ft.prefix)
+		if !ok || lib.Type.In(0) != ft.handle {
 			continue
 		}
 		m, ok := ft.handle.MethodByName(method)
-		if ok && sameSignatureAfterFirst(f.Type, m.Type) {
+		if ok && sameSignatureAfterFirst(lib.Type, m.Type) {
 			return method, true
 		}
 	}
@@ -224,25 +237,26 @@ func sameSignatureAfterFirst(lib, method reflect.Type) bool {
 	return true
 }
 
-// answer is a func literal of type ft that returns zero values, with the
-// failure code in every nvml.Return result.
-func (g *generator) answer(ft reflect.Type, kind failureKind) (string, error) {
+// answer is the signature and body of method m that returns zero values,
+// with the failure code in every nvml.Return result.
+func (g *generator) answer(m reflect.Method, kind failureKind) (string, error) {
+	ft := m.Type
 	sig, err := g.signature(ft, nil)
 	if err != nil {
 		return "", err
 	}
 	var body strings.Builder
 	code := "nvml.ERROR_NOT_SUPPORTED"
-	if kind == fromParam {
+	if kind == fromField {
 		// failure() is called exactly once, even when no result carries
 		// it: on a hung GPU every call blocks.
 		switch countReturns(ft) {
 		case 0:
-			body.WriteString("failure()\n")
+			body.WriteString("u.failure()\n")
 		case 1:
-			code = "failure()"
+			code = "u.failure()"
 		default:
-			body.WriteString("code := failure()\n")
+			body.WriteString("code := u.failure()\n")
 			code = "code"
 		}
 	}
@@ -253,12 +267,13 @@ func (g *generator) answer(ft reflect.Type, kind failureKind) (string, error) {
 	if results != "" {
 		body.WriteString("return " + results + "\n")
 	}
-	return "func" + sig + " {\n" + body.String() + "}", nil
+	return sig + " {\n" + body.String() + "}", nil
 }
 
-// forwarder is a func literal of type ft (library spelling) that calls the
-// handle's method.
-func (g *generator) forwarder(ft reflect.Type, method string) (string, error) {
+// forwarder is the signature and body of library method lib that calls
+// the handle's method.
+func (g *generator) forwarder(lib reflect.Method, method string) (string, error) {
+	ft := lib.Type
 	names := make([]string, ft.NumIn())
 	for i := range names {
 		names[i] = fmt.Sprintf("a%d", i)
@@ -278,7 +293,7 @@ func (g *generator) forwarder(ft reflect.Type, method string) (string, error) {
 	}
 	call := fmt.Sprintf("h.%s(%s)", method, strings.Join(args, ", "))
 	var b strings.Builder
-	fmt.Fprintf(&b, "func%s {\nif h == nil {\nreturn %s\n}\n", sig, invalid)
+	fmt.Fprintf(&b, "%s {\nif h == nil {\nreturn %s\n}\n", sig, invalid)
 	if ft.NumOut() > 0 {
 		fmt.Fprintf(&b, "return %s\n}", call)
 	} else {
