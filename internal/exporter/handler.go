@@ -10,6 +10,7 @@ import (
 	"github.com/klauspost/compress/gzip"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
 
 	"github.com/gpuwatch/gpuwatch/internal/snapshot"
 )
@@ -141,9 +142,14 @@ func (h *textHandler) writeExtra(buf *bytes.Buffer) {
 		return
 	}
 	mfs, _ := h.extra.Gather()
-	enc := expfmt.NewEncoder(buf, expfmt.NewFormat(expfmt.TypeTextPlain))
 	for _, mf := range mfs {
-		_ = enc.Encode(mf) // writes to a bytes.Buffer cannot fail
+		// Not through expfmt's Encoder: it copies every family to escape
+		// names for the legacy format, a copy per scrape that the names
+		// here (go_*, process_*, gpuwatch_*, slurm_*) never need.
+		if !model.IsValidLegacyMetricName(mf.GetName()) {
+			mf = model.EscapeMetricFamily(mf, model.UnderscoreEscaping)
+		}
+		_, _ = expfmt.MetricFamilyToText(buf, mf) // writes to a bytes.Buffer cannot fail
 	}
 }
 

@@ -263,3 +263,22 @@ func TestTextHandlerSurvivesFailingExtra(t *testing.T) {
 		t.Errorf("families %v: want the GPUs and the extra gatherer's partial result", names)
 	}
 }
+
+// utf8NameGatherer returns a family whose name is valid only in the
+// UTF-8 names of Prometheus 3, which the 0.0.4 text format cannot carry.
+type utf8NameGatherer struct{}
+
+func (utf8NameGatherer) Gather() ([]*dto.MetricFamily, error) {
+	return []*dto.MetricFamily{{Name: proto.String("odd.name"), Help: proto.String("Odd."), Type: dto.MetricType_GAUGE.Enum(),
+		Metric: []*dto.Metric{{Gauge: &dto.Gauge{Value: proto.Float64(1)}}}}}, nil
+}
+
+func TestTextHandlerEscapesNonLegacyExtraNames(t *testing.T) {
+	e := newExporter(t, fullSnapshot(1, 0), Options{})
+	rec := httptest.NewRecorder()
+	e.TextHandler(utf8NameGatherer{}).ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
+	names := familyNames(parseText(t, rec.Body.Bytes()))
+	if !slices.Contains(names, "odd_name") {
+		t.Errorf("odd.name not written as odd_name; families: %v", names)
+	}
+}
