@@ -39,7 +39,7 @@ func newServeCommand(app *kingpin.Application, common *commonFlags) *serveComman
 	app.Flag("web.telemetry-path", "Path under which to expose metrics.").Default("/metrics").StringVar(&c.telemetryPath)
 	app.Flag("web.max-requests", "Maximum number of concurrent scrapes; 0 means no limit. Concurrent scrapes share one GPU collection anyway.").
 		Default("40").IntVar(&c.maxRequests)
-	app.Flag("web.enable-pprof", "Serve Go's profiler under /debug/pprof/ (for diagnosing gpuwatch itself; exposes internals).").
+	app.Flag("web.enable-pprof", "Serve Go's profiler under /debug/pprof/ (for diagnosing gpuwatch itself; exposes internals). Heap profiling is sampled only with this on.").
 		Default("false").BoolVar(&c.pprof)
 	return c
 }
