@@ -22,6 +22,7 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"compress/gzip"
 	"context"
 	"errors"
 	"flag"
@@ -149,10 +150,11 @@ func measure(bin, name string, runArgs []string, scrapers, scrapes int) (result,
 
 	url := "http://" + addr + "/metrics"
 	client := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: scrapers}}
+	first := newScraper(client, url)
 	var body []byte
 	deadline := time.Now().Add(15 * time.Second)
 	for {
-		body, err = scrape(client, url)
+		body, err = first.scrape()
 		if err == nil {
 			break
 		}
@@ -164,10 +166,11 @@ func measure(bin, name string, runArgs []string, scrapers, scrapes int) (result,
 	// Warm up caches (attribution reads /proc and the runtime APIs in the
 	// background), connections and the Go runtime before measuring.
 	for i, warmUntil := 0, time.Now().Add(warmup); i < 50 || time.Now().Before(warmUntil); i++ {
-		if _, err := scrape(client, url); err != nil {
+		if _, err := first.scrape(); err != nil {
 			return result{}, err
 		}
 	}
+	body = bytes.Clone(body) // the scraper reuses its buffer
 
 	profileDone := make(chan struct{})
 	go func() {
@@ -190,6 +193,7 @@ func measure(bin, name string, runArgs []string, scrapers, scrapes int) (result,
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			sc := newScraper(client, url)
 			for {
 				mu.Lock()
 				i := next
@@ -199,7 +203,7 @@ func measure(bin, name string, runArgs []string, scrapers, scrapes int) (result,
 					return
 				}
 				start := time.Now()
-				_, err := scrape(client, url)
+				_, err := sc.scrape()
 				latencies[i] = time.Since(start)
 				if err != nil {
 					mu.Lock()
@@ -236,22 +240,52 @@ func measure(bin, name string, runArgs []string, scrapers, scrapes int) (result,
 	}, nil
 }
 
-func scrape(client *http.Client, url string) ([]byte, error) {
+// scraper fetches /metrics the way Prometheus does: it asks for gzip itself
+// and decompresses into a buffer and a gzip reader that it keeps from one
+// scrape to the next. (Go's transparent decompression would allocate a new
+// reader and io.ReadAll a new, growing buffer per scrape: on a 2-core
+// machine the harness's own garbage collection would then take CPU from
+// the exporter it is measuring.)
+type scraper struct {
+	client *http.Client
+	url    string
+	buf    bytes.Buffer
+	gz     *gzip.Reader
+}
+
+func newScraper(client *http.Client, url string) *scraper {
+	return &scraper{client: client, url: url}
+}
+
+// scrape returns the decompressed body, valid until the next call.
+func (s *scraper) scrape() ([]byte, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-	// Prometheus asks for text (or protobuf) and accepts gzip; measure the
-	// plain text path, which is the one every other tool uses.
-	resp, err := client.Do(req)
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, s.url, nil)
+	req.Header.Set("Accept-Encoding", "gzip")
+	resp, err := s.client.Do(req)
 	if err != nil {
 		return nil, err
 	}
 	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
 	if resp.StatusCode != 200 {
 		return nil, fmt.Errorf("status %s", resp.Status)
 	}
-	return body, err
+	var body io.Reader = resp.Body
+	if resp.Header.Get("Content-Encoding") == "gzip" {
+		if s.gz == nil {
+			s.gz, err = gzip.NewReader(resp.Body)
+		} else {
+			err = s.gz.Reset(resp.Body)
+		}
+		if err != nil {
+			return nil, err
+		}
+		body = s.gz
+	}
+	s.buf.Reset()
+	_, err = s.buf.ReadFrom(body)
+	return s.buf.Bytes(), err
 }
 
 func countSeries(body []byte) int {
