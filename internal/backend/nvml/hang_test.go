@@ -8,6 +8,8 @@ import (
 
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
 	"github.com/NVIDIA/go-nvml/pkg/nvml/mock"
+
+	"github.com/gpuwatch/gpuwatch/internal/snapshot"
 )
 
 // A GPU whose NVML calls hang must cost a read no more than its deadline,
@@ -92,5 +94,44 @@ func TestCancelledReadIsAnError(t *testing.T) {
 	cancel()
 	if _, err := r.Read(ctx); err == nil {
 		t.Fatal("Read with a cancelled context returned no error")
+	}
+}
+
+// Devices still waiting for a read slot when the deadline passes are
+// reported as themselves (their index and known UUID, not_answering), never
+// as a blank device that would claim index 0.
+func TestDevicesWaitingForASlotAtTheDeadline(t *testing.T) {
+	const devices = 6
+	for attempt := range 20 {
+		h := newFakeHost()
+		release := make(chan struct{})
+		hangAll := func(d *mock.Device) {
+			d.GetTemperatureFunc = func(nvml.TemperatureSensors) (uint32, nvml.Return) {
+				<-release
+				return 50, nvml.SUCCESS
+			}
+		}
+		for i := range devices {
+			h.devices = append(h.devices, newFakeH100(h, i, hangAll))
+		}
+		groups := AllGroups()
+		delete(groups, snapshot.GroupXID) // its watcher takes half a second to stop
+		r := newReaderWith(t, h, Options{Groups: groups, Parallel: 1})
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
+		snap, err := r.Read(ctx)
+		cancel()
+		close(release)
+		if err != nil {
+			t.Fatalf("attempt %d: Read: %v", attempt, err)
+		}
+		if len(snap.Devices) != devices {
+			t.Fatalf("attempt %d: %d devices, want %d", attempt, len(snap.Devices), devices)
+		}
+		for i, d := range snap.Devices {
+			if d.Index != i || d.Up || d.DownReason != "not_answering" {
+				t.Fatalf("attempt %d: device %d = {Index %d, Up %v, DownReason %q}, want itself, not answering",
+					attempt, i, d.Index, d.Up, d.DownReason)
+			}
+		}
 	}
 }

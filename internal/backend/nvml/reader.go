@@ -231,7 +231,6 @@ func (r *Reader) readDevices(ctx context.Context, count int) ([]*deviceResult, e
 	}
 	results := make([]*deviceResult, count)
 	done := make(chan finished, count) // buffered: an abandoned read never blocks on it
-	empty := &deviceResult{}
 	slots := make(chan struct{}, max(r.parallel, 1))
 	pending := 0
 	for i := range count {
@@ -245,7 +244,8 @@ func (r *Reader) readDevices(ctx context.Context, count int) ([]*deviceResult, e
 			select {
 			case slots <- struct{}{}:
 			case <-ctx.Done():
-				done <- finished{i, empty}
+				// Never started: the loop below sees the same ctx.Done and
+				// reports this device as not answering.
 				return
 			}
 			res := new(deviceResult)
