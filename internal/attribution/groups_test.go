@@ -19,6 +19,7 @@ type fakeResolver struct {
 	mu     sync.Mutex
 	metas  map[string]ContainerMeta
 	calls  int
+	gate   chan struct{} // when set, lookups wait for it to close
 }
 
 func newFakeResolver(source string, metas map[string]ContainerMeta) *fakeResolver {
@@ -31,6 +32,12 @@ func (f *fakeResolver) Handles(runtime string) bool {
 }
 
 func (f *fakeResolver) Resolve(_ context.Context, id string) (ContainerMeta, error) {
+	f.mu.Lock()
+	gate := f.gate
+	f.mu.Unlock()
+	if gate != nil {
+		<-gate
+	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.calls++
@@ -45,6 +52,15 @@ func (f *fakeResolver) set(id string, m ContainerMeta) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.metas[id] = m
+}
+
+// hold makes later lookups wait until the returned function is called.
+func (f *fakeResolver) hold() (release func()) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	gate := make(chan struct{})
+	f.gate = gate
+	return func() { close(gate) }
 }
 
 func (f *fakeResolver) callCount() int {
@@ -76,10 +92,14 @@ func TestChangedContainerAnswerReachesCachedProcesses(t *testing.T) {
 	wantContainers(t, s, [2]string{fixtureDockerID, "before"}, [2]string{fixtureDockerID, "before"})
 
 	r.set(fixtureDockerID, ContainerMeta{Name: "after", Image: "img"})
+	release := r.hold()
 	clock.Advance(2 * time.Minute)
 	s = procs(1001, 1001)
-	a.Enrich(context.Background(), s) // serves "before", refreshes in the background
+	// The answer has expired and its refresh cannot finish yet: Enrich
+	// serves the expired answer rather than waiting for the lookup.
+	a.Enrich(context.Background(), s)
 	wantContainers(t, s, [2]string{fixtureDockerID, "before"}, [2]string{fixtureDockerID, "before"})
+	release()
 	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); {
 		s = procs(1001, 1001)
 		a.Enrich(context.Background(), s)
