@@ -1,6 +1,12 @@
 # go-nvml dlopens libnvidia-ml.so.1 at run time; lazy binding keeps the
 # dynamic linker from resolving NVML symbols at start (go-nvml's advice).
-LDFLAGS := -extldflags=-Wl,-z,lazy -X github.com/prometheus/common/version.Version=$(shell git describe --tags --always --dirty 2>/dev/null || echo dev) -X github.com/prometheus/common/version.Revision=$(shell git rev-parse --short HEAD 2>/dev/null || echo unknown)
+VERSION_PKG := github.com/prometheus/common/version
+# The build date is the commit's, so that two builds of one commit are the same bytes.
+LDFLAGS := -extldflags=-Wl,-z,lazy \
+	-X $(VERSION_PKG).Version=$(shell git describe --tags --always --dirty 2>/dev/null || echo dev) \
+	-X $(VERSION_PKG).Revision=$(shell git rev-parse --short HEAD 2>/dev/null || echo unknown) \
+	-X $(VERSION_PKG).Branch=$(shell git rev-parse --abbrev-ref HEAD 2>/dev/null || echo unknown) \
+	-X $(VERSION_PKG).BuildDate=$(shell git log -1 --format=%cd --date=format:%Y%m%d-%H:%M:%S 2>/dev/null || echo unknown)
 
 .PHONY: build test test-short bench run golden
 
