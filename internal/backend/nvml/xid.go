@@ -46,7 +46,7 @@ type xidDevice struct {
 // report XIDs and starts the watcher. It returns nil without an error when
 // no device supports XID events (e.g. the simulator's consumer profile) and
 // an error, to report in the xid group's status, for other failures.
-func startXIDWatcher(lib nvml.Interface, log *slog.Logger) (*xidWatcher, error) {
+func startXIDWatcher(lib nvml.Interface, caps *capabilities, log *slog.Logger) (*xidWatcher, error) {
 	set, ret := lib.EventSetCreate()
 	switch classify(ret) {
 	case succeeded:
@@ -80,8 +80,10 @@ func startXIDWatcher(lib nvml.Interface, log *slog.Logger) (*xidWatcher, error) 
 		}
 		// When the device says which events it supports, respect it;
 		// otherwise let RegisterEvents decide.
-		if types, ret := dev.GetSupportedEventTypes(); ret == nvml.SUCCESS && types&nvml.EventTypeXidCriticalError == 0 {
-			continue
+		if caps.can(callGetSupportedEventTypes) {
+			if types, ret := dev.GetSupportedEventTypes(); ret == nvml.SUCCESS && types&nvml.EventTypeXidCriticalError == 0 {
+				continue
+			}
 		}
 		switch ret := dev.RegisterEvents(nvml.EventTypeXidCriticalError, set); classify(ret) {
 		case succeeded:
