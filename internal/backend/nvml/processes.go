@@ -74,6 +74,7 @@ func (d *deviceReader) readProcesses() []snapshot.Process {
 		}
 	}
 
+	procs = mergeContexts(procs)
 	if len(procs) > 0 {
 		d.readProcessUtilization(procs)
 	}

@@ -100,7 +100,8 @@
 //	    used_memory_bytes: 2147483648
 //	    sm_utilization: 0.6    # ratio 0-1 (NVML reports percent)
 //	    memory_utilization: 0.3
-//	    type: compute          # compute (default) or graphics
+//	    type: compute          # compute (default), graphics, or compute+graphics
+//	                           # (then in both process lists, as in NVML)
 //	  - {gpu: 0, pid: 77, gpu_instance: 7, compute_instance: 0}
 //	                           # on a MIG-enabled GPU gpu_instance is
 //	                           # required; compute_instance defaults to 0
