@@ -15,7 +15,7 @@ type simProcess struct {
 	// compute and graphics say which contexts the process holds; NVML
 	// lists it in each matching process list.
 	compute, graphics bool
-	mig        *migDevice // nil unless the process runs in a MIG instance
+	mig               *migDevice // nil unless the process runs in a MIG instance
 }
 
 // noInstance is what NVML puts in ProcessInfo's instance IDs outside MIG.
