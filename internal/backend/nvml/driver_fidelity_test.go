@@ -1,6 +1,7 @@
 package nvmlbackend
 
 import (
+	"sync"
 	"testing"
 	"time"
 
@@ -143,5 +144,165 @@ func TestSimFieldUnknownToTheDriverIsAbsent(t *testing.T) {
 	wantAbsent(t, "pcie rx", d.PCIe.RxBytes)
 	if !d.Temperature.Memory.Valid || !d.PCIe.LinkGen.Valid {
 		t.Errorf("memory temperature %+v, link gen %+v: want both present", d.Temperature.Memory, d.PCIe.LinkGen)
+	}
+}
+
+func TestSimXIDTotalAndLastCodeExistFromStart(t *testing.T) {
+	s := newSim(t, sim.Config{Profile: "dgx-h100", Faults: []sim.Fault{
+		{GPU: 2, XID: 48, At: durationPtr(10 * time.Second)},
+		{GPU: 2, XID: 79, At: durationPtr(12 * time.Second)},
+	}}, 0)
+	r := newSimReader(t, s, groups(snapshot.GroupXID))
+	snap := read(t, r)
+	for _, d := range snap.Devices {
+		want(t, "xid events at start", d.XIDEvents, 0)
+		want(t, "last xid at start", d.XIDLastCode, 0)
+	}
+	s.SetElapsed(13 * time.Second)
+	snap = pollUntil(t, r, func(s *snapshot.Snapshot) bool { return s.Devices[2].XIDEvents.Value == 2 })
+	want(t, "gpu 2 last xid", snap.Devices[2].XIDLastCode, 79)
+	want(t, "gpu 1 xid events", snap.Devices[1].XIDEvents, 0)
+}
+
+func TestSimXIDsBeforeStartAreNotCounted(t *testing.T) {
+	// NVML records only events after the registration.
+	s := newSim(t, sim.Config{Profile: "h100", Faults: []sim.Fault{{GPU: 0, XID: 79, At: durationPtr(time.Second)}}}, time.Minute)
+	r := newSimReader(t, s, groups(snapshot.GroupXID))
+	time.Sleep(50 * time.Millisecond)
+	snap := read(t, r)
+	want(t, "xid events", snap.Devices[0].XIDEvents, 0)
+}
+
+func TestSimXIDWatcherSurvivesALostGPU(t *testing.T) {
+	// GPU 3 falls off the bus; NVML's wait then answers GPU_IS_LOST. The
+	// set must be rebuilt without it so that GPU 1's XID still arrives.
+	s := newSim(t, sim.Config{Profile: "dgx-h100", Faults: []sim.Fault{
+		{GPU: 3, LostAfter: durationPtr(10 * time.Second)},
+		{GPU: 1, XID: 31, At: durationPtr(20 * time.Second)},
+	}}, 0)
+	r := newSimReader(t, s, groups(snapshot.GroupXID))
+	read(t, r)
+	s.SetElapsed(11 * time.Second)
+	time.Sleep(50 * time.Millisecond) // let the watcher see the loss first
+	s.SetElapsed(21 * time.Second)
+	snap := pollUntil(t, r, func(s *snapshot.Snapshot) bool { return s.Devices[1].XIDEvents.Value == 1 })
+	want(t, "gpu 1 last xid", snap.Devices[1].XIDLastCode, 31)
+	if err := snap.Groups[snapshot.GroupXID].Err; err != nil {
+		t.Errorf("xid group error after the rebuild: %v", err)
+	}
+}
+
+// flakySet answers Wait with the codes in fail first, then as the
+// simulator's set does. After ERROR_UNKNOWN it stays broken, as nvml.h
+// says the set is then undefined.
+type flakySet struct {
+	nvml.EventSet
+	mu     sync.Mutex
+	fail   []nvml.Return
+	broken bool
+}
+
+func (f *flakySet) Wait(ms uint32) (nvml.EventData, nvml.Return) {
+	f.mu.Lock()
+	if f.broken {
+		f.mu.Unlock()
+		time.Sleep(time.Millisecond)
+		return nvml.EventData{}, nvml.ERROR_UNKNOWN
+	}
+	if len(f.fail) > 0 {
+		ret := f.fail[0]
+		f.fail = f.fail[1:]
+		f.broken = ret == nvml.ERROR_UNKNOWN
+		f.mu.Unlock()
+		return nvml.EventData{}, ret
+	}
+	f.mu.Unlock()
+	return f.EventSet.Wait(ms)
+}
+
+// flakySets makes the first event set created flaky; later ones are the
+// simulator's own.
+type flakySets struct {
+	wrappedSim
+	mu    sync.Mutex
+	first []nvml.Return
+	made  int
+}
+
+func (f *flakySets) EventSetCreate() (nvml.EventSet, nvml.Return) {
+	set, ret := f.Sim.EventSetCreate()
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.made++
+	if ret != nvml.SUCCESS || f.made > 1 {
+		return set, ret
+	}
+	return &flakySet{EventSet: set, fail: f.first}, ret
+}
+
+func (f *flakySets) sets() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.made
+}
+
+// registersUnwrapped registers the simulator's own set inside a flakySet.
+type registersUnwrapped struct{ nvml.Device }
+
+func (d registersUnwrapped) RegisterEvents(types uint64, set nvml.EventSet) nvml.Return {
+	if f, ok := set.(*flakySet); ok {
+		set = f.EventSet
+	}
+	return d.Device.RegisterEvents(types, set)
+}
+
+func newFlakySets(s *sim.Sim, fail ...nvml.Return) *flakySets {
+	return &flakySets{
+		wrappedSim: wrappedSim{s, func(d nvml.Device) nvml.Device { return registersUnwrapped{d} }},
+		first:      fail,
+	}
+}
+
+func TestSimXIDWatcherRebuildsTheSetAfterUnknownError(t *testing.T) {
+	s := newSim(t, sim.Config{Profile: "h100", Faults: []sim.Fault{{GPU: 0, XID: 79, At: durationPtr(10 * time.Second)}}}, 0)
+	lib := newFlakySets(s, nvml.ERROR_UNKNOWN)
+	r := newReaderWith(t, lib, Options{Groups: groups(snapshot.GroupXID), Now: s.Now})
+	deadline := time.Now().Add(5 * time.Second)
+	for lib.sets() < 2 && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	s.SetElapsed(11 * time.Second)
+	snap := pollUntil(t, r, func(s *snapshot.Snapshot) bool { return s.Devices[0].XIDEvents.Value == 1 })
+	if err := snap.Groups[snapshot.GroupXID].Err; err != nil {
+		t.Errorf("xid group error after the rebuild: %v", err)
+	}
+}
+
+func TestSimXIDWaitErrorIsClearedOnTimeout(t *testing.T) {
+	// One transient failure; afterwards the waits time out normally, with
+	// no XID to clear the error.
+	s := newSim(t, sim.Config{Profile: "h100"}, 0)
+	lib := newFlakySets(s, nvml.ERROR_IRQ_ISSUE)
+	r := newReaderWith(t, lib, Options{Groups: groups(snapshot.GroupXID), Now: s.Now})
+	pollUntil(t, r, func(s *snapshot.Snapshot) bool { return s.Groups[snapshot.GroupXID].Err == nil })
+}
+
+func TestSimXIDStopIsBoundedWhenTheDriverHangs(t *testing.T) {
+	s := newSim(t, sim.Config{Profile: "h100", Faults: []sim.Fault{
+		{GPU: 0, HangAfter: durationPtr(time.Second), HangFor: durationPtr(time.Hour)},
+	}}, 0)
+	r, err := New(s, Options{Groups: groups(snapshot.GroupXID), Now: s.Now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.SetElapsed(2 * time.Hour) }) // release the hung wait
+	s.SetElapsed(2 * time.Second)
+	time.Sleep(20 * time.Millisecond)
+	closed := make(chan error, 1)
+	go func() { closed <- r.Close() }()
+	select {
+	case <-closed:
+	case <-time.After(10 * time.Second):
+		t.Fatal("Close did not return while the event wait hangs")
 	}
 }
