@@ -122,19 +122,24 @@ type Device struct {
 	Up         bool
 	DownReason string
 
-	Info         Info
-	Utilization  Utilization
-	Memory       Memory
-	Temperature  Temperature
-	FanSpeed     Opt[float64] // ratio of maximum speed, averaged over fans
-	Clocks       []Clock      // one per clock domain the device reports
-	PState       Opt[int]     // 0 (max performance) .. 15 (min)
-	ClockEvents  []ClockEvent // nil when the device cannot report reasons
-	Power        Power
-	PCIe         PCIe
-	ECC          ECC
-	NVLinks      []NVLink // nil when NVLink is not supported
-	XIDErrors    []XIDCount
+	Info        Info
+	Utilization Utilization
+	Memory      Memory
+	Temperature Temperature
+	FanSpeed    Opt[float64] // ratio of maximum speed, averaged over fans
+	Clocks      []Clock      // one per clock domain the device reports
+	PState      Opt[int]     // 0 (max performance) .. 15 (min)
+	ClockEvents []ClockEvent // nil when the device cannot report reasons
+	Power       Power
+	PCIe        PCIe
+	ECC         ECC
+	NVLinks     []NVLink // nil when NVLink is not supported
+	XIDErrors   []XIDCount
+	// XIDEvents counts every XID of the device since the exporter started,
+	// all codes; XIDLastCode is the newest one's code (0: none yet). Both
+	// are present, from 0, for every device whose XID events are watched.
+	XIDEvents    Opt[uint64]
+	XIDLastCode  Opt[uint64]
 	GPM          GPM
 	MIGInstances []MIGInstance
 	// MIGModePending is true when a MIG mode change (nvidia-smi -mig)

@@ -80,6 +80,7 @@ func (d *deviceReader) readProcesses() []snapshot.Process {
 		}
 	}
 
+	procs = mergeContexts(procs)
 	if len(procs) > 0 && d.can(callGetProcessUtilization) {
 		d.readProcessUtilization(procs)
 	}
