@@ -220,7 +220,11 @@ var (
 
 	// --- XID ---
 	mXID = def(snapshot.GroupXID, "gpu_xid_errors_total", typeCounter, "", "nvmlEventSetWait (nvmlEventTypeXidCriticalError)",
-		"XID error events by XID code, counted since the exporter started.", withLabels(devLabels, "xid"))
+		"XID error events by XID code, counted since the exporter started. A code's series appears with its first event; alert on gpu_xid_events_total, which exists from start.", withLabels(devLabels, "xid"))
+	mXIDEvents = def(snapshot.GroupXID, "gpu_xid_events_total", typeCounter, "", "nvmlEventSetWait (nvmlEventTypeXidCriticalError)",
+		"XID error events of every code, counted since the exporter started; present from start at 0, so increase() sees the first XID.", devLabels)
+	mXIDLast = def(snapshot.GroupXID, "gpu_xid_last_code", typeGauge, "", "nvmlEventSetWait (nvmlEventTypeXidCriticalError)",
+		"Code of the last XID error event since the exporter started, 0 while there was none (DCGM_FI_DEV_XID_ERRORS semantics).", devLabels)
 
 	// --- GPM (Hopper and later) ---
 	mGPMSMActive    = gpmDef(snapshot.GroupGPM, "gpu_gpm_sm_active_ratio", "NVML_GPM_METRIC_SM_UTIL", "Fraction of time at least one warp was resident on an SM, averaged over SMs.", devLabels)

@@ -54,7 +54,9 @@ type ProcessSpec struct {
 	// required (gpu_instance) on a MIG-enabled GPU, refused elsewhere.
 	GPUInstance     *int `yaml:"gpu_instance"`
 	ComputeInstance *int `yaml:"compute_instance"`
-	// Type is "compute" (default) or "graphics".
+	// Type is "compute" (default), "graphics", or "compute+graphics" for a
+	// process holding both contexts (NVML then lists it in both process
+	// lists, each time with all of its memory).
 	Type string `yaml:"type"`
 
 	line int // line in the config file, 0 for profile defaults
@@ -252,9 +254,9 @@ func (c *Config) validateShape() error {
 			return fmt.Errorf("%s: memory_utilization %g is not a ratio between 0 and 1", at, p.MemoryUtilization)
 		}
 		switch p.Type {
-		case "", "compute", "graphics":
+		case "", "compute", "graphics", "compute+graphics":
 		default:
-			return fmt.Errorf("%s: type %q is not \"compute\" or \"graphics\"", at, p.Type)
+			return fmt.Errorf("%s: type %q is not \"compute\", \"graphics\" or \"compute+graphics\"", at, p.Type)
 		}
 		if p.ComputeInstance != nil && p.GPUInstance == nil {
 			return fmt.Errorf("%s: compute_instance needs gpu_instance", at)

@@ -102,7 +102,8 @@
 //	    used_memory_bytes: 2147483648
 //	    sm_utilization: 0.6    # ratio 0-1 (NVML reports percent)
 //	    memory_utilization: 0.3
-//	    type: compute          # compute (default) or graphics
+//	    type: compute          # compute (default), graphics, or compute+graphics
+//	                           # (then in both process lists, as in NVML)
 //	  - {gpu: 0, pid: 77, gpu_instance: 7, compute_instance: 0}
 //	                           # on a MIG-enabled GPU gpu_instance is
 //	                           # required; compute_instance defaults to 0
@@ -131,10 +132,14 @@
 // xid/at: the XID is delivered once to every event set on which the device
 // is registered for EventTypeXidCriticalError, as EventData{Device,
 // EventType: EventTypeXidCriticalError, EventData: xid}, as soon as its
-// time has passed (including a time before the registration or before a
-// pinned clock). EventSet.Wait(ms) blocks in real time up to the timeout,
+// time has passed, unless that time is before the device's registration:
+// as nvml.h says, events that occurred before nvmlDeviceRegisterEvents are
+// not recorded. EventSet.Wait(ms) blocks in real time up to the timeout,
 // wakes when an event falls due or SetElapsed moves the clock, and returns
-// ERROR_TIMEOUT when nothing is due.
+// ERROR_TIMEOUT when nothing is due. While a registered device is lost,
+// Wait answers ERROR_GPU_IS_LOST (until the set is rebuilt without it);
+// while one hangs, Wait blocks past its timeout. Free does not wake a Wait
+// in progress.
 //
 // unsupported: the names below, each turning these NVML reads into
 // ERROR_NOT_SUPPORTED (UnsupportedNames lists them):
