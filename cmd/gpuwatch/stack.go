@@ -66,6 +66,9 @@ const simHint = "to try gpuwatch without a GPU, run: gpuwatch --backend=sim --si
 
 // buildStack opens the backend the flags name and wires the outputs to it.
 func (f *commonFlags) buildStack(logger *slog.Logger) (*stack, error) {
+	if err := f.check(); err != nil {
+		return nil, err
+	}
 	filter, err := f.metricFilter()
 	if err != nil {
 		return nil, err

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"reflect"
 	"regexp"
 	"strings"
@@ -13,6 +12,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 
+	"github.com/gpuwatch/gpuwatch/internal/configfile"
 	"github.com/gpuwatch/gpuwatch/internal/nvmlbranch"
 )
 
@@ -114,7 +114,7 @@ func (d Duration) MarshalYAML() (any, error) { return d.String(), nil }
 
 // LoadConfig reads and parses a YAML config file.
 func LoadConfig(path string) (Config, error) {
-	data, err := os.ReadFile(path)
+	data, err := configfile.Read(path)
 	if err != nil {
 		return Config{}, fmt.Errorf("sim config: %w", err)
 	}
@@ -247,10 +247,10 @@ func (c *Config) validateShape() error {
 		if p.GPU < 0 {
 			return fmt.Errorf("%s: gpu %d is negative", at, p.GPU)
 		}
-		if p.SMUtilization < 0 || p.SMUtilization > 1 {
+		if !(p.SMUtilization >= 0 && p.SMUtilization <= 1) { // NaN fails both
 			return fmt.Errorf("%s: sm_utilization %g is not a ratio between 0 and 1", at, p.SMUtilization)
 		}
-		if p.MemoryUtilization < 0 || p.MemoryUtilization > 1 {
+		if !(p.MemoryUtilization >= 0 && p.MemoryUtilization <= 1) {
 			return fmt.Errorf("%s: memory_utilization %g is not a ratio between 0 and 1", at, p.MemoryUtilization)
 		}
 		switch p.Type {
