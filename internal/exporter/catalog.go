@@ -63,7 +63,7 @@ var catalog []*metricDef
 var (
 	devLabels     = []string{"gpu", "uuid"}
 	migLabels     = []string{"gpu", "uuid", "gpu_instance", "compute_instance", "mig_uuid"}
-	ownerLabels   = []string{"gpu", "uuid", "user", "container", "pod", "namespace", "slurm_job"}
+	ownerLabels   = []string{"gpu", "uuid", "user", "container", "compose_project", "compose_service", "pod", "namespace", "slurm_job"}
 	pidOptLabels  = []string{"pid", "command"}
 	infoLabels    = []string{"gpu", "uuid", "name", "brand", "architecture", "pci_bus_id", "serial", "vbios_version", "driver_version", "cuda_driver_version", "compute_capability", "persistence_mode", "compute_mode", "mig_mode", "ecc_mode"}
 	migInfoLabels = []string{"gpu", "uuid", "gpu_instance", "compute_instance", "mig_uuid", "profile"}

@@ -141,7 +141,8 @@ func fullSnapshot(n, nvlinks int) *snapshot.Snapshot {
 		}
 	}
 	owners := []snapshot.Owner{
-		{User: "alice", Command: "python train.py", Container: snapshot.Container{Runtime: "docker", ID: "4f9a1c2b3d4e5f60718293a4b5c6d7e8f9", Name: "trainer"}},
+		{User: "alice", Command: "python train.py", Container: snapshot.Container{Runtime: "docker", ID: "4f9a1c2b3d4e5f60718293a4b5c6d7e8f9", Name: "trainer",
+			ComposeProject: "lab", ComposeService: "trainer"}},
 		{User: "bob", Command: "torchrun", Pod: snapshot.Pod{Name: "llm-0", Namespace: "research", Container: "main"},
 			Container: snapshot.Container{Runtime: "containerd", ID: "a1b2c3d4e5f6a7b8c9d0"}},
 		{User: "carol", Command: "srun ./md", Slurm: snapshot.SlurmJob{JobID: "4242", User: "carol", Partition: "gpu"}},
