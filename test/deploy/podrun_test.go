@@ -17,13 +17,16 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"google.golang.org/grpc"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	podresourcesv1 "k8s.io/kubelet/pkg/apis/podresources/v1"
 
 	"github.com/gpuwatch/gpuwatch/internal/testenv"
 )
@@ -43,12 +46,18 @@ func TestDaemonSetCommandLineServes(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			r := renderDecoded(t, c)
 			ds := one[appsv1.DaemonSet](t, r)
-			root := t.TempDir()
+			root := shortTempDir(t) // unix socket paths under it must fit in 108 bytes
 			secrets := map[string]*corev1.Secret{}
 			for _, s := range all[corev1.Secret](r) {
 				secrets[s.Name] = s
 			}
-			mountVolumes(t, root, ds.Spec.Template.Spec, secrets)
+			// The kubelet's pod-resources directory holds a real gRPC server
+			// that allocated the simulated GPU 0 to a pod.
+			uuid := simGPU0UUID(t)
+			kubeletDir := shortTempDir(t)
+			serveKubelet(t, filepath.Join(kubeletDir, "kubelet.sock"), uuid)
+			hostPaths := map[string]string{"/var/lib/kubelet/pod-resources": kubeletDir}
+			mountVolumes(t, root, ds.Spec.Template.Spec, secrets, hostPaths)
 			port := testenv.FreePort(t)
 			ctr := ds.Spec.Template.Spec.Containers[0]
 			args := containerArgs(t, root, ctr.Args, port)
@@ -69,17 +78,22 @@ func TestDaemonSetCommandLineServes(t *testing.T) {
 			if err := probe(client, ctr.LivenessProbe, port); err != nil {
 				t.Fatalf("liveness probe: %v\n%s", err, p.output())
 			}
-			checkScrape(t, c, client, port)
+			body := checkScrape(t, c, client, port)
+			allocation := `gpu_kubernetes_allocation_info{gpu="0",uuid="` + uuid + `",mig_uuid="",namespace="research",pod="trainer-0",container="train"} 1`
+			if wantAllocation := !containsSet(c, "attribution.enabled=false"); wantAllocation != strings.Contains(body, allocation) {
+				t.Errorf("pod-resources through the chart's mount: want %s in /metrics: %v\n%s", allocation, wantAllocation, grepLines(body, "gpu_kubernetes_allocation_info"))
+			}
 		})
 	}
 }
 
 // mountVolumes lays out the pod's volume mounts under root: a hostPath
-// becomes a symlink to the same path on this machine (absent here for the
-// kubelet and runtime sockets, as on a node without them), a Secret volume a
+// becomes a symlink to the same path on this machine, or to its stand-in in
+// hostPaths (the runtime sockets are absent here, as on a node without
+// that runtime), a Secret volume a
 // directory of its files. TLS key pairs named by the chart but created by
 // the user (cert-manager) get a fresh self-signed pair.
-func mountVolumes(t *testing.T, root string, pod corev1.PodSpec, secrets map[string]*corev1.Secret) {
+func mountVolumes(t *testing.T, root string, pod corev1.PodSpec, secrets map[string]*corev1.Secret, hostPaths map[string]string) {
 	volumes := map[string]corev1.Volume{}
 	for _, v := range pod.Volumes {
 		volumes[v.Name] = v
@@ -92,7 +106,11 @@ func mountVolumes(t *testing.T, root string, pod corev1.PodSpec, secrets map[str
 		v := volumes[m.Name]
 		switch {
 		case v.HostPath != nil:
-			if err := os.Symlink(v.HostPath.Path, dst); err != nil {
+			target := v.HostPath.Path
+			if standIn, ok := hostPaths[target]; ok {
+				target = standIn
+			}
+			if err := os.Symlink(target, dst); err != nil {
 				t.Fatal(err)
 			}
 		case v.Secret != nil:
@@ -168,8 +186,9 @@ func probe(client *http.Client, p *corev1.Probe, port int) error {
 	return fmt.Errorf("probe %+v: neither httpGet nor tcpSocket", p)
 }
 
-// checkScrape fetches /metrics as the ServiceMonitor's Prometheus would.
-func checkScrape(t *testing.T, c valuesCase, client *http.Client, port int) {
+// checkScrape fetches /metrics as the ServiceMonitor's Prometheus would and
+// returns the page.
+func checkScrape(t *testing.T, c valuesCase, client *http.Client, port int) string {
 	scheme := "http"
 	if containsSet(c, "webConfig.tls.enabled=true") {
 		scheme = "https"
@@ -198,6 +217,70 @@ func checkScrape(t *testing.T, c valuesCase, client *http.Client, port int) {
 			t.Errorf("GET %s without credentials: %d, want 401", url, code)
 		}
 	}
+	return body
+}
+
+// grepLines returns the lines of text containing s.
+func grepLines(text, s string) string {
+	var out []string
+	for _, line := range strings.Split(text, "\n") {
+		if strings.Contains(line, s) {
+			out = append(out, line)
+		}
+	}
+	return strings.Join(out, "\n")
+}
+
+// shortTempDir is a temporary directory with a short path.
+func shortTempDir(t *testing.T) string {
+	dir, err := os.MkdirTemp("", "gwd")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	return dir
+}
+
+// simGPU0UUID is the UUID the h100 simulator gives GPU 0.
+func simGPU0UUID(t *testing.T) string {
+	out := filepath.Join(t.TempDir(), "gpu.prom")
+	if msg, err := exec.Command(gpuwatchBin, "textfile", "--backend=sim", "--sim.profile=h100", "--output="+out).CombinedOutput(); err != nil {
+		t.Fatalf("gpuwatch textfile: %v\n%s", err, msg)
+	}
+	page, _ := os.ReadFile(out)
+	m := regexp.MustCompile(`gpu_up\{gpu="0",uuid="([^"]+)"\}`).FindSubmatch(page)
+	if m == nil {
+		t.Fatalf("no gpu_up for GPU 0 in:\n%s", page)
+	}
+	return string(m[1])
+}
+
+// fakeKubelet answers the kubelet's pod-resources List: one pod holding GPU 0.
+type fakeKubelet struct {
+	podresourcesv1.UnimplementedPodResourcesListerServer
+	uuid string
+}
+
+func (f *fakeKubelet) List(context.Context, *podresourcesv1.ListPodResourcesRequest) (*podresourcesv1.ListPodResourcesResponse, error) {
+	return &podresourcesv1.ListPodResourcesResponse{PodResources: []*podresourcesv1.PodResources{{
+		Name: "trainer-0", Namespace: "research",
+		Containers: []*podresourcesv1.ContainerResources{{
+			Name:    "train",
+			Devices: []*podresourcesv1.ContainerDevices{{ResourceName: "nvidia.com/gpu", DeviceIds: []string{f.uuid}}},
+		}},
+	}}}, nil
+}
+
+// serveKubelet serves the pod-resources API on a unix socket until the test ends.
+func serveKubelet(t *testing.T, socket, uuid string) {
+	l, err := net.Listen("unix", socket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := grpc.NewServer()
+	podresourcesv1.RegisterPodResourcesListerServer(srv, &fakeKubelet{uuid: uuid})
+	go func() { _ = srv.Serve(l) }()
+	t.Cleanup(srv.Stop)
 }
 
 func containsSet(c valuesCase, s string) bool {
