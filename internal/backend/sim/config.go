@@ -27,6 +27,11 @@ type Config struct {
 	// PinTime, when set, freezes the simulated elapsed time: every reading,
 	// counter and fault is evaluated at this instant. Used by golden tests.
 	PinTime *Duration `yaml:"pin_time"`
+	// Seed makes this simulated host's GPU UUIDs and serials its own, so
+	// that two simulated hosts with one profile do not share UUIDs (every
+	// PromQL join on uuid would mix them). gpuwatch sets it to the host
+	// name unless told otherwise; empty keeps the profile's own UUIDs.
+	Seed string `yaml:"seed"`
 
 	// source is the file (or name) the config was parsed from, for errors.
 	source string

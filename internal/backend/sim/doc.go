@@ -93,6 +93,8 @@
 //
 //	profile: dgx-h100          # required, unless --sim.profile gives it
 //	pin_time: 1h               # optional: freeze the clock 1h after start
+//	seed: node-7               # optional: this host's GPU UUIDs and serials
+//	                           # (gpuwatch defaults it to the host name)
 //	processes:                 # GPU processes the simulated driver reports;
 //	                           # replaces the profile's defaults ([] = none)
 //	  - gpu: 0                 # device index

@@ -31,6 +31,7 @@ type Sim struct {
 
 	profile *profile
 	devices []*device
+	seed    string // Config.Seed
 
 	start time.Time // real time at New, origin of the unpinned clock
 	// pinned holds the pinned elapsed time in nanoseconds, or -1.
@@ -61,7 +62,7 @@ func New(cfg Config) (*Sim, error) {
 		}
 		return nil, err
 	}
-	s := &Sim{profile: p, start: time.Now(), clockChanged: make(chan struct{})}
+	s := &Sim{profile: p, seed: cfg.Seed, start: time.Now(), clockChanged: make(chan struct{})}
 	s.unmodelledLibrary = librarySafetyNet(s)
 	s.pinned.Store(-1)
 	if cfg.PinTime != nil {
