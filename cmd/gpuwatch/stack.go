@@ -75,6 +75,10 @@ func (f *commonFlags) buildStack(logger *slog.Logger) (*stack, error) {
 	if err != nil {
 		return nil, err
 	}
+	compat, err := exporter.ParseCompat(f.compat)
+	if err != nil {
+		return nil, fmt.Errorf("--compat: %w", err)
+	}
 	reader, simulated, err := f.openReader(logger)
 	if err != nil {
 		return nil, err
@@ -90,6 +94,8 @@ func (f *commonFlags) buildStack(logger *slog.Logger) (*stack, error) {
 		Collectors: f.enabledCollectors(),
 		Metrics:    filter,
 		PIDLabels:  f.pidLabels,
+		Compat:     compat,
+		Hostname:   f.compatHostname(),
 	})
 	if err != nil {
 		_ = st.Close()
@@ -195,4 +201,18 @@ func (f *commonFlags) simulator() (*sim.Sim, error) {
 		cfg.Seed, _ = os.Hostname()
 	}
 	return sim.New(cfg)
+}
+
+// compatHostname is the Hostname label of dcgm-exporter's series: the flag,
+// else the Kubernetes node name that a DaemonSet passes in NODE_NAME (as
+// dcgm-exporter reads it), else the host name.
+func (f *commonFlags) compatHostname() string {
+	if f.hostname != "" {
+		return f.hostname
+	}
+	if n := os.Getenv("NODE_NAME"); n != "" {
+		return n
+	}
+	h, _ := os.Hostname()
+	return h
 }

@@ -31,6 +31,11 @@ type Metric struct {
 	Collector string `json:"collector"`
 	// Default says whether the metric is on without a --metrics.config.
 	Default bool `json:"default"`
+	// Compat names the foreign naming scheme the metric belongs to ("dcgm"
+	// for dcgm-exporter's names), or is empty for gpuwatch's own metrics.
+	// Compat metrics are emitted only when Options.Compat selects their
+	// scheme, and are listed by CompatCatalog rather than Catalog.
+	Compat string `json:"compat,omitempty"`
 }
 
 // CollectorExporter is the pseudo-group of the series every scrape carries
@@ -282,13 +287,24 @@ func gpmDef(group, name, metric, help string, labels []string) *metricDef {
 	return def(group, name, typeGauge, "ratio", gpmCall+"("+metric+")", help, labels)
 }
 
-// Catalog returns every metric gpuwatch can export, in catalog order.
-func Catalog() []Metric {
-	out := make([]Metric, len(catalog))
-	for i, m := range catalog {
-		out[i] = m.Metric
-		out[i].Labels = append([]string(nil), m.Labels...)
-		out[i].OptInLabels = append([]string(nil), m.OptInLabels...)
+// Catalog returns every metric gpuwatch exports under its own names, in
+// catalog order.
+func Catalog() []Metric { return catalogOf("") }
+
+// CompatCatalog returns the metrics of a foreign naming scheme ("dcgm"), in
+// catalog order.
+func CompatCatalog(scheme string) []Metric { return catalogOf(scheme) }
+
+func catalogOf(compat string) []Metric {
+	var out []Metric
+	for _, m := range catalog {
+		if m.Compat != compat {
+			continue
+		}
+		c := m.Metric
+		c.Labels = append([]string(nil), m.Labels...)
+		c.OptInLabels = append([]string(nil), m.OptInLabels...)
+		out = append(out, c)
 	}
 	return out
 }

@@ -150,9 +150,10 @@ type Device struct {
 // Info holds the descriptive facts exported on gpu_info.
 type Info struct {
 	Name              string
-	Brand             string // e.g. "nvidia", "geforce", "tesla"
-	Architecture      string // e.g. "hopper", "ampere", "ada"
-	PCIBusID          string // "00000000:18:00.0"
+	Brand             string   // e.g. "nvidia", "geforce", "tesla"
+	Architecture      string   // e.g. "hopper", "ampere", "ada"
+	PCIBusID          string   // "00000000:18:00.0"
+	MinorNumber       Opt[int] // N of the device node /dev/nvidiaN
 	Serial            string
 	VBIOSVersion      string
 	ComputeCapability string // "9.0"

@@ -274,7 +274,7 @@ func TestUnsupportedReadingsAreAbsentNotZero(t *testing.T) {
 // groupCalls lists, per group, the device methods the group may call
 // (besides the liveness probe GetUUID, which every read makes).
 var groupCalls = map[string][]string{
-	snapshot.GroupInfo: {"GetName", "GetBrand", "GetArchitecture", "GetPciInfo", "GetSerial", "GetVbiosVersion",
+	snapshot.GroupInfo: {"GetName", "GetBrand", "GetArchitecture", "GetPciInfo", "GetMinorNumber", "GetSerial", "GetVbiosVersion",
 		"GetCudaComputeCapability", "GetPersistenceMode", "GetComputeMode", "GetMigMode", "GetEccMode"},
 	snapshot.GroupUtilization: {"GetUtilizationRates", "GetEncoderUtilization", "GetDecoderUtilization"},
 	snapshot.GroupMemory:      {"GetMemoryInfo_v2", "GetMemoryInfo", "GetBAR1MemoryInfo"},
