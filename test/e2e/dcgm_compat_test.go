@@ -18,7 +18,7 @@ import (
 // dcgmGoldenArgs pin everything host-specific out of the page, as TestGolden does.
 func dcgmGoldenArgs(t *testing.T, profile string) []string {
 	return []string{"--backend=sim", "--sim.profile=" + profile, "--sim.pin-time=1h",
-		"--compat=dcgm", "--compat.hostname=golden-host",
+		"--compat=dcgm", "--compat.hostname=golden-host", "--sim.seed=golden",
 		"--path.procfs=" + t.TempDir(), "--slurm.jobs=false",
 		"--docker.socket=", "--cri.socket=", "--kubelet.pod-resources-socket="}
 }
