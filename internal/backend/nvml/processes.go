@@ -95,6 +95,9 @@ var processKinds = [...]struct {
 }{
 	{"compute", "GetComputeRunningProcesses", callGetComputeRunningProcesses, nvml.Device.GetComputeRunningProcesses},
 	{"graphics", "GetGraphicsRunningProcesses", callGetGraphicsRunningProcesses, nvml.Device.GetGraphicsRunningProcesses},
+	// MPS clients; a client also in the compute list is merged into one
+	// process of type "compute+mps" (see mergeContexts).
+	{processTypeMPS, "GetMPSComputeRunningProcesses", callGetMPSComputeRunningProcesses, nvml.Device.GetMPSComputeRunningProcesses},
 }
 
 func newProcess(gpu int, uuid, kind string, info nvml.ProcessInfo) snapshot.Process {

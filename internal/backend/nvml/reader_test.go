@@ -282,7 +282,8 @@ var groupCalls = map[string][]string{
 	snapshot.GroupFan:         {"GetNumFans", "GetFanSpeed_v2", "GetFanSpeed"},
 	snapshot.GroupClocks:      {"GetClockInfo", "GetMaxClockInfo", "GetPerformanceState"},
 	snapshot.GroupClockEvents: {"GetCurrentClocksEventReasons"},
-	snapshot.GroupPower:       {"GetPowerUsage", "GetEnforcedPowerLimit", "GetTotalEnergyConsumption"},
+	snapshot.GroupPower: {"GetPowerUsage", "GetEnforcedPowerLimit", "GetTotalEnergyConsumption",
+		"GetPowerManagementDefaultLimit", "GetPowerManagementLimitConstraints"},
 	snapshot.GroupPCIe: {"GetFieldValues", "GetCurrPcieLinkGeneration", "GetCurrPcieLinkWidth",
 		"GetMaxPcieLinkGeneration", "GetMaxPcieLinkWidth", "GetPcieReplayCounter"},
 	snapshot.GroupECC:    {"GetTotalEccErrors", "GetRetiredPages", "GetRetiredPagesPendingStatus", "GetRemappedRows"},
@@ -291,7 +292,7 @@ var groupCalls = map[string][]string{
 	snapshot.GroupGPM:    {"GpmQueryDeviceSupport", "GpmSampleGet", "GpmMigSampleGet", "GetMigMode", "GetMaxMigDeviceCount", "GetMigDeviceHandleByIndex"},
 	snapshot.GroupMIG:    {"GetMigMode", "GetMaxMigDeviceCount", "GetMigDeviceHandleByIndex"},
 	snapshot.GroupProcesses: {"GetMigMode", "GetMaxMigDeviceCount", "GetMigDeviceHandleByIndex",
-		"GetComputeRunningProcesses", "GetGraphicsRunningProcesses", "GetProcessUtilization"},
+		"GetComputeRunningProcesses", "GetGraphicsRunningProcesses", "GetMPSComputeRunningProcesses", "GetProcessUtilization"},
 }
 
 var libraryCalls = map[string][]string{

@@ -101,7 +101,9 @@
 //	    sm_utilization: 0.6    # ratio 0-1 (NVML reports percent)
 //	    memory_utilization: 0.3
 //	    type: compute          # compute (default), graphics, or compute+graphics
-//	                           # (then in both process lists, as in NVML)
+//	                           # (then in both process lists, as in NVML);
+//	                           # mps (an MPS client, in the MPS list only)
+//	                           # or compute+mps (in both)
 //	  - {gpu: 0, pid: 77, gpu_instance: 7, compute_instance: 0}
 //	                           # on a MIG-enabled GPU gpu_instance is
 //	                           # required; compute_instance defaults to 0
@@ -110,6 +112,7 @@
 //	  - {gpu: 4, hang_after: 1m, hang_for: 20s}    # every call blocks meanwhile
 //	  - {gpu: 1, unsupported: [power, fan_speed]}  # those reads: NOT_SUPPORTED
 //	  - {gpu: 2, xid: 79, at: 10s}                 # one XID event at 10s
+//	  - {gpu: 0, mig_mode_pending: true}           # a MIG mode change awaits a reset
 //
 // Durations are Go durations ("500ms", "30s", "1h30m"). A fault entry may
 // combine kinds. New checks the config against the profile: a GPU index

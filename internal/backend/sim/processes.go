@@ -15,7 +15,10 @@ type simProcess struct {
 	// compute and graphics say which contexts the process holds; NVML
 	// lists it in each matching process list.
 	compute, graphics bool
-	mig               *migDevice // nil unless the process runs in a MIG instance
+	// mps: the process is a client of an MPS server, listed by
+	// GetMPSComputeRunningProcesses (see mps.go).
+	mps bool
+	mig *migDevice // nil unless the process runs in a MIG instance
 }
 
 // noInstance is what NVML puts in ProcessInfo's instance IDs outside MIG.
@@ -34,8 +37,9 @@ func (s *Sim) placeProcesses(cfg *Config, procs []ProcessSpec) error {
 		sp := simProcess{
 			pid: p.PID, usedMemory: p.UsedMemoryBytes,
 			sm: p.SMUtilization, mem: p.MemoryUtilization,
-			compute:  p.Type != "graphics",
+			compute:  p.Type != "graphics" && p.Type != "mps",
 			graphics: p.Type == "graphics" || p.Type == "compute+graphics",
+			mps:      p.Type == "mps" || p.Type == "compute+mps",
 		}
 		for _, q := range d.processes {
 			if q.pid == p.PID {
@@ -99,15 +103,6 @@ func (d *device) GetComputeRunningProcesses() ([]nvml.ProcessInfo, nvml.Return) 
 
 func (d *device) GetGraphicsRunningProcesses() ([]nvml.ProcessInfo, nvml.Return) {
 	return d.runningProcesses(true, nil)
-}
-
-// GetMPSComputeRunningProcesses: the simulated host runs no MPS server.
-func (d *device) GetMPSComputeRunningProcesses() ([]nvml.ProcessInfo, nvml.Return) {
-	_, r := d.begin(featProcesses)
-	if r != nvml.SUCCESS {
-		return nil, r
-	}
-	return []nvml.ProcessInfo{}, r
 }
 
 // runningProcesses lists the compute or graphics processes of the device,
