@@ -111,7 +111,7 @@ func (f *commonFlags) openReader(logger *slog.Logger) (*nvmlbackend.Reader, erro
 		if err != nil {
 			return nil, err
 		}
-		lib, opts.Now = s, s.Now
+		lib, opts.Now, opts.Library = s, s.Now, "simulator"
 	default:
 		lib = nvml.New()
 	}

@@ -175,6 +175,12 @@ var (
 		"Power drawn by the GPU and its memory.", devLabels)
 	mPowerLimit = def(snapshot.GroupPower, "gpu_power_limit_watts", typeGauge, "watts", "nvmlDeviceGetEnforcedPowerLimit",
 		"Power limit the driver enforces (the lowest of all limits in effect).", devLabels)
+	mPowerLimitDefault = def(snapshot.GroupPower, "gpu_power_limit_default_watts", typeGauge, "watts", "nvmlDeviceGetPowerManagementDefaultLimit",
+		"Power limit the board ships with (what gpu_power_limit_watts returns to after a reset).", devLabels)
+	mPowerLimitMin = def(snapshot.GroupPower, "gpu_power_limit_min_watts", typeGauge, "watts", "nvmlDeviceGetPowerManagementLimitConstraints (minLimit)",
+		"Lowest power limit an administrator may set (nvidia-smi -pl).", devLabels)
+	mPowerLimitMax = def(snapshot.GroupPower, "gpu_power_limit_max_watts", typeGauge, "watts", "nvmlDeviceGetPowerManagementLimitConstraints (maxLimit)",
+		"Highest power limit an administrator may set (nvidia-smi -pl).", devLabels)
 	mEnergy = def(snapshot.GroupPower, "gpu_energy_joules_total", typeCounter, "joules", "nvmlDeviceGetTotalEnergyConsumption",
 		"Energy consumed since the driver was loaded; resets when the driver reloads.", devLabels)
 
@@ -238,6 +244,8 @@ var (
 	// --- MIG ---
 	mMIGInfo = def(snapshot.GroupMIG, "gpu_mig_info", typeInfo, "", "nvmlDeviceGetMigDeviceHandleByIndex, nvmlDeviceGetGpuInstanceId, nvmlDeviceGetComputeInstanceId, GetUUID, GetGpuInstanceProfileInfo",
 		"One series per MIG compute instance; always 1. Join on mig_uuid.", migInfoLabels)
+	mMIGModePending = def(snapshot.GroupMIG, "gpu_mig_mode_pending", typeGauge, "", "nvmlDeviceGetMigMode (pendingMode != currentMode)",
+		"1 while a MIG mode change (nvidia-smi -mig) waits for a GPU reset, else 0; absent on GPUs without MIG.", devLabels)
 	mMIGMemTotal = def(snapshot.GroupMIG, "gpu_mig_memory_total_bytes", typeGauge, "bytes", "nvmlDeviceGetMemoryInfo on the MIG device handle (total)",
 		"Memory of the MIG instance.", migLabels)
 	mMIGMemUsed = def(snapshot.GroupMIG, "gpu_mig_memory_used_bytes", typeGauge, "bytes", "nvmlDeviceGetMemoryInfo on the MIG device handle (used)",
@@ -274,6 +282,10 @@ var (
 		"1 if the collector group read without unexpected errors, else 0.", []string{"collector"})
 	mAttributionErrors = def(CollectorExporter, "gpuwatch_attribution_errors_total", typeCounter, "", "gpuwatch attribution",
 		"Owner lookups that failed since start, by source (procfs, docker, cri, kubelet, slurm).", []string{"source"})
+	mDriverInfo = def(CollectorExporter, "gpuwatch_driver_info", typeInfo, "", "nvmlSystemGetDriverVersion; the path libnvidia-ml was loaded from (/proc/self/maps)",
+		"The NVIDIA driver library gpuwatch loaded: its version, its branch (R550) and where it was loaded from (\"simulator\" for --backend=sim); always 1.", []string{"version", "branch", "library"})
+	mDriverLimited = def(CollectorExporter, "gpuwatch_driver_limited_group", typeGauge, "", "dlsym of every NVML function gpuwatch calls, once at start",
+		"One series per enabled collector group that the loaded driver library cannot fully serve, because it lacks NVML functions or field IDs (an older driver branch); always 1. reason says \"unavailable: no ...\" (the group is off) or \"partial: no ...\" and which readings are missing. The README has the table of groups by driver branch.", []string{"group", "reason"})
 	mSnapshotDuration = def(CollectorExporter, "gpuwatch_snapshot_duration_seconds", typeGauge, "seconds", "gpuwatch",
 		"Time the collection this scrape reports took: reading every GPU and attributing its processes. Scrapes that arrive while a collection runs share it.", nil)
 )
