@@ -46,3 +46,20 @@ func TestDriverSeries(t *testing.T) {
 		}
 	}
 }
+
+// A driver that cannot list processes has no gpu_processes count at all,
+// rather than a count of 0 that would read as "idle".
+func TestNoProcessCountWhenTheDriverCannotListProcesses(t *testing.T) {
+	snap := fullSnapshot(1, 0)
+	snap.Processes = nil
+	snap.Driver.Limits = []snapshot.DriverLimit{{Group: snapshot.GroupProcesses, Unavailable: true, Reason: "unavailable: no compute processes"}}
+	for key := range series(gather(t, newExporter(t, snap, Options{}))) {
+		if strings.HasPrefix(key, "gpu_processes{") {
+			t.Errorf("unexpected %s", key)
+		}
+	}
+	snap.Driver.Limits = nil
+	if _, ok := series(gather(t, newExporter(t, snap, Options{})))[`gpu_processes{gpu="0",uuid="`+snap.Devices[0].UUID+`"}`]; !ok {
+		t.Errorf("no gpu_processes with a driver that lists processes")
+	}
+}

@@ -70,11 +70,25 @@ type Driver struct {
 // DriverLimit is one metric group the driver library limits.
 type DriverLimit struct {
 	Group string
+	// Unavailable is set when the library serves none of the group's
+	// readings; otherwise it serves some.
+	Unavailable bool
 	// Reason is "unavailable: no <readings>" (the whole group is off) or
 	// "partial: no <readings>".
 	Reason string
 	// Missing names the C functions (or field IDs) the library lacks.
 	Missing []string
+}
+
+// Unavailable reports whether the driver library serves none of group's
+// readings, so that an output can leave out even a count of zero.
+func (d *Driver) Unavailable(group string) bool {
+	for _, l := range d.Limits {
+		if l.Group == group {
+			return l.Unavailable
+		}
+	}
+	return false
 }
 
 // GroupStatus is the outcome of reading one collector group across all devices.

@@ -1,8 +1,6 @@
 package nvmlbackend
 
 import (
-	"strings"
-
 	"github.com/gpuwatch/gpuwatch/internal/nvmlbranch"
 	"github.com/gpuwatch/gpuwatch/internal/snapshot"
 )
@@ -40,7 +38,7 @@ func SupportCell(limits []snapshot.DriverLimit, group string) string {
 		if l.Group != group {
 			continue
 		}
-		if strings.HasPrefix(l.Reason, "unavailable:") {
+		if l.Unavailable {
 			return "no"
 		}
 		return l.Reason
