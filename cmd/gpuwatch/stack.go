@@ -111,7 +111,7 @@ func (f *commonFlags) openReader(logger *slog.Logger) (*nvmlbackend.Reader, erro
 		if err != nil {
 			return nil, err
 		}
-		lib, opts.Now, opts.Library = s, s.Now, "simulator"
+		lib, opts.Now, opts.Library = s.Library(), s.Now, "simulator"
 	default:
 		lib = nvml.New()
 	}

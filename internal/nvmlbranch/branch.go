@@ -46,6 +46,10 @@ type Branch struct {
 	GoNVML string // the go-nvml release whose nvml.h the tables come from
 	CUDA   string // that header's CUDA version
 	Note   string // where the header and the branch differ, if anywhere
+	// DriverVersion is one released driver of the branch ("535.54.03"),
+	// CUDADriverVersion the CUDA version it reports (12020 = 12.2).
+	DriverVersion     string
+	CUDADriverVersion int
 
 	functions []string // sorted
 	fields    []uint32 // sorted

@@ -6,6 +6,7 @@ package nvmlbranch
 var branches = []*Branch{
 	{
 		Name: "R470", GoNVML: "v0.11.1-0", CUDA: "11.1",
+		DriverVersion: "470.82.01", CUDADriverVersion: 11040,
 		Note: "CUDA 11.1's header (R455): the module proxy's checksum database does not serve v0.11.4-0 (CUDA 11.4), so this is a strict subset of R470 (it lacks the functions CUDA 11.2-11.4 added): the safe side for a test",
 		functions: []string{
 			"nvmlComputeInstanceDestroy",
@@ -264,6 +265,7 @@ var branches = []*Branch{
 	},
 	{
 		Name: "R510", GoNVML: "v0.11.6-0", CUDA: "11.6",
+		DriverVersion: "510.47.03", CUDADriverVersion: 11060,
 		functions: []string{
 			"nvmlComputeInstanceDestroy",
 			"nvmlComputeInstanceGetInfo",
@@ -550,6 +552,7 @@ var branches = []*Branch{
 	},
 	{
 		Name: "R525", GoNVML: "v0.12.0-1", CUDA: "12.0",
+		DriverVersion: "525.60.13", CUDADriverVersion: 12000,
 		Note: "GPM appears",
 		functions: []string{
 			"nvmlComputeInstanceDestroy",
@@ -879,6 +882,7 @@ var branches = []*Branch{
 	},
 	{
 		Name: "R535", GoNVML: "v0.12.2-0", CUDA: "12.2",
+		DriverVersion: "535.54.03", CUDADriverVersion: 12020,
 		functions: []string{
 			"nvmlComputeInstanceDestroy",
 			"nvmlComputeInstanceGetInfo",
@@ -1227,6 +1231,7 @@ var branches = []*Branch{
 	},
 	{
 		Name: "R550", GoNVML: "v0.12.4-1", CUDA: "12.4",
+		DriverVersion: "550.90.07", CUDADriverVersion: 12040,
 		functions: []string{
 			"nvmlComputeInstanceDestroy",
 			"nvmlComputeInstanceGetInfo",
@@ -1595,6 +1600,7 @@ var branches = []*Branch{
 	},
 	{
 		Name: "R570", GoNVML: "v0.12.8-0", CUDA: "12.8",
+		DriverVersion: "570.86.15", CUDADriverVersion: 12080,
 		Note: "PCIe byte counters (fields 197/198) from R570's header on",
 		functions: []string{
 			"nvmlComputeInstanceDestroy",
@@ -1994,6 +2000,7 @@ var branches = []*Branch{
 	},
 	{
 		Name: "R575", GoNVML: "v0.12.9-0", CUDA: "12.9",
+		DriverVersion: "575.57.08", CUDADriverVersion: 12090,
 		functions: []string{
 			"nvmlComputeInstanceDestroy",
 			"nvmlComputeInstanceGetInfo",
@@ -2407,6 +2414,7 @@ var branches = []*Branch{
 	},
 	{
 		Name: "R580", GoNVML: "v0.13.0-1", CUDA: "13.0",
+		DriverVersion: "580.159.04", CUDADriverVersion: 13000,
 		functions: []string{
 			"nvmlComputeInstanceDestroy",
 			"nvmlComputeInstanceGetInfo",

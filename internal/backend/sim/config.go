@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/gpuwatch/gpuwatch/internal/nvmlbranch"
 )
 
 // Config is the simulator's YAML configuration. Its schema is a public
@@ -27,6 +29,10 @@ type Config struct {
 	// PinTime, when set, freezes the simulated elapsed time: every reading,
 	// counter and fault is evaluated at this instant. Used by golden tests.
 	PinTime *Duration `yaml:"pin_time"`
+	// Driver, when set, names the NVIDIA driver branch the simulated
+	// library is ("R535"; see nvmlbranch): it exports only that branch's
+	// functions and knows only its field IDs. Empty: every function.
+	Driver string `yaml:"driver"`
 
 	// source is the file (or name) the config was parsed from, for errors.
 	source string
@@ -229,6 +235,16 @@ func (c *Config) where(list string, i, line int) string {
 
 // validateShape checks what does not depend on the profile.
 func (c *Config) validateShape() error {
+	if c.Driver != "" {
+		if _, ok := nvmlbranch.Lookup(c.Driver); !ok {
+			src := c.source
+			if src == "" {
+				src = "sim config"
+			}
+			return fmt.Errorf("%s: driver %q is not a known driver branch (one of %s)",
+				src, c.Driver, strings.Join(nvmlbranch.Names(), ", "))
+		}
+	}
 	for i, p := range c.Processes {
 		at := c.where("processes", i, p.line)
 		if p.PID == 0 {

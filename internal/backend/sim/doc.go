@@ -93,6 +93,8 @@
 //
 //	profile: dgx-h100          # required, unless --sim.profile gives it
 //	pin_time: 1h               # optional: freeze the clock 1h after start
+//	driver: R535               # optional: answer as that driver branch's
+//	                           # library (see "Driver branches" below)
 //	processes:                 # GPU processes the simulated driver reports;
 //	                           # replaces the profile's defaults ([] = none)
 //	  - gpu: 0                 # device index
@@ -173,6 +175,22 @@
 //	vbios                   GetVbiosVersion
 //	mig                     GetMigMode, MIG device handles and instances
 //	events                  GetSupportedEventTypes, RegisterEvents
+//
+// # Driver branches
+//
+// Without a driver key the simulated library has every function of the
+// go-nvml it is built with. With driver: RNNN (one of nvmlbranch.Names:
+// R470 R510 R525 R535 R550 R570 R575 R580) it is that branch's
+// libnvidia-ml.so.1: Extensions().LookupSymbol finds only the functions
+// the branch exports; a field ID the branch does not know answers a
+// per-field ERROR_INVALID_ARGUMENT; the version calls report a released
+// driver of the branch. Sim.Library returns the library a program should
+// use: on it, calling a go-nvml method that needs a C function the branch
+// lacks panics with a *MissingFunctionError, because a real process dies
+// there (go-nvml binds lazily: "symbol lookup error: undefined symbol").
+// gpuwatch --backend=sim uses Sim.Library. The guard is generated
+// (guard_gen.go, by internal/genguard) from go-nvml's interfaces, and
+// which C symbols each method calls comes from nvmlbranch.
 //
 // # Calls the simulator does not model
 //

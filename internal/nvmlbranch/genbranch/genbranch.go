@@ -52,20 +52,26 @@ type Release struct {
 	GoNVML string // go-nvml version whose pkg/nvml/nvml.h is used
 	CUDA   string // the CUDA version of that nvml.h
 	Note   string // where the header and the branch differ
+	// DriverVersion is one released driver of the branch, and
+	// CUDADriverVersion the CUDA version it reports (cudaDriverGetVersion
+	// encoding, 1000*major + 10*minor): what a simulated driver of the
+	// branch answers.
+	DriverVersion     string
+	CUDADriverVersion int
 }
 
 // Releases, oldest first.
 var Releases = []Release{
-	{Branch: "R470", GoNVML: "v0.11.1-0", CUDA: "11.1",
+	{Branch: "R470", DriverVersion: "470.82.01", CUDADriverVersion: 11040, GoNVML: "v0.11.1-0", CUDA: "11.1",
 		Note: "CUDA 11.1's header (R455): the module proxy's checksum database does not serve v0.11.4-0 (CUDA 11.4), " +
 			"so this is a strict subset of R470 (it lacks the functions CUDA 11.2-11.4 added): the safe side for a test"},
-	{Branch: "R510", GoNVML: "v0.11.6-0", CUDA: "11.6"},
-	{Branch: "R525", GoNVML: "v0.12.0-1", CUDA: "12.0", Note: "GPM appears"},
-	{Branch: "R535", GoNVML: "v0.12.2-0", CUDA: "12.2"},
-	{Branch: "R550", GoNVML: "v0.12.4-1", CUDA: "12.4"},
-	{Branch: "R570", GoNVML: "v0.12.8-0", CUDA: "12.8", Note: "PCIe byte counters (fields 197/198) from R570's header on"},
-	{Branch: "R575", GoNVML: "v0.12.9-0", CUDA: "12.9"},
-	{Branch: "R580", GoNVML: "v0.13.0-1", CUDA: "13.0"},
+	{Branch: "R510", DriverVersion: "510.47.03", CUDADriverVersion: 11060, GoNVML: "v0.11.6-0", CUDA: "11.6"},
+	{Branch: "R525", DriverVersion: "525.60.13", CUDADriverVersion: 12000, GoNVML: "v0.12.0-1", CUDA: "12.0", Note: "GPM appears"},
+	{Branch: "R535", DriverVersion: "535.54.03", CUDADriverVersion: 12020, GoNVML: "v0.12.2-0", CUDA: "12.2"},
+	{Branch: "R550", DriverVersion: "550.90.07", CUDADriverVersion: 12040, GoNVML: "v0.12.4-1", CUDA: "12.4"},
+	{Branch: "R570", DriverVersion: "570.86.15", CUDADriverVersion: 12080, GoNVML: "v0.12.8-0", CUDA: "12.8", Note: "PCIe byte counters (fields 197/198) from R570's header on"},
+	{Branch: "R575", DriverVersion: "575.57.08", CUDADriverVersion: 12090, GoNVML: "v0.12.9-0", CUDA: "12.9"},
+	{Branch: "R580", DriverVersion: "580.159.04", CUDADriverVersion: 13000, GoNVML: "v0.13.0-1", CUDA: "13.0"},
 }
 
 // ModuleDir returns where the module cache holds go-nvml at version,
@@ -136,6 +142,7 @@ func Source() ([]byte, error) {
 			return nil, err
 		}
 		fmt.Fprintf(&b, "{\nName: %q, GoNVML: %q, CUDA: %q,\n", r.Branch, r.GoNVML, r.CUDA)
+		fmt.Fprintf(&b, "DriverVersion: %q, CUDADriverVersion: %d,\n", r.DriverVersion, r.CUDADriverVersion)
 		if r.Note != "" {
 			fmt.Fprintf(&b, "Note: %q,\n", r.Note)
 		}
