@@ -234,6 +234,11 @@ var (
 	mGPMFP16        = gpmDef(snapshot.GroupGPM, "gpu_gpm_fp16_active_ratio", "NVML_GPM_METRIC_FP16_UTIL", "Fraction of cycles the FP16 pipe was active.", devLabels)
 	mGPMFP32        = gpmDef(snapshot.GroupGPM, "gpu_gpm_fp32_active_ratio", "NVML_GPM_METRIC_FP32_UTIL", "Fraction of cycles the FP32 pipe was active.", devLabels)
 	mGPMFP64        = gpmDef(snapshot.GroupGPM, "gpu_gpm_fp64_active_ratio", "NVML_GPM_METRIC_FP64_UTIL", "Fraction of cycles the FP64 pipe was active.", devLabels)
+	mGPMGraphics    = gpmDef(snapshot.GroupGPM, "gpu_gpm_graphics_active_ratio", "NVML_GPM_METRIC_GRAPHICS_UTIL", "Fraction of time any compute or graphics engine was active (DCGM's GR_ENGINE_ACTIVE).", devLabels)
+	mGPMPCIeTx      = gpmRateDef("gpu_gpm_pcie_transmit_bytes_per_second", "NVML_GPM_METRIC_PCIE_TX_PER_SEC", "PCIe traffic from the GPU, averaged over the GPM window (at least a second). Unlike gpu_pcie_transmit_bytes_total it cannot miss a counter wrap.")
+	mGPMPCIeRx      = gpmRateDef("gpu_gpm_pcie_receive_bytes_per_second", "NVML_GPM_METRIC_PCIE_RX_PER_SEC", "PCIe traffic to the GPU, averaged over the GPM window (at least a second).")
+	mGPMNVLinkTx    = gpmRateDef("gpu_gpm_nvlink_transmit_bytes_per_second", "NVML_GPM_METRIC_NVLINK_TOTAL_TX_PER_SEC", "NVLink write bandwidth over all links, averaged over the GPM window.")
+	mGPMNVLinkRx    = gpmRateDef("gpu_gpm_nvlink_receive_bytes_per_second", "NVML_GPM_METRIC_NVLINK_TOTAL_RX_PER_SEC", "NVLink read bandwidth over all links, averaged over the GPM window.")
 
 	// --- MIG ---
 	mMIGInfo = def(snapshot.GroupMIG, "gpu_mig_info", typeInfo, "", "nvmlDeviceGetMigDeviceHandleByIndex, nvmlDeviceGetGpuInstanceId, nvmlDeviceGetComputeInstanceId, GetUUID, GetGpuInstanceProfileInfo",
@@ -280,6 +285,11 @@ var (
 
 func gpmDef(group, name, metric, help string, labels []string) *metricDef {
 	return def(group, name, typeGauge, "ratio", gpmCall+"("+metric+")", help, labels)
+}
+
+// gpmRateDef declares a whole-GPU GPM bandwidth (NVML: MiB/s).
+func gpmRateDef(name, metric, help string) *metricDef {
+	return def(snapshot.GroupGPM, name, typeGauge, "bytes_per_second", gpmCall+"("+metric+", MiB/s)", help, devLabels)
 }
 
 // Catalog returns every metric gpuwatch can export, in catalog order.

@@ -33,6 +33,8 @@ type deviceState struct {
 	// so each read asks only for newer samples.
 	lastProcessSample uint64
 	gpm               gpmDeviceState
+	// The PCIe byte counters, widened past their 32-bit wrap.
+	pcieTx, pcieRx wrappingCounter
 }
 
 // deviceReader reads one device once. It is not shared between goroutines.

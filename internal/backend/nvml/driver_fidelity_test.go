@@ -306,3 +306,67 @@ func TestSimXIDStopIsBoundedWhenTheDriverHangs(t *testing.T) {
 		t.Fatal("Close did not return while the event wait hangs")
 	}
 }
+
+func TestSimGPMNeverReportsAWindowShorterThanASecond(t *testing.T) {
+	// GPU 0 of dgx-h100 runs a training job: GPM must never read 0 there.
+	s := newSim(t, sim.Config{Profile: "dgx-h100"}, time.Hour)
+	r := newSimReader(t, s, groups(snapshot.GroupGPM))
+	// Right after start: the window opened by New is a few ms long.
+	snap := read(t, r)
+	wantAbsent(t, "gpm sm active right after start", snap.Devices[0].GPM.SMActive)
+
+	s.SetElapsed(time.Hour + 2*time.Second)
+	first := read(t, r).Devices[0].GPM
+	inRange(t, "gpm sm active after 2s", first.SMActive, 0.05, 1)
+	// A second scraper a moment later gets the same complete window,
+	// not a near-empty one.
+	second := read(t, r).Devices[0].GPM
+	if second != first {
+		t.Errorf("second read a moment later = %+v, want the last window %+v", second, first)
+	}
+}
+
+func TestSimGPMOneShotWaitsForAWholeWindow(t *testing.T) {
+	s := newSim(t, sim.Config{Profile: "h100"}, time.Hour)
+	r := newReaderWith(t, s, Options{Groups: groups(snapshot.GroupGPM), Now: s.Now, WaitForGPM: true})
+	g := read(t, r).Devices[0].GPM
+	inRange(t, "one-shot gpm sm active", g.SMActive, 0.05, 1)
+	inRange(t, "one-shot gpm graphics active", g.GraphicsActive, 0.05, 1)
+}
+
+func TestSimPCIeCountersWrapAndAgreeWithGPMRates(t *testing.T) {
+	// A busy H100 on PCIe Gen5 moves several GB/s: the 32-bit counters
+	// wrap about every second. Read every 250 ms (less than one wrap in
+	// between) and compare a second's traffic with GPM's PCIe rate over
+	// that same second.
+	start := time.Hour
+	s := newSim(t, sim.Config{Profile: "dgx-h100"}, start)
+	r := newSimReader(t, s, groups(snapshot.GroupPCIe, snapshot.GroupGPM))
+	first := read(t, r).Devices[0]
+	var last snapshot.Device
+	for step := 1; step <= 4; step++ {
+		s.SetElapsed(start + time.Duration(step)*250*time.Millisecond)
+		last = read(t, r).Devices[0]
+		if last.PCIe.RxBytes.Value < first.PCIe.RxBytes.Value {
+			t.Fatalf("rx counter went down at step %d: %d -> %d", step, first.PCIe.RxBytes.Value, last.PCIe.RxBytes.Value)
+		}
+	}
+	for _, c := range []struct {
+		what        string
+		from, to    uint64
+		gpmPerSecnd snapshot.Opt[float64]
+	}{
+		{"rx", first.PCIe.RxBytes.Value, last.PCIe.RxBytes.Value, last.GPM.PCIeRxBytesPerSecond},
+		{"tx", first.PCIe.TxBytes.Value, last.PCIe.TxBytes.Value, last.GPM.PCIeTxBytesPerSecond},
+	} {
+		if !c.gpmPerSecnd.Valid {
+			t.Fatalf("gpm pcie %s rate absent", c.what)
+		}
+		moved := float64(c.to - c.from)
+		if moved < 1<<30 || moved/c.gpmPerSecnd.Value < 0.999 || moved/c.gpmPerSecnd.Value > 1.001 {
+			t.Errorf("pcie %s: counter moved %.0f bytes in 1s, gpm rate %.0f B/s", c.what, moved, c.gpmPerSecnd.Value)
+		}
+	}
+	inRange(t, "gpm nvlink tx rate", last.GPM.NVLinkTxBytesPerSecond, 1e9, 18*25e9)
+	inRange(t, "gpm nvlink rx rate", last.GPM.NVLinkRxBytesPerSecond, 1e9, 18*25e9)
+}
