@@ -33,6 +33,9 @@ type deviceState struct {
 	// so each read asks only for newer samples.
 	lastProcessSample uint64
 	gpm               gpmDeviceState
+	// migParentDenied: the MIG-enabled GPU's own process lists answered
+	// NO_PERMISSION (unprivileged caller); only the MIG devices' are read.
+	migParentDenied bool
 	// The PCIe byte counters, widened past their 32-bit wrap.
 	pcieTx, pcieRx wrappingCounter
 }

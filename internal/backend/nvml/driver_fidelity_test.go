@@ -370,3 +370,27 @@ func TestSimPCIeCountersWrapAndAgreeWithGPMRates(t *testing.T) {
 	inRange(t, "gpm nvlink tx rate", last.GPM.NVLinkTxBytesPerSecond, 1e9, 18*25e9)
 	inRange(t, "gpm nvlink rx rate", last.GPM.NVLinkRxBytesPerSecond, 1e9, 18*25e9)
 }
+
+func TestSimMIGParentProcessListNeedsPrivilegesPerInstanceListsDoNot(t *testing.T) {
+	// GPU 7 of dgx-h100 is in MIG mode with a service in GPU instance 1.
+	// The simulated caller is unprivileged: the GPU's own lists answer
+	// NO_PERMISSION, which must not be an error on every scrape.
+	s := newSim(t, sim.Config{Profile: "dgx-h100"}, time.Hour)
+	r := newSimReader(t, s, groups(snapshot.GroupProcesses))
+	for range 2 {
+		snap := read(t, r)
+		noGroupErrors(t, snap)
+		var inMIG int
+		for _, p := range snap.Processes {
+			if p.GPU == 7 {
+				inMIG++
+				if p.MIGUUID == "" || p.GPUInstanceID != snapshot.Some(1) {
+					t.Errorf("gpu 7 process without its MIG identity: %+v", p)
+				}
+			}
+		}
+		if inMIG == 0 {
+			t.Error("no process found on the MIG-enabled GPU 7")
+		}
+	}
+}

@@ -52,7 +52,18 @@ func (d *deviceReader) readProcesses() []snapshot.Process {
 	}
 
 	for _, kind := range processKinds {
+		if d.migEnabled && d.st.migParentDenied {
+			break
+		}
 		list, ret := kind.list(d.dev)
+		if d.migEnabled && ret == nvml.ERROR_NO_PERMISSION {
+			// nvml.h: on a MIG-enabled GPU the parent's list is returned
+			// "only if the caller has appropriate privileges". The MIG
+			// devices' lists above hold the processes for everyone;
+			// privileges do not change while running, so stop asking.
+			d.st.migParentDenied = true
+			break
+		}
 		if !d.ok(gProcesses, kind.call, ret) {
 			continue
 		}

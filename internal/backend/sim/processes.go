@@ -93,12 +93,26 @@ func (d *device) loadFromProcesses() (sm, mem float64) {
 	return math.Min(sm, 1), math.Min(mem, 1)
 }
 
+// The process lists of a MIG-enabled GPU's own handle are, as nvml.h says,
+// returned "only if the caller has appropriate privileges"; the simulated
+// caller has not, so they answer NO_PERMISSION and the per-instance lists
+// (MIG device handles) are the way in.
 func (d *device) GetComputeRunningProcesses() ([]nvml.ProcessInfo, nvml.Return) {
-	return d.runningProcesses(false, nil)
+	return d.parentProcesses(false)
 }
 
 func (d *device) GetGraphicsRunningProcesses() ([]nvml.ProcessInfo, nvml.Return) {
-	return d.runningProcesses(true, nil)
+	return d.parentProcesses(true)
+}
+
+func (d *device) parentProcesses(graphics bool) ([]nvml.ProcessInfo, nvml.Return) {
+	if _, r := d.begin(featProcesses); r != nvml.SUCCESS {
+		return nil, r
+	}
+	if d.migEnabled {
+		return nil, nvml.ERROR_NO_PERMISSION
+	}
+	return d.runningProcesses(graphics, nil)
 }
 
 // GetMPSComputeRunningProcesses: the simulated host runs no MPS server.

@@ -180,10 +180,25 @@ func TestMIGEnumeration(t *testing.T) {
 		t.Errorf("name %q", name)
 	}
 
-	// Processes of the parent carry instance ids too.
-	procs, _ := handle(t, s, 1).GetComputeRunningProcesses()
-	if len(procs) != 2 || procs[0].GpuInstanceId != 1 || procs[1].GpuInstanceId != 2 {
-		t.Errorf("gpu 1 processes %+v", procs)
+	// The parent's list is for privileged callers only (nvml.h); the
+	// per-instance lists carry the instance ids.
+	if _, r := handle(t, s, 1).GetComputeRunningProcesses(); r != nvml.ERROR_NO_PERMISSION {
+		t.Errorf("MIG parent process list: %v, want NO_PERMISSION", r)
+	}
+	var gis []uint32
+	n, _ := handle(t, s, 1).GetMaxMigDeviceCount()
+	for i := range n {
+		m, r := handle(t, s, 1).GetMigDeviceHandleByIndex(i)
+		if r != nvml.SUCCESS {
+			continue
+		}
+		procs, _ := m.GetComputeRunningProcesses()
+		for _, p := range procs {
+			gis = append(gis, p.GpuInstanceId)
+		}
+	}
+	if len(gis) != 2 || gis[0] != 1 || gis[1] != 2 {
+		t.Errorf("gpu 1 processes in GPU instances %v, want [1 2]", gis)
 	}
 	if _, r := handle(t, s, 1).GetProcessUtilization(0); r != nvml.ERROR_NOT_SUPPORTED {
 		t.Errorf("process utilization in MIG mode: %v", r)
