@@ -244,9 +244,9 @@ var (
 	mMIGInfo = def(snapshot.GroupMIG, "gpu_mig_info", typeInfo, "", "nvmlDeviceGetMigDeviceHandleByIndex, nvmlDeviceGetGpuInstanceId, nvmlDeviceGetComputeInstanceId, GetUUID, GetGpuInstanceProfileInfo",
 		"One series per MIG compute instance; always 1. Join on mig_uuid.", migInfoLabels)
 	mMIGMemTotal = def(snapshot.GroupMIG, "gpu_mig_memory_total_bytes", typeGauge, "bytes", "nvmlDeviceGetMemoryInfo on the MIG device handle (total)",
-		"Memory of the MIG instance.", migLabels)
+		"Memory of the MIG GPU instance. Memory belongs to the GPU instance: it is reported once, on its compute instance with the lowest ID, so sum() does not count it per compute instance.", migLabels)
 	mMIGMemUsed = def(snapshot.GroupMIG, "gpu_mig_memory_used_bytes", typeGauge, "bytes", "nvmlDeviceGetMemoryInfo on the MIG device handle (used)",
-		"Memory used in the MIG instance.", migLabels)
+		"Memory used in the MIG GPU instance, reported once, on its compute instance with the lowest ID.", migLabels)
 	mMIGGPMSMActive    = gpmDef(snapshot.GroupMIG, "gpu_mig_gpm_sm_active_ratio", "NVML_GPM_METRIC_SM_UTIL via nvmlGpmMigSampleGet", "SM active ratio of the MIG instance.", migLabels)
 	mMIGGPMSMOccupancy = gpmDef(snapshot.GroupMIG, "gpu_mig_gpm_sm_occupancy_ratio", "NVML_GPM_METRIC_SM_OCCUPANCY via nvmlGpmMigSampleGet", "SM occupancy ratio of the MIG instance.", migLabels)
 	mMIGGPMTensor      = gpmDef(snapshot.GroupMIG, "gpu_mig_gpm_tensor_active_ratio", "NVML_GPM_METRIC_ANY_TENSOR_UTIL via nvmlGpmMigSampleGet", "Tensor pipe active ratio of the MIG instance.", migLabels)

@@ -394,3 +394,28 @@ func TestSimMIGParentProcessListNeedsPrivilegesPerInstanceListsDoNot(t *testing.
 		}
 	}
 }
+
+func TestSimMIGMemoryIsReportedOncePerGPUInstance(t *testing.T) {
+	// dgx-a100-mig's GPU 2 has one 7g.80gb GPU instance split into a 4c and
+	// a 3c compute instance: both MIG devices answer the GPU instance's
+	// memory.
+	s := newSim(t, sim.Config{Profile: "dgx-a100-mig"}, time.Hour)
+	r := newSimReader(t, s, groups(snapshot.GroupMIG, snapshot.GroupMemory))
+	snap := read(t, r)
+	noGroupErrors(t, snap)
+	d := snap.Devices[2]
+	if len(d.MIGInstances) != 2 {
+		t.Fatalf("gpu 2 MIG instances = %+v", d.MIGInstances)
+	}
+	var total uint64
+	reporting := 0
+	for _, m := range d.MIGInstances {
+		if m.MemoryTotal.Valid {
+			total += m.MemoryTotal.Value
+			reporting++
+		}
+	}
+	if reporting != 1 || total > d.Memory.Total.Value || total < d.Memory.Total.Value/2 {
+		t.Errorf("%d compute instances report memory, %d bytes in all; the GPU has %d", reporting, total, d.Memory.Total.Value)
+	}
+}
