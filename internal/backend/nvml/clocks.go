@@ -60,8 +60,8 @@ var clockEventReasons = [...]struct {
 	{"display_clock_setting", nvml.ClocksEventReasonDisplayClockSetting},
 }
 
-// readClockEvents reports every known reason with whether it is active now;
-// nil when the device cannot report reasons.
+// readClockEvents reports every reason the device supports with whether it
+// is active now; nil when the device cannot report reasons.
 func (d *deviceReader) readClockEvents() []snapshot.ClockEvent {
 	mask, ret := d.dev.GetCurrentClocksEventReasons()
 	if !d.ok(gClockEvents, "GetCurrentClocksEventReasons", ret) {
@@ -71,5 +71,5 @@ func (d *deviceReader) readClockEvents() []snapshot.ClockEvent {
 	for i, reason := range clockEventReasons {
 		events[i] = snapshot.ClockEvent{Reason: reason.name, Active: mask&reason.bit != 0}
 	}
-	return events
+	return d.supportedClockEvents(events)
 }

@@ -36,6 +36,10 @@ type deviceState struct {
 	// migParentDenied: the MIG-enabled GPU's own process lists answered
 	// NO_PERMISSION (unprivileged caller); only the MIG devices' are read.
 	migParentDenied bool
+	// clockEventsSupported is the device's supported clock-event reasons,
+	// read once (clockEventsSupportKnown).
+	clockEventsSupported    uint64
+	clockEventsSupportKnown bool
 	// The PCIe byte counters, widened past their 32-bit wrap.
 	pcieTx, pcieRx wrappingCounter
 }

@@ -419,3 +419,25 @@ func TestSimMIGMemoryIsReportedOncePerGPUInstance(t *testing.T) {
 		t.Errorf("%d compute instances report memory, %d bytes in all; the GPU has %d", reporting, total, d.Memory.Total.Value)
 	}
 }
+
+func TestSimClockEventReasonsTheDeviceCannotReportAreAbsent(t *testing.T) {
+	// A data-centre H100 drives no display: it cannot report the display
+	// clock setting reason, so it must not be shown as "not active".
+	s := newSim(t, sim.Config{Profile: "h100"}, time.Hour)
+	r := newSimReader(t, s, groups(snapshot.GroupClockEvents))
+	snap := read(t, r)
+	noGroupErrors(t, snap)
+	reasons := map[string]bool{}
+	for _, e := range snap.Devices[0].ClockEvents {
+		reasons[e.Reason] = true
+	}
+	if reasons["display_clock_setting"] || !reasons["sw_power_cap"] || !reasons["gpu_idle"] {
+		t.Errorf("h100 clock event reasons = %v, want sw_power_cap and gpu_idle but not display_clock_setting", reasons)
+	}
+	// A GeForce card can report all of them.
+	s = newSim(t, sim.Config{Profile: "rtx4090"}, time.Hour)
+	r = newSimReader(t, s, groups(snapshot.GroupClockEvents))
+	if n := len(read(t, r).Devices[0].ClockEvents); n != len(clockEventReasons) {
+		t.Errorf("rtx4090 reports %d reasons, want all %d", n, len(clockEventReasons))
+	}
+}

@@ -294,7 +294,7 @@ var groupCalls = map[string][]string{
 	snapshot.GroupTemperature: {"GetTemperature", "GetTemperatureThreshold", "GetFieldValues"},
 	snapshot.GroupFan:         {"GetNumFans", "GetFanSpeed_v2", "GetFanSpeed"},
 	snapshot.GroupClocks:      {"GetClockInfo", "GetMaxClockInfo", "GetPerformanceState"},
-	snapshot.GroupClockEvents: {"GetCurrentClocksEventReasons"},
+	snapshot.GroupClockEvents: {"GetCurrentClocksEventReasons", "GetSupportedClocksEventReasons"},
 	snapshot.GroupPower:       {"GetPowerUsage", "GetEnforcedPowerLimit", "GetTotalEnergyConsumption"},
 	snapshot.GroupPCIe: {"GetFieldValues", "GetCurrPcieLinkGeneration", "GetCurrPcieLinkWidth",
 		"GetMaxPcieLinkGeneration", "GetMaxPcieLinkWidth", "GetPcieReplayCounter"},
