@@ -441,3 +441,54 @@ func TestSimClockEventReasonsTheDeviceCannotReportAreAbsent(t *testing.T) {
 		t.Errorf("rtx4090 reports %d reasons, want all %d", n, len(clockEventReasons))
 	}
 }
+
+func TestSimProcessUtilizationOfTwoReadsAMomentApart(t *testing.T) {
+	// The driver samples every 1/6 s. A second scrape (another Prometheus
+	// server, or textfile beside serve) a moment after the first finds no
+	// sample newer than the first one's: it must still report the process.
+	s := newSim(t, sim.Config{Profile: "h100"}, time.Hour)
+	r := newSimReader(t, s, groups(snapshot.GroupProcesses))
+	for i, at := range []time.Duration{time.Hour, time.Hour + 50*time.Millisecond, time.Hour + 3*time.Second} {
+		s.SetElapsed(at)
+		snap := read(t, r)
+		noGroupErrors(t, snap)
+		if len(snap.Processes) != 1 {
+			t.Fatalf("read %d: processes %+v", i, snap.Processes)
+		}
+		want(t, "process sm utilization", snap.Processes[0].SMUtilization, 0.72)
+	}
+}
+
+// samplesGrew answers the first GetProcessUtilization with
+// INSUFFICIENT_SIZE, as NVML does when samples arrive between the size
+// query and the read that go-nvml makes.
+type samplesGrew struct {
+	nvml.Device
+	mu    *sync.Mutex
+	calls *int
+}
+
+func (d samplesGrew) GetProcessUtilization(lastSeen uint64) ([]nvml.ProcessUtilizationSample, nvml.Return) {
+	d.mu.Lock()
+	*d.calls++
+	first := *d.calls == 1
+	d.mu.Unlock()
+	if first {
+		return nil, nvml.ERROR_INSUFFICIENT_SIZE
+	}
+	return d.Device.GetProcessUtilization(lastSeen)
+}
+
+func TestSimProcessUtilizationInsufficientSizeIsRetried(t *testing.T) {
+	s := newSim(t, sim.Config{Profile: "h100"}, time.Hour)
+	var mu sync.Mutex
+	calls := 0
+	lib := wrappedSim{s, func(d nvml.Device) nvml.Device { return samplesGrew{d, &mu, &calls} }}
+	r := newReaderWith(t, lib, Options{Groups: groups(snapshot.GroupProcesses), Now: s.Now})
+	snap := read(t, r)
+	noGroupErrors(t, snap)
+	if len(snap.Processes) != 1 {
+		t.Fatalf("processes %+v", snap.Processes)
+	}
+	want(t, "process sm utilization", snap.Processes[0].SMUtilization, 0.72)
+}

@@ -2,6 +2,7 @@ package nvmlbackend
 
 import (
 	"math"
+	"time"
 
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
 
@@ -109,14 +110,26 @@ func newProcess(gpu int, uuid, kind string, info nvml.ProcessInfo) snapshot.Proc
 	return p
 }
 
+// processSampleLookback is how far before the newest sample seen a read
+// asks for samples. The driver samples about every 1/6 s and keeps a buffer
+// of past samples; asking only for samples newer than the last read's
+// newest left a read made a moment after another (a second Prometheus
+// server) with none, and the process without utilization.
+const processSampleLookback = uint64(time.Second / time.Microsecond)
+
 // readProcessUtilization adds SM and memory utilization from the driver's
-// per-process samples. It asks only for samples newer than the last read's
-// newest, and takes each pid's newest sample. A process with no new sample
-// (idle since the last read, or sampling unsupported, as on MIG) keeps the
-// readings absent.
+// per-process samples: each pid's newest sample from the second before the
+// newest sample seen so far. A process with no sample there (idle for that
+// second, or sampling unsupported, as on MIG) keeps the readings absent.
 func (d *deviceReader) readProcessUtilization(procs []snapshot.Process) {
-	samples, ret := d.dev.GetProcessUtilization(d.st.lastProcessSample)
-	if ret == nvml.ERROR_NOT_FOUND { // no sample since lastProcessSample
+	since := d.st.lastProcessSample - min(d.st.lastProcessSample, processSampleLookback)
+	samples, ret := d.dev.GetProcessUtilization(since)
+	if ret == nvml.ERROR_INSUFFICIENT_SIZE {
+		// go-nvml sizes the buffer, then reads; samples that arrived in
+		// between make the read fail. Once more.
+		samples, ret = d.dev.GetProcessUtilization(since)
+	}
+	if ret == nvml.ERROR_NOT_FOUND { // no sample in the window
 		return
 	}
 	if !d.ok(gProcesses, "GetProcessUtilization", ret) {
