@@ -240,6 +240,11 @@ var (
 	mGPMFP16        = gpmDef(snapshot.GroupGPM, "gpu_gpm_fp16_active_ratio", "NVML_GPM_METRIC_FP16_UTIL", "Fraction of cycles the FP16 pipe was active.", devLabels)
 	mGPMFP32        = gpmDef(snapshot.GroupGPM, "gpu_gpm_fp32_active_ratio", "NVML_GPM_METRIC_FP32_UTIL", "Fraction of cycles the FP32 pipe was active.", devLabels)
 	mGPMFP64        = gpmDef(snapshot.GroupGPM, "gpu_gpm_fp64_active_ratio", "NVML_GPM_METRIC_FP64_UTIL", "Fraction of cycles the FP64 pipe was active.", devLabels)
+	mGPMGraphics    = gpmDef(snapshot.GroupGPM, "gpu_gpm_graphics_active_ratio", "NVML_GPM_METRIC_GRAPHICS_UTIL", "Fraction of time any compute or graphics engine was active (DCGM's GR_ENGINE_ACTIVE).", devLabels)
+	mGPMPCIeTx      = gpmRateDef("gpu_gpm_pcie_transmit_bytes_per_second", "NVML_GPM_METRIC_PCIE_TX_PER_SEC", "PCIe traffic from the GPU, averaged over the GPM window (at least a second). Unlike gpu_pcie_transmit_bytes_total it cannot miss a counter wrap.")
+	mGPMPCIeRx      = gpmRateDef("gpu_gpm_pcie_receive_bytes_per_second", "NVML_GPM_METRIC_PCIE_RX_PER_SEC", "PCIe traffic to the GPU, averaged over the GPM window (at least a second).")
+	mGPMNVLinkTx    = gpmRateDef("gpu_gpm_nvlink_transmit_bytes_per_second", "NVML_GPM_METRIC_NVLINK_TOTAL_TX_PER_SEC", "NVLink write bandwidth over all links, averaged over the GPM window.")
+	mGPMNVLinkRx    = gpmRateDef("gpu_gpm_nvlink_receive_bytes_per_second", "NVML_GPM_METRIC_NVLINK_TOTAL_RX_PER_SEC", "NVLink read bandwidth over all links, averaged over the GPM window.")
 
 	// --- MIG ---
 	mMIGInfo = def(snapshot.GroupMIG, "gpu_mig_info", typeInfo, "", "nvmlDeviceGetMigDeviceHandleByIndex, nvmlDeviceGetGpuInstanceId, nvmlDeviceGetComputeInstanceId, GetUUID, GetGpuInstanceProfileInfo",
@@ -247,9 +252,9 @@ var (
 	mMIGModePending = def(snapshot.GroupMIG, "gpu_mig_mode_pending", typeGauge, "", "nvmlDeviceGetMigMode (pendingMode != currentMode)",
 		"1 while a MIG mode change (nvidia-smi -mig) waits for a GPU reset, else 0; absent on GPUs without MIG.", devLabels)
 	mMIGMemTotal = def(snapshot.GroupMIG, "gpu_mig_memory_total_bytes", typeGauge, "bytes", "nvmlDeviceGetMemoryInfo on the MIG device handle (total)",
-		"Memory of the MIG instance.", migLabels)
+		"Memory of the MIG GPU instance. Memory belongs to the GPU instance: it is reported once, on its compute instance with the lowest ID, so sum() does not count it per compute instance.", migLabels)
 	mMIGMemUsed = def(snapshot.GroupMIG, "gpu_mig_memory_used_bytes", typeGauge, "bytes", "nvmlDeviceGetMemoryInfo on the MIG device handle (used)",
-		"Memory used in the MIG instance.", migLabels)
+		"Memory used in the MIG GPU instance, reported once, on its compute instance with the lowest ID.", migLabels)
 	mMIGGPMSMActive    = gpmDef(snapshot.GroupMIG, "gpu_mig_gpm_sm_active_ratio", "NVML_GPM_METRIC_SM_UTIL via nvmlGpmMigSampleGet", "SM active ratio of the MIG instance.", migLabels)
 	mMIGGPMSMOccupancy = gpmDef(snapshot.GroupMIG, "gpu_mig_gpm_sm_occupancy_ratio", "NVML_GPM_METRIC_SM_OCCUPANCY via nvmlGpmMigSampleGet", "SM occupancy ratio of the MIG instance.", migLabels)
 	mMIGGPMTensor      = gpmDef(snapshot.GroupMIG, "gpu_mig_gpm_tensor_active_ratio", "NVML_GPM_METRIC_ANY_TENSOR_UTIL via nvmlGpmMigSampleGet", "Tensor pipe active ratio of the MIG instance.", migLabels)
@@ -292,6 +297,11 @@ var (
 
 func gpmDef(group, name, metric, help string, labels []string) *metricDef {
 	return def(group, name, typeGauge, "ratio", gpmCall+"("+metric+")", help, labels)
+}
+
+// gpmRateDef declares a whole-GPU GPM bandwidth (NVML: MiB/s).
+func gpmRateDef(name, metric, help string) *metricDef {
+	return def(snapshot.GroupGPM, name, typeGauge, "bytes_per_second", gpmCall+"("+metric+", MiB/s)", help, devLabels)
 }
 
 // Catalog returns every metric gpuwatch can export, in catalog order.

@@ -85,6 +85,8 @@ func h100Device(i, nvlinks int) snapshot.Device {
 		GPM: snapshot.GPM{
 			SMActive: some(0.81), SMOccupancy: some(0.44), TensorActive: some(0.63), DRAMActive: some(0.52),
 			FP16Active: some(0.31), FP32Active: some(0.12), FP64Active: some(0.001),
+			GraphicsActive: some(0.9), PCIeTxBytesPerSecond: some(3e9), PCIeRxBytesPerSecond: some(6e9),
+			NVLinkTxBytesPerSecond: some(2e11), NVLinkRxBytesPerSecond: some(1.9e11),
 		},
 	}
 	for l := 0; l < nvlinks; l++ {

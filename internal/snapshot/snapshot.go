@@ -253,12 +253,21 @@ type XIDCount struct {
 	Count uint64
 }
 
-// GPM holds Hopper-and-later profiling ratios (0–1) over the interval since
-// the previous collection. All absent on older GPUs and on the first
-// collection after start.
+// GPM holds Hopper-and-later profiling readings over a window of at least
+// one second (NVML needs 100 ms between samples): the interval since the
+// previous window ended, or, for a collection less than a second after it,
+// the last complete window again. All absent on older GPUs and until the
+// first window completes.
 type GPM struct {
 	SMActive, SMOccupancy, TensorActive, DRAMActive Opt[float64]
 	FP16Active, FP32Active, FP64Active              Opt[float64]
+	// GraphicsActive is the fraction of time any compute or graphics
+	// engine was busy (DCGM's GR_ENGINE_ACTIVE).
+	GraphicsActive Opt[float64]
+	// PCIe and NVLink (all links) traffic in bytes per second, whole GPU
+	// only (absent on MIG instances).
+	PCIeTxBytesPerSecond, PCIeRxBytesPerSecond     Opt[float64]
+	NVLinkTxBytesPerSecond, NVLinkRxBytesPerSecond Opt[float64]
 }
 
 // MIGInstance is one MIG compute instance on a MIG-enabled device.
