@@ -103,7 +103,7 @@ func (f *commonFlags) buildStack(logger *slog.Logger) (*stack, error) {
 
 // openReader starts the NVML reader on the driver or on the simulator.
 func (f *commonFlags) openReader(logger *slog.Logger) (*nvmlbackend.Reader, error) {
-	opts := nvmlbackend.Options{Groups: f.enabledCollectors(), Logger: logger}
+	opts := nvmlbackend.Options{Groups: f.enabledCollectors(), Logger: logger, WaitForGPM: f.waitForGPM}
 	var lib nvml.Interface
 	switch f.backend {
 	case "sim":
@@ -111,7 +111,7 @@ func (f *commonFlags) openReader(logger *slog.Logger) (*nvmlbackend.Reader, erro
 		if err != nil {
 			return nil, err
 		}
-		lib, opts.Now = s.Library(), s.Now
+		lib, opts.Now, opts.Library = s.Library(), s.Now, "simulator"
 	default:
 		lib = nvml.New()
 	}

@@ -33,6 +33,7 @@ func (c *textfileCommand) name() string { return "textfile" }
 
 func (c *textfileCommand) run() error {
 	logger := promslog.New(c.common.log)
+	c.common.waitForGPM = true
 	st, err := c.common.buildStack(logger)
 	if err != nil {
 		return err

@@ -191,6 +191,16 @@ func gpmPercent(id nvml.GpmMetricId) float64 {
 		return 10
 	case nvml.GPM_METRIC_FP64_UTIL:
 		return 5
+	case nvml.GPM_METRIC_GRAPHICS_UTIL:
+		return 85
+	case nvml.GPM_METRIC_PCIE_TX_PER_SEC: // MiB/s
+		return 1024
+	case nvml.GPM_METRIC_PCIE_RX_PER_SEC:
+		return 2048
+	case nvml.GPM_METRIC_NVLINK_TOTAL_TX_PER_SEC:
+		return 512
+	case nvml.GPM_METRIC_NVLINK_TOTAL_RX_PER_SEC:
+		return 256
 	}
 	return 0
 }
@@ -368,7 +378,7 @@ func newFakeConsumer(h *fakeHost, index int) *mock.Device {
 			return [...]uint32{30, 50}[fan], nvml.SUCCESS
 		},
 		GetMemoryInfo_v2Func: func() (nvml.Memory_v2, nvml.Return) {
-			return nvml.Memory_v2{}, nvml.ERROR_FUNCTION_NOT_FOUND // an old driver
+			return nvml.Memory_v2{}, nvml.ERROR_NOT_SUPPORTED // v1 stands in
 		},
 		GetMemoryInfoFunc: func() (nvml.Memory, nvml.Return) {
 			return nvml.Memory{Total: 24 * gib, Used: 1 * gib, Free: 23 * gib}, nvml.SUCCESS
