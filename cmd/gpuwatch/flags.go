@@ -18,6 +18,11 @@ import (
 // commonFlags are the flags every command shares: where readings come from,
 // which collectors run, and logging.
 type commonFlags struct {
+	// waitForGPM is set by the commands that read once and exit (or whose
+	// first output should be complete): their first reading waits for a
+	// whole GPM window.
+	waitForGPM bool
+
 	backend     string
 	simProfile  string
 	simConfig   string

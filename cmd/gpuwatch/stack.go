@@ -115,7 +115,7 @@ func (f *commonFlags) buildStack(logger *slog.Logger) (*stack, error) {
 // openReader starts the NVML reader on the driver or on the simulator.
 // With --backend=sim it also returns the simulator.
 func (f *commonFlags) openReader(logger *slog.Logger) (*nvmlbackend.Reader, *sim.Sim, error) {
-	opts := nvmlbackend.Options{Groups: f.enabledCollectors(), Logger: logger}
+	opts := nvmlbackend.Options{Groups: f.enabledCollectors(), Logger: logger, WaitForGPM: f.waitForGPM}
 	var lib nvml.Interface
 	var simulated *sim.Sim
 	switch f.backend {
@@ -124,7 +124,7 @@ func (f *commonFlags) openReader(logger *slog.Logger) (*nvmlbackend.Reader, *sim
 		if err != nil {
 			return nil, nil, err
 		}
-		lib, opts.Now, simulated = s.Library(), s.Now, s
+		lib, opts.Now, opts.Library, simulated = s.Library(), s.Now, "simulator", s
 	default:
 		lib = nvml.New()
 	}

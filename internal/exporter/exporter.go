@@ -234,6 +234,7 @@ func (e *Exporter) collectExporter(em *emitter, snap *snapshot.Snapshot) {
 		em.global(mCollectorDuration, st.Duration.Seconds(), g)
 		em.global(mCollectorSuccess, bool01(st.Err == nil), g)
 	}
+	collectDriver(em, &snap.Driver)
 	if len(snap.AttributionErrors) > 0 && em.on(mAttributionErrors) {
 		keys := em.keys[:0]
 		for k := range snap.AttributionErrors {
