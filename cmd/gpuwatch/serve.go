@@ -115,7 +115,8 @@ func (c *serveCommand) checkFlags() error {
 	case c.idleTimeout <= 0:
 		return fmt.Errorf("--web.idle-timeout=%s: must be positive", c.idleTimeout)
 	}
-	return nil
+	// Before anything starts, so the refusal is the only line printed.
+	return server.CheckTelemetryPath(c.telemetryPath, c.pprof)
 }
 
 // checkWebConfig validates --web.config.file at start. exporter-toolkit
