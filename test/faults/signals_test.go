@@ -1,6 +1,7 @@
 package faults
 
 import (
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -68,7 +69,7 @@ func TestSignalHangupTextfile(t *testing.T) {
 			<-done
 		}
 	}()
-	time.Sleep(1500 * time.Millisecond)
+	waitUntil(t, 20*time.Second, "the first write", func() bool { _, err := os.Stat(out); return err == nil })
 	_ = cmd.Process.Signal(syscall.SIGHUP)
 	time.Sleep(1500 * time.Millisecond)
 	select {
