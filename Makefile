@@ -25,5 +25,7 @@ run: build
 golden:
 	GPUWATCH_BIN=$(PWD)/bin/gpuwatch go test ./test/e2e -run TestGolden -update
 
+# The latency runs, then the soak (100 000 scrapes of dgx-h100, 4 scrapers).
 bench: build
 	go run ./bench -bin bin/gpuwatch
+	go run ./bench -bin bin/gpuwatch -soak 100000
