@@ -30,8 +30,10 @@ golden: fakenvml
 fakenvml:
 	go run ./internal/fakenvml/build -o build/fakenvml $(if $(VARIANTS),-variants='$(VARIANTS)')
 
+# The latency runs, then the soak (100 000 scrapes of dgx-h100, 4 scrapers).
 bench: build
 	go run ./bench -bin bin/gpuwatch
+	go run ./bench -bin bin/gpuwatch -soak 100000
 
 # The chart carries copies of the shipped dashboards and rules (helm reads only files inside
 # the chart); test/deploy fails when they differ from deploy/grafana and deploy/prometheus.
