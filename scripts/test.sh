@@ -18,6 +18,15 @@ go vet ./...
 echo "== build"
 make --no-print-directory build
 
+if [ -z "$short" ]; then
+  echo "== release (make release image)"
+  # Release binaries for glibc >= 2.17, packages and the container image,
+  # checked by test/release below.
+  start=$SECONDS
+  make --no-print-directory release image
+  echo "release and image took $((SECONDS - start))s"
+fi
+
 echo "== go test"
 # The binary the end-to-end tests drive is the one just built.
 GPUWATCH_BIN="$PWD/bin/gpuwatch" go test $short -count=1 -timeout 15m ./...
