@@ -21,7 +21,9 @@ if [ -z "${BUILDER_IMAGE:-}${BASE_IMAGE:-}" ]; then
     local image="$1" root="$2"; shift 2
     "$podman" image exists "$image" && return 0
     echo "image: import $root as $image"
-    tar -C "$root" --exclude=./.complete "$@" -cf - . | "$podman" import -q - "$image" >/dev/null
+    # /tmp holds make release's build directories while it runs.
+    tar -C "$root" --exclude=./.complete --exclude='./tmp/*' --exclude='./proc/*' "$@" -cf - . \
+      | "$podman" import -q - "$image" >/dev/null
   }
   # The builder needs gcc and libc6-dev, not the arm64 cross compiler. Its
   # Go is this machine's, mounted at the golang image's path, with the
