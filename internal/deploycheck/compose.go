@@ -56,8 +56,8 @@ func HostPath(s types.ServiceConfig, target string) (string, error) {
 
 // FileSDGroup is one target group of a file_sd list.
 type FileSDGroup struct {
-	Targets []string          `yaml:"targets"`
-	Labels  map[string]string `yaml:"labels"`
+	Targets []string          `yaml:"targets" json:"targets"`
+	Labels  map[string]string `yaml:"labels" json:"labels"`
 }
 
 // LoadFileSD reads a file_sd target list strictly.
