@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # Installs what gpuwatch's tests run against for real: Prometheus and
-# promtool, Slurm with munge, Podman, busybox (to build a container image
+# promtool, node_exporter and VictoriaMetrics (the deploy stack's end-to-end
+# test), Slurm with munge, Podman, busybox (to build a container image
 # without a registry). Debian packages, so it needs root (CI runs as root).
 # Safe to run again: it installs only what is missing.
 set -euo pipefail
 
-packages=(prometheus slurm-wlm munge podman busybox-static)
+packages=(prometheus prometheus-node-exporter victoria-metrics slurm-wlm munge podman busybox-static)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -21,7 +22,7 @@ if [ ${#missing[@]} -gt 0 ]; then
   apt-get update -qq
   # Debian's packages start services where systemd runs; the tests start
   # their own instances on temporary ports and paths instead.
-  apt-get install -y -qq "${missing[@]}" >/dev/null
+  apt-get -o DPkg::Lock::Timeout=600 install -y -qq "${missing[@]}" >/dev/null
 fi
 
 go mod download
