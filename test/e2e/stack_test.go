@@ -24,8 +24,6 @@ import (
 // entry is then stale). Queries over metrics still pending (NAMES.md, not
 // yet in the catalog) are allowed to return nothing without an entry here.
 var notProducible = map[string]string{
-	`gpuwatch-owners / "GPU memory per compose service" A`:                 "compose labels come from a Docker or Podman API answering for a running container; TestPodmanContainerNames covers them",
-	`gpuwatch-owners / "SM use per compose service" A`:                     "compose labels come from a Docker or Podman API answering for a running container; TestPodmanContainerNames covers them",
 	`gpuwatch-owners / "Utilization per Slurm account (allocated GPUs)" A`: "gpu_slurm_job_info needs a Slurm compute node with jobs (TestSlurmJobOwners)",
 	`gpuwatch-owners / "Allocated but idle for an hour (Slurm)" A`:         "gpu_slurm_job_info needs a Slurm compute node with jobs (TestSlurmJobOwners)",
 	`gpuwatch-owners / "GPU-hours per hour, by Slurm account" A`:           "its recording rule joins gpu_slurm_job_info (a Slurm compute node)",
@@ -74,10 +72,10 @@ func TestStackDashboardsReturnData(t *testing.T) {
 
 	promConfig := stackPrometheusConfig(t, root, targets, filepath.Join(dir, "prometheus.yml"))
 	promURL := fmt.Sprintf("http://127.0.0.1:%d", testenv.FreePort(t))
-	startProcess(t, promBin, "--config.file="+promConfig, "--storage.tsdb.path="+filepath.Join(dir, "tsdb"),
+	prom := startProcess(t, promBin, "--config.file="+promConfig, "--storage.tsdb.path="+filepath.Join(dir, "tsdb"),
 		"--web.listen-address="+strings.TrimPrefix(promURL, "http://"))
 	vmURL := fmt.Sprintf("http://127.0.0.1:%d", testenv.FreePort(t))
-	startProcess(t, vmBin, "-promscrape.config="+promConfig, "-storageDataPath="+filepath.Join(dir, "vm"),
+	vm := startProcess(t, vmBin, "-promscrape.config="+promConfig, "-storageDataPath="+filepath.Join(dir, "vm"),
 		"-httpListenAddr="+strings.TrimPrefix(vmURL, "http://"), "-search.latencyOffset=0s", "-loggerLevel=ERROR",
 		// The same file as Prometheus; rule_files and evaluation_interval are
 		// for Prometheus's rule engine, which VictoriaMetrics does not have.
@@ -94,11 +92,12 @@ func TestStackDashboardsReturnData(t *testing.T) {
 
 	for _, engine := range []struct {
 		name, url string
+		proc      *process
 		// skip says why a query cannot return data on this engine.
 		skip func(deploycheck.Query, []deploycheck.Selector) string
 	}{
-		{"Prometheus", promURL, func(deploycheck.Query, []deploycheck.Selector) string { return "" }},
-		{"VictoriaMetrics", vmURL, func(_ deploycheck.Query, sels []deploycheck.Selector) string {
+		{"Prometheus", promURL, prom, func(deploycheck.Query, []deploycheck.Selector) string { return "" }},
+		{"VictoriaMetrics", vmURL, vm, func(_ deploycheck.Query, sels []deploycheck.Selector) string {
 			for _, s := range sels {
 				if c[s.Metric].Origin == deploycheck.FromRecording || s.Metric == "ALERTS" {
 					return "recording rules and ALERTS come from a rule engine; VictoriaMetrics runs here without vmalert, so they are checked on Prometheus only"
@@ -108,7 +107,7 @@ func TestStackDashboardsReturnData(t *testing.T) {
 		}},
 	} {
 		t.Run(engine.name, func(t *testing.T) {
-			waitForFleet(t, engine.url, len(hosts))
+			waitForFleet(t, engine.url, engine.proc, len(hosts))
 			for name := range deploycheck.NodeExporterMetrics {
 				if !hasData(t, engine.url, name) {
 					t.Errorf("node_exporter does not export %s, which the dashboards use", name)
@@ -146,6 +145,7 @@ func TestStackDashboardsReturnData(t *testing.T) {
 	// The shipped rules run in that Prometheus: recorded series appear, and
 	// the lost GPU of node-b raises GPULost (pending for its `for`).
 	for _, q := range []string{`user:gpu_process_memory_used_bytes:sum{user="alice"}`, `namespace_pod:gpu_allocated:count`,
+		`compose_service:gpu_process_memory_used_bytes:sum{compose_project="lab",compose_service="trainer"}`,
 		`ALERTS{alertname="GPULost",instance="node-b",gpu="6"}`} {
 		waitFor(t, 20*time.Second, "Prometheus rules: "+q, func() bool { return hasData(t, promURL, q) })
 	}
@@ -161,7 +161,8 @@ type simHost struct{ name, addr string }
 //   - node-b runs the compose stack's GPU command on a simulated DGX A100
 //     with MIG, an XID 79 and a GPU falling off the bus, and an idle GPU a
 //     pod holds;
-//   - node-c is a V100 (page retirement instead of row remapping).
+//   - node-c is a V100 (page retirement instead of row remapping) whose
+//     process runs in a compose service's container (Podman's API).
 func startSimulatedFleet(t *testing.T, root, dir string) []simHost {
 	t.Helper()
 	simCmd := composeCommand(t, root, "gpuwatch-sim")
@@ -191,7 +192,19 @@ func startSimulatedFleet(t *testing.T, root, dir string) []simHost {
 	b, _ := startGpuwatch(t, append(gpuCmd, "--backend=sim", "--sim.config="+simB,
 		"--kubelet.pod-resources-socket="+kubeletB, "--cri.socket=", "--slurm.jobs=false")...)
 
-	c, _ := startGpuwatch(t, "--backend=sim", "--sim.profile=v100", "--slurm.jobs=false")
+	// node-c's GPU process runs in a container of compose service lab/trainer,
+	// named by a real Podman API (created, as containers cannot start here).
+	podman := testenv.StartPodman(t)
+	id := podman.Create(t, "lab-trainer-1", map[string]string{
+		"com.docker.compose.project": "lab", "com.docker.compose.service": "trainer"})
+	proc := filepath.Join(dir, "proc")
+	const pid = "1018"
+	testenv.CopyDir(t, filepath.Join(fixtureProc, pid), filepath.Join(proc, pid))
+	writeFile(t, filepath.Join(proc, pid, "cgroup"), "0::/machine.slice/libpod-"+id+".scope/container\n")
+	simC := filepath.Join(dir, "node-c.yaml")
+	writeFile(t, simC, "profile: v100\nprocesses:\n  - {gpu: 0, pid: "+pid+", used_memory_bytes: 1073741824, sm_utilization: 0.5}\n")
+	c, _ := startGpuwatch(t, "--backend=sim", "--sim.config="+simC, "--path.procfs="+proc,
+		"--docker.socket=unix://"+podman.Socket, "--attribution.timeout=5s", "--slurm.jobs=false")
 	return []simHost{{"node-a", strings.TrimPrefix(a, "http://")}, {"node-b", strings.TrimPrefix(b, "http://")}, {"node-c", strings.TrimPrefix(c, "http://")}}
 }
 
@@ -228,7 +241,8 @@ func fakeKubeletSocket(t *testing.T, pods map[string]string) string {
 
 // stackPrometheusConfig writes deploy/compose's prometheus.yml with its
 // container paths pointing at the shipped rules and the test's file_sd
-// lists, and 1 s scrape and evaluation intervals.
+// lists, and 2 s scrape and evaluation intervals (a 2 s scrape timeout
+// leaves room on a busy CI machine).
 func stackPrometheusConfig(t *testing.T, root, targets, out string) string {
 	t.Helper()
 	cfg, err := deploycheck.LoadPrometheusConfig(filepath.Join(root, deploycheck.ComposeDir, "prometheus", "prometheus.yml"))
@@ -243,7 +257,7 @@ func stackPrometheusConfig(t *testing.T, root, targets, out string) string {
 			return filepath.Join(targets, filepath.Base(p)), nil
 		}
 		return "", fmt.Errorf("prometheus.yml: unexpected path %s", p)
-	}, "1s")
+	}, "2s")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -264,12 +278,23 @@ func writeJSON(t *testing.T, path string, v any) {
 
 // waitForFleet waits until the engine has scraped every gpuwatch target and
 // holds enough samples for the dashboards' rate() windows.
-func waitForFleet(t *testing.T, base string, hosts int) {
+func waitForFleet(t *testing.T, base string, engine *process, hosts int) {
 	t.Helper()
-	waitFor(t, 90*time.Second, base+" to scrape the fleet", func() bool {
+	deadline := time.Now().Add(90 * time.Second)
+	for {
+		if engine.exited() {
+			t.Fatalf("%s exited:\n%s", base, engine.output.String())
+		}
 		v, ok := promQuery(t, base, `count(count_over_time(up{job="gpuwatch"}[1m]) >= 4)`)
-		return ok && int(v) == hosts
-	})
+		if ok && int(v) == hosts {
+			break
+		}
+		if time.Now().After(deadline) {
+			body, _ := httpGetNoFail(base + "/api/v1/query?query=" + url.QueryEscape(`up{job="gpuwatch"}`))
+			t.Fatalf("%s did not scrape the %d gpuwatch targets in 90s; up: %s", base, hosts, body)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
 	waitFor(t, 30*time.Second, base+" to see node-b's XID and lost GPU", func() bool {
 		return hasData(t, base, `gpu_xid_errors_total{instance="node-b"}`) && hasData(t, base, `gpu_up{instance="node-b"} == 0`)
 	})
