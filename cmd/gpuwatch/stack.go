@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"os"
 
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
 	"github.com/prometheus/client_golang/prometheus"
@@ -24,6 +25,7 @@ type stack struct {
 	pipeline *pipeline.Pipeline
 	exporter *exporter.Exporter
 	reader   *nvmlbackend.Reader
+	sim      *sim.Sim // with --backend=sim
 	closers  []func()
 	// extra are collectors beside the GPU exporter (the Slurm cluster
 	// collector), exported by both /metrics and the textfile.
@@ -66,15 +68,22 @@ const simHint = "to try gpuwatch without a GPU, run: gpuwatch --backend=sim --si
 
 // buildStack opens the backend the flags name and wires the outputs to it.
 func (f *commonFlags) buildStack(logger *slog.Logger) (*stack, error) {
+	if err := f.check(); err != nil {
+		return nil, err
+	}
 	filter, err := f.metricFilter()
 	if err != nil {
 		return nil, err
 	}
-	reader, err := f.openReader(logger)
+	compat, err := exporter.ParseCompat(f.compat)
+	if err != nil {
+		return nil, fmt.Errorf("--compat: %w", err)
+	}
+	reader, simulated, err := f.openReader(logger)
 	if err != nil {
 		return nil, err
 	}
-	st := &stack{reader: reader}
+	st := &stack{reader: reader, sim: simulated}
 	enrichers, err := f.enrichers(logger, st)
 	if err != nil {
 		_ = st.Close()
@@ -85,6 +94,8 @@ func (f *commonFlags) buildStack(logger *slog.Logger) (*stack, error) {
 		Collectors: f.enabledCollectors(),
 		Metrics:    filter,
 		PIDLabels:  f.pidLabels,
+		Compat:     compat,
+		Hostname:   f.compatHostname(),
 	})
 	if err != nil {
 		_ = st.Close()
@@ -102,27 +113,29 @@ func (f *commonFlags) buildStack(logger *slog.Logger) (*stack, error) {
 }
 
 // openReader starts the NVML reader on the driver or on the simulator.
-func (f *commonFlags) openReader(logger *slog.Logger) (*nvmlbackend.Reader, error) {
+// With --backend=sim it also returns the simulator.
+func (f *commonFlags) openReader(logger *slog.Logger) (*nvmlbackend.Reader, *sim.Sim, error) {
 	opts := nvmlbackend.Options{Groups: f.enabledCollectors(), Logger: logger}
 	var lib nvml.Interface
+	var simulated *sim.Sim
 	switch f.backend {
 	case "sim":
 		s, err := f.simulator()
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
-		lib, opts.Now = s, s.Now
+		lib, opts.Now, simulated = s.Library(), s.Now, s
 	default:
 		lib = nvml.New()
 	}
 	reader, err := nvmlbackend.New(lib, opts)
 	if errors.Is(err, nvmlbackend.ErrLibraryNotFound) {
-		return nil, fmt.Errorf("cannot load libnvidia-ml.so.1 (is the NVIDIA driver installed and on the library path?); %s", simHint)
+		return nil, nil, fmt.Errorf("cannot load libnvidia-ml.so.1 (is the NVIDIA driver installed and on the library path?); %s", simHint)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("starting the %s backend: %w", f.backend, err)
+		return nil, nil, fmt.Errorf("starting the %s backend: %w", f.backend, err)
 	}
-	return reader, nil
+	return reader, simulated, nil
 }
 
 // enrichers builds what fills in process owners. Owners are only worth
@@ -132,11 +145,21 @@ func (f *commonFlags) enrichers(logger *slog.Logger, st *stack) ([]pipeline.Enri
 	if !*f.collectors[snapshot.GroupProcesses] || !f.attribution.enabled {
 		return nil, nil
 	}
-	jobs, err := f.slurm.jobLookup()
+	attr, slurmFlags := f.attribution, f.slurm
+	if f.backend == "sim" && !f.ownSources() {
+		env, err := f.startDemo(logger, st.sim)
+		if err != nil {
+			return nil, err
+		}
+		st.closers = append(st.closers, env.Close)
+		attr.useDemo(env)
+		slurmFlags.runner = env.Slurm
+	}
+	jobs, err := slurmFlags.jobLookup()
 	if err != nil {
 		return nil, err
 	}
-	at, closeAttribution, err := f.attribution.attributor(logger, jobs, f.slurm.nodeName)
+	at, closeAttribution, err := attr.attributor(logger, jobs, slurmFlags.nodeName)
 	if err != nil {
 		return nil, err
 	}
@@ -171,5 +194,25 @@ func (f *commonFlags) simulator() (*sim.Sim, error) {
 		d := sim.Duration(f.simPinTime)
 		cfg.PinTime = &d
 	}
+	if f.simSeed != "" {
+		cfg.Seed = f.simSeed
+	}
+	if cfg.Seed == "" {
+		cfg.Seed, _ = os.Hostname()
+	}
 	return sim.New(cfg)
+}
+
+// compatHostname is the Hostname label of dcgm-exporter's series: the flag,
+// else the Kubernetes node name that a DaemonSet passes in NODE_NAME (as
+// dcgm-exporter reads it), else the host name.
+func (f *commonFlags) compatHostname() string {
+	if f.hostname != "" {
+		return f.hostname
+	}
+	if n := os.Getenv("NODE_NAME"); n != "" {
+		return n
+	}
+	h, _ := os.Hostname()
+	return h
 }

@@ -77,7 +77,9 @@ func h100Device(i, nvlinks int) snapshot.Device {
 			RetiredPagesSingleBit: someU(0), RetiredPagesDoubleBit: someU(0), RetiredPagesPending: someB(false),
 			RemappedRowsCorrectable: someU(1), RemappedRowsUncorrectable: someU(0), RemappedRowsPending: someB(false), RemappedRowsFailure: someB(false),
 		},
-		XIDErrors: []snapshot.XIDCount{{XID: 79, Count: uint64(i % 2)}, {XID: 13, Count: 4}},
+		XIDErrors:   []snapshot.XIDCount{{XID: 79, Count: uint64(i % 2)}, {XID: 13, Count: 4}},
+		XIDEvents:   snapshot.Some(uint64(4 + i%2)),
+		XIDLastCode: snapshot.Some(uint64(13)),
 		GPM: snapshot.GPM{
 			SMActive: some(0.81), SMOccupancy: some(0.44), TensorActive: some(0.63), DRAMActive: some(0.52),
 			FP16Active: some(0.31), FP32Active: some(0.12), FP64Active: some(0.001),
