@@ -114,3 +114,29 @@ func defaultCollectorFlags() map[string]bool {
 	}
 	return out
 }
+
+// check refuses nonsensical values of the shared flags, naming the flag:
+// a zero or negative timeout or interval would otherwise be replaced by a
+// default somewhere below, silently.
+func (f *commonFlags) check() error {
+	positive := []struct {
+		flag string
+		d    time.Duration
+	}{
+		{"--collection.timeout", f.timeout},
+		{"--attribution.timeout", f.attribution.timeout},
+		{"--attribution.cache-ttl", f.attribution.cacheTTL},
+		{"--attribution.revalidate-interval", f.attribution.revalidate},
+		{"--slurm.timeout", f.slurm.timeout},
+		{"--slurm.poll-interval", f.slurm.pollInterval},
+	}
+	for _, p := range positive {
+		if p.d <= 0 {
+			return fmt.Errorf("%s=%s: must be positive", p.flag, p.d)
+		}
+	}
+	if f.simPinTime < 0 {
+		return fmt.Errorf("--sim.pin-time=%s: must not be negative (0 lets the clock run)", f.simPinTime)
+	}
+	return nil
+}

@@ -66,6 +66,9 @@ const simHint = "to try gpuwatch without a GPU, run: gpuwatch --backend=sim --si
 
 // buildStack opens the backend the flags name and wires the outputs to it.
 func (f *commonFlags) buildStack(logger *slog.Logger) (*stack, error) {
+	if err := f.check(); err != nil {
+		return nil, err
+	}
 	filter, err := f.metricFilter()
 	if err != nil {
 		return nil, err
@@ -111,7 +114,7 @@ func (f *commonFlags) openReader(logger *slog.Logger) (*nvmlbackend.Reader, erro
 		if err != nil {
 			return nil, err
 		}
-		lib, opts.Now = s, s.Now
+		lib, opts.Now = s.Library(), s.Now
 	default:
 		lib = nvml.New()
 	}

@@ -84,7 +84,7 @@ func TestWriteCatalog(t *testing.T) {
 	}
 
 	var js bytes.Buffer
-	if err := WriteCatalog(&js, "json", WithMetricFilter(&MetricFilter{Disable: []string{"gpu_up"}})); err != nil {
+	if err := WriteCatalog(&js, "json", WithMetricFilter(&MetricFilter{Disable: []string{"*"}})); err != nil {
 		t.Fatal(err)
 	}
 	var entries []struct {
@@ -99,8 +99,11 @@ func TestWriteCatalog(t *testing.T) {
 	if len(entries) != len(catalog) {
 		t.Fatalf("json has %d entries, catalog %d", len(entries), len(catalog))
 	}
-	if entries[0].Name != "gpu_up" || !entries[0].Default || entries[0].Enabled == nil || *entries[0].Enabled {
-		t.Errorf("gpu_up under a filter that disables it: %+v", entries[0])
+	for _, e := range entries {
+		alwaysOn := e.Name == "gpu_up" || strings.HasPrefix(e.Name, "gpuwatch_")
+		if e.Enabled == nil || *e.Enabled != alwaysOn {
+			t.Errorf("%s under disable [*]: %+v, want enabled=%v", e.Name, e, alwaysOn)
+		}
 	}
 
 	if err := WriteCatalog(&js, "yaml"); err == nil || !strings.Contains(err.Error(), "markdown") {
