@@ -23,24 +23,27 @@ type attributionFlags struct {
 	timeout      time.Duration
 	cacheTTL     time.Duration
 	revalidate   time.Duration
+	// set records which sources the user named; with --backend=sim, the
+	// demo's owners stand in only when none is (demo.go).
+	set struct{ procfs, rootfs, docker, cri, kubelet bool }
 }
 
 func (a *attributionFlags) register(app *kingpin.Application) {
 	app.Flag("attribution", "Look up who owns each GPU process (user, container, pod, Slurm job). --no-attribution reports processes without owners.").
 		Default("true").BoolVar(&a.enabled)
 	app.Flag("path.procfs", "procfs mount point. The driver reports host PIDs, so in a container mount the host's /proc here and run in the host PID namespace.").
-		Default("/proc").StringVar(&a.procfs)
+		Default("/proc").IsSetByUser(&a.set.procfs).StringVar(&a.procfs)
 	app.Flag("path.rootfs", "Host root filesystem as mounted in gpuwatch's container; user names then come from ROOTFS/etc/passwd. Empty: this system's /etc/passwd.").
-		Default("").StringVar(&a.rootfs)
+		Default("").IsSetByUser(&a.set.rootfs).StringVar(&a.rootfs)
 	app.Flag("docker.socket", "Docker Engine API (or Podman's Docker-compatible service) for container names, images and compose labels, e.g. unix:///var/run/docker.sock. auto: "+
 		strings.Join(defaultDockerSockets, " or ")+" if it exists at start; empty: off.").
-		Default(autoSocket).StringVar(&a.dockerSocket)
+		Default(autoSocket).IsSetByUser(&a.set.docker).StringVar(&a.dockerSocket)
 	app.Flag("cri.socket", "CRI runtime socket (containerd or CRI-O) for pod name, namespace and container of Kubernetes containers. auto: the first of "+
 		strings.Join(attribution.DefaultCRISockets, ", ")+" that exists at start; empty: off.").
-		Default(autoSocket).StringVar(&a.criSocket)
+		Default(autoSocket).IsSetByUser(&a.set.cri).StringVar(&a.criSocket)
 	app.Flag("kubelet.pod-resources-socket", "Kubelet pod-resources API socket, which says which pod each GPU is allocated to, even while its processes are idle. auto: "+
 		attribution.DefaultKubeletPodResourcesSocket+" if it exists at start; empty: off.").
-		Default(autoSocket).StringVar(&a.kubeletSock)
+		Default(autoSocket).IsSetByUser(&a.set.kubelet).StringVar(&a.kubeletSock)
 	app.Flag("attribution.timeout", "Bound on each owner lookup (one socket call, one Slurm query) and on all attribution in one collection; a scrape never waits longer.").
 		Default("1s").DurationVar(&a.timeout)
 	app.Flag("attribution.cache-ttl", "How long a container runtime's or Slurm's answer is kept.").

@@ -22,6 +22,7 @@ type commonFlags struct {
 	simProfile  string
 	simConfig   string
 	simPinTime  time.Duration
+	simSeed     string
 	collectors  map[string]*bool
 	metricsFile string
 	pidLabels   bool
@@ -41,6 +42,8 @@ func registerCommonFlags(app *kingpin.Application) *commonFlags {
 		ExistingFileVar(&f.simConfig)
 	app.Flag("sim.pin-time", "Freeze the simulator's clock this long after its start, so every reading is constant (golden tests). 0 lets it run.").
 		Default("0s").DurationVar(&f.simPinTime)
+	app.Flag("sim.seed", "Makes the simulated GPUs' UUIDs and serials this host's own (stable across restarts), so that two simulated hosts never share a UUID. Default: the seed in --sim.config, else the host name.").
+		StringVar(&f.simSeed)
 
 	defaults := defaultCollectorFlags()
 	for _, g := range snapshot.AllGroups {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"os"
 
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
 	"github.com/prometheus/client_golang/prometheus"
@@ -24,6 +25,7 @@ type stack struct {
 	pipeline *pipeline.Pipeline
 	exporter *exporter.Exporter
 	reader   *nvmlbackend.Reader
+	sim      *sim.Sim // with --backend=sim
 	closers  []func()
 	// extra are collectors beside the GPU exporter (the Slurm cluster
 	// collector), exported by both /metrics and the textfile.
@@ -73,11 +75,11 @@ func (f *commonFlags) buildStack(logger *slog.Logger) (*stack, error) {
 	if err != nil {
 		return nil, err
 	}
-	reader, err := f.openReader(logger)
+	reader, simulated, err := f.openReader(logger)
 	if err != nil {
 		return nil, err
 	}
-	st := &stack{reader: reader}
+	st := &stack{reader: reader, sim: simulated}
 	enrichers, err := f.enrichers(logger, st)
 	if err != nil {
 		_ = st.Close()
@@ -105,27 +107,29 @@ func (f *commonFlags) buildStack(logger *slog.Logger) (*stack, error) {
 }
 
 // openReader starts the NVML reader on the driver or on the simulator.
-func (f *commonFlags) openReader(logger *slog.Logger) (*nvmlbackend.Reader, error) {
+// With --backend=sim it also returns the simulator.
+func (f *commonFlags) openReader(logger *slog.Logger) (*nvmlbackend.Reader, *sim.Sim, error) {
 	opts := nvmlbackend.Options{Groups: f.enabledCollectors(), Logger: logger}
 	var lib nvml.Interface
+	var simulated *sim.Sim
 	switch f.backend {
 	case "sim":
 		s, err := f.simulator()
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
-		lib, opts.Now = s.Library(), s.Now
+		lib, opts.Now, simulated = s.Library(), s.Now, s
 	default:
 		lib = nvml.New()
 	}
 	reader, err := nvmlbackend.New(lib, opts)
 	if errors.Is(err, nvmlbackend.ErrLibraryNotFound) {
-		return nil, fmt.Errorf("cannot load libnvidia-ml.so.1 (is the NVIDIA driver installed and on the library path?); %s", simHint)
+		return nil, nil, fmt.Errorf("cannot load libnvidia-ml.so.1 (is the NVIDIA driver installed and on the library path?); %s", simHint)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("starting the %s backend: %w", f.backend, err)
+		return nil, nil, fmt.Errorf("starting the %s backend: %w", f.backend, err)
 	}
-	return reader, nil
+	return reader, simulated, nil
 }
 
 // enrichers builds what fills in process owners. Owners are only worth
@@ -135,11 +139,21 @@ func (f *commonFlags) enrichers(logger *slog.Logger, st *stack) ([]pipeline.Enri
 	if !*f.collectors[snapshot.GroupProcesses] || !f.attribution.enabled {
 		return nil, nil
 	}
-	jobs, err := f.slurm.jobLookup()
+	attr, slurmFlags := f.attribution, f.slurm
+	if f.backend == "sim" && !f.ownSources() {
+		env, err := f.startDemo(logger, st.sim)
+		if err != nil {
+			return nil, err
+		}
+		st.closers = append(st.closers, env.Close)
+		attr.useDemo(env)
+		slurmFlags.runner = env.Slurm
+	}
+	jobs, err := slurmFlags.jobLookup()
 	if err != nil {
 		return nil, err
 	}
-	at, closeAttribution, err := f.attribution.attributor(logger, jobs, f.slurm.nodeName)
+	at, closeAttribution, err := attr.attributor(logger, jobs, slurmFlags.nodeName)
 	if err != nil {
 		return nil, err
 	}
@@ -173,6 +187,12 @@ func (f *commonFlags) simulator() (*sim.Sim, error) {
 	if f.simPinTime > 0 {
 		d := sim.Duration(f.simPinTime)
 		cfg.PinTime = &d
+	}
+	if f.simSeed != "" {
+		cfg.Seed = f.simSeed
+	}
+	if cfg.Seed == "" {
+		cfg.Seed, _ = os.Hostname()
 	}
 	return sim.New(cfg)
 }

@@ -51,7 +51,7 @@ func TestGolden(t *testing.T) {
 				// Nothing of this host may leak into the page: an empty
 				// /proc (the simulated PIDs then have no owner) and no
 				// container runtime or Slurm.
-				"--path.procfs="+t.TempDir(), "--slurm.jobs=false",
+				"--path.procfs="+t.TempDir(), "--slurm.jobs=false", "--sim.seed=golden",
 				"--docker.socket=", "--cri.socket=", "--kubelet.pod-resources-socket=")
 			got := stableExposition(httpGet(t, base+"/metrics"))
 			path := filepath.Join("testdata", "golden", profile+".prom")

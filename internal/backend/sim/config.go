@@ -33,6 +33,11 @@ type Config struct {
 	// library is ("R535"; see nvmlbranch): it exports only that branch's
 	// functions and knows only its field IDs. Empty: every function.
 	Driver string `yaml:"driver"`
+	// Seed makes this simulated host's GPU UUIDs and serials its own, so
+	// that two simulated hosts with one profile do not share UUIDs (every
+	// PromQL join on uuid would mix them). gpuwatch sets it to the host
+	// name unless told otherwise; empty keeps the profile's own UUIDs.
+	Seed string `yaml:"seed"`
 
 	// source is the file (or name) the config was parsed from, for errors.
 	source string

@@ -56,7 +56,7 @@ func newDevice(s *Sim, index int) *device {
 	m := p.model
 	d := &device{
 		sim: s, model: m, index: index,
-		uuid:      "GPU-" + stableUUID(p.name, fmt.Sprint(index)),
+		uuid:      "GPU-" + s.stableUUID(p.name, fmt.Sprint(index)),
 		features:  m.features,
 		lostAfter: -1,
 		hangAfter: -1,
@@ -67,7 +67,7 @@ func newDevice(s *Sim, index int) *device {
 	}
 	d.unmodelledDevice = deviceSafetyNet(d)
 	if m.serialPrefix != "" {
-		d.serial = fmt.Sprintf("%s%08d", m.serialPrefix, stableNumber(p.name, fmt.Sprint(index))%100000000)
+		d.serial = fmt.Sprintf("%s%08d", m.serialPrefix, stableNumber(s.hostParts(p.name, fmt.Sprint(index))...)%100000000)
 	}
 	bus := p.busIDs[index%len(p.busIDs)]
 	domain := uint32(index / len(p.busIDs))
@@ -84,6 +84,19 @@ func newDevice(s *Sim, index int) *device {
 		d.buildMIG(layout)
 	}
 	return d
+}
+
+// stableUUID derives an identifier of this simulated host from its parts:
+// the same in every run with the same seed, different on another host.
+func (s *Sim) stableUUID(parts ...string) string { return stableUUID(s.hostParts(parts...)...) }
+
+// hostParts puts the host's seed before parts; without a seed the parts are
+// kept as they are, so the profile's own identifiers stay what they were.
+func (s *Sim) hostParts(parts ...string) []string {
+	if s.seed == "" {
+		return parts
+	}
+	return append([]string{"seed", s.seed}, parts...)
 }
 
 // stableUUID derives a UUID-formatted string from its parts, so that UUIDs

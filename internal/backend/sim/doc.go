@@ -95,6 +95,8 @@
 //	pin_time: 1h               # optional: freeze the clock 1h after start
 //	driver: R535               # optional: answer as that driver branch's
 //	                           # library (see "Driver branches" below)
+//	seed: node-7               # optional: this host's GPU UUIDs and serials
+//	                           # (gpuwatch defaults it to the host name)
 //	processes:                 # GPU processes the simulated driver reports;
 //	                           # replaces the profile's defaults ([] = none)
 //	  - gpu: 0                 # device index

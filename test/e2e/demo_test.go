@@ -1,0 +1,102 @@
+package e2e
+
+import (
+	"encoding/json"
+	"testing"
+	"time"
+
+	dto "github.com/prometheus/client_model/go"
+)
+
+// TestDemoShowsEveryOwnerKind: the README's demo, run as a new user would
+// (no attribution flag), names unix users, a Docker Compose container, a
+// Kubernetes pod and Slurm jobs, in `gpuwatch ps` and in /metrics.
+func TestDemoShowsEveryOwnerKind(t *testing.T) {
+	demo := []string{"--backend=sim", "--sim.profile=dgx-h100"}
+	out, code := runGpuwatch(t, append([]string{"ps", "-o", "json"}, demo...)...)
+	if code != 0 {
+		t.Fatalf("gpuwatch ps: %s", out)
+	}
+	var doc struct {
+		Processes []struct {
+			PID       int    `json:"pid"`
+			User      string `json:"user"`
+			Container struct {
+				Name           string `json:"name"`
+				ComposeProject string `json:"compose_project"`
+			} `json:"container"`
+			Pod struct {
+				Name      string `json:"name"`
+				Namespace string `json:"namespace"`
+			} `json:"pod"`
+			Slurm struct {
+				JobID   string `json:"job_id"`
+				Account string `json:"account"`
+			} `json:"slurm"`
+		} `json:"processes"`
+	}
+	if err := json.Unmarshal([]byte(out), &doc); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	kinds := map[string]bool{}
+	for _, p := range doc.Processes {
+		if p.User == "" {
+			t.Errorf("pid %d has no user", p.PID)
+		}
+		switch {
+		case p.Slurm.JobID != "" && p.Slurm.Account != "":
+			kinds["slurm"] = true
+		case p.Container.ComposeProject != "" && p.Container.Name != "":
+			kinds["compose"] = true
+		case p.Pod.Name != "" && p.Pod.Namespace != "":
+			kinds["pod"] = true
+		default:
+			kinds["user"] = true
+		}
+	}
+	if len(kinds) != 4 {
+		t.Errorf("ps shows owner kinds %v, want slurm, compose, pod and user:\n%s", kinds, out)
+	}
+
+	base, _ := startGpuwatch(t, demo...)
+	// A lookup that misses one scrape's budget on a busy machine serves
+	// the next scrape.
+	var fams map[string]*dto.MetricFamily
+	waitFor(t, 20*time.Second, "owners of every kind on /metrics", func() bool {
+		fams = parseMetrics(t, httpGet(t, base+"/metrics"))
+		return len(ownerKinds(fams)) == 4
+	})
+	if _, ok := sample(fams, "gpu_kubernetes_allocation_info", map[string]string{"gpu": "6", "namespace": "inference"}); !ok {
+		t.Error("no kubelet allocation of GPU 6")
+	}
+	if _, ok := sample(fams, "gpu_slurm_job_info", map[string]string{"gpu": "5"}); !ok {
+		t.Error("the idle GPU 5 is not held by a Slurm job")
+	}
+	for _, source := range []string{"procfs", "docker", "cri", "kubelet", "slurm"} {
+		if v, ok := sample(fams, "gpuwatch_attribution_errors_total", map[string]string{"source": source}); !ok || v != 0 {
+			t.Errorf("%s errors = %v (present %v)", source, v, ok)
+		}
+	}
+}
+
+// ownerKinds says which kinds of owner gpu_process_memory_used_bytes names.
+func ownerKinds(fams map[string]*dto.MetricFamily) map[string]bool {
+	found := map[string]bool{}
+	for _, m := range fams["gpu_process_memory_used_bytes"].GetMetric() {
+		labels := map[string]string{}
+		for _, l := range m.GetLabel() {
+			labels[l.GetName()] = l.GetValue()
+		}
+		switch {
+		case labels["slurm_job"] != "":
+			found["slurm"] = true
+		case labels["pod"] != "" && labels["namespace"] != "":
+			found["pod"] = true
+		case labels["container"] != "":
+			found["container"] = true
+		case labels["user"] != "":
+			found["user"] = true
+		}
+	}
+	return found
+}

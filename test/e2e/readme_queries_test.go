@@ -1,0 +1,93 @@
+package e2e
+
+import (
+	"encoding/json"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gpuwatch/gpuwatch/internal/testenv"
+)
+
+// readmeQueries returns every PromQL expression in README.md's ```promql
+// blocks: each line that is not a comment.
+func readmeQueries(t *testing.T) []string {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join(testenv.RepoRoot(), "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	in := false
+	for _, line := range strings.Split(string(data), "\n") {
+		trimmed := strings.TrimSpace(line)
+		switch {
+		case trimmed == "```promql":
+			in = true
+		case strings.HasPrefix(trimmed, "```"):
+			in = false
+		case in && trimmed != "" && !strings.HasPrefix(trimmed, "#"):
+			out = append(out, trimmed)
+		}
+	}
+	return out
+}
+
+// promSeries runs an instant query and returns how many series it gave.
+func promSeries(promURL, query string) (int, error) {
+	resp, err := httpGetNoFail(promURL + "/api/v1/query?query=" + url.QueryEscape(query))
+	if err != nil {
+		return 0, err
+	}
+	var r struct {
+		Status string `json:"status"`
+		Error  string `json:"error"`
+		Data   struct {
+			Result []json.RawMessage `json:"result"`
+		} `json:"data"`
+	}
+	if err := json.Unmarshal([]byte(resp), &r); err != nil {
+		return 0, err
+	}
+	if r.Status != "success" {
+		return 0, &queryError{r.Error}
+	}
+	return len(r.Data.Result), nil
+}
+
+type queryError struct{ msg string }
+
+func (e *queryError) Error() string { return e.msg }
+
+// checkREADMEQueries runs every README example query against a Prometheus
+// that scrapes the dgx-h100 demo (owners from internal/demo): each must
+// return data, as a new user trying them would expect.
+func checkREADMEQueries(t *testing.T, promURL string) {
+	queries := readmeQueries(t)
+	if len(queries) < 8 {
+		t.Fatalf("found %d README queries, want at least the 8 of 'Who uses each GPU': %q", len(queries), queries)
+	}
+	for _, q := range queries {
+		var n int
+		var err error
+		ok := true
+		deadline := time.Now().Add(15 * time.Second)
+		for {
+			n, err = promSeries(promURL, q)
+			if n > 0 {
+				break
+			}
+			if time.Now().After(deadline) {
+				ok = false
+				break
+			}
+			time.Sleep(200 * time.Millisecond)
+		}
+		if !ok {
+			t.Errorf("README query returned no data against the demo: %s (err %v)", q, err)
+		}
+	}
+}
