@@ -8,7 +8,7 @@ LDFLAGS := -extldflags=-Wl,-z,lazy \
 	-X $(VERSION_PKG).Branch=$(shell git rev-parse --abbrev-ref HEAD 2>/dev/null || echo unknown) \
 	-X $(VERSION_PKG).BuildDate=$(shell git log -1 --format=%cd --date=format:%Y%m%d-%H:%M:%S 2>/dev/null || echo unknown)
 
-.PHONY: build test test-short bench run golden chart-files manifests
+.PHONY: build test test-short bench run golden chart-files manifests fakenvml
 
 build:
 	CGO_ENABLED=1 go build -ldflags '$(LDFLAGS)' -o bin/gpuwatch ./cmd/gpuwatch
@@ -22,8 +22,13 @@ test-short:
 run: build
 	./bin/gpuwatch $(ARGS)
 
-golden:
-	GPUWATCH_BIN=$(PWD)/bin/gpuwatch go test ./test/e2e -run TestGolden -update
+golden: fakenvml
+	GPUWATCH_BIN=$(PWD)/bin/gpuwatch GPUWATCH_FAKENVML=$(PWD)/build/fakenvml go test ./test/e2e -run TestGolden -update
+
+# The simulator as libnvidia-ml.so.1, one library per driver branch, in
+# build/fakenvml/VARIANT/ (VARIANTS='*' builds every variant; see README).
+fakenvml:
+	go run ./internal/fakenvml/build -o build/fakenvml $(if $(VARIANTS),-variants='$(VARIANTS)')
 
 bench: build
 	go run ./bench -bin bin/gpuwatch

@@ -18,6 +18,11 @@ import (
 // commonFlags are the flags every command shares: where readings come from,
 // which collectors run, and logging.
 type commonFlags struct {
+	// waitForGPM is set by the commands that read once and exit (or whose
+	// first output should be complete): their first reading waits for a
+	// whole GPM window.
+	waitForGPM bool
+
 	backend     string
 	simProfile  string
 	simConfig   string
@@ -26,6 +31,8 @@ type commonFlags struct {
 	collectors  map[string]*bool
 	metricsFile string
 	pidLabels   bool
+	compat      string
+	hostname    string
 	timeout     time.Duration
 	log         *promslog.Config
 	attribution attributionFlags
@@ -55,6 +62,10 @@ func registerCommonFlags(app *kingpin.Application) *commonFlags {
 		ExistingFileVar(&f.metricsFile)
 	app.Flag("collector.processes.pid-labels", "Export one series per GPU process with pid and command labels instead of one per owner. Raises cardinality; off by default.").
 		Default("false").BoolVar(&f.pidLabels)
+	app.Flag("compat", "Naming schemes to export, comma-separated: native (gpuwatch's names), dcgm (dcgm-exporter's DCGM_FI_* names, units and labels, so its dashboards, alerts and autoscaler rules keep working), or dcgm,native (both; see docs/dcgm-compat.md).").
+		Default("native").StringVar(&f.compat)
+	app.Flag("compat.hostname", "Hostname label of the --compat=dcgm series. Empty: $NODE_NAME when set (Kubernetes), else the host name.").
+		StringVar(&f.hostname)
 	app.Flag("collection.timeout", "Upper bound on one collection of every GPU. A GPU whose NVML calls have not returned by then is reported down (gpu_up 0) and the others are served; keep it below Prometheus's scrape_timeout.").
 		Default("5s").DurationVar(&f.timeout)
 	f.attribution.register(app)

@@ -81,6 +81,10 @@ func (f *commonFlags) buildStack(logger *slog.Logger) (*stack, error) {
 	if err != nil {
 		return nil, err
 	}
+	compat, err := exporter.ParseCompat(f.compat)
+	if err != nil {
+		return nil, fmt.Errorf("--compat: %w", err)
+	}
 	st := &stack{reader: none.Reader{}}
 	if f.backend != "none" {
 		reader, simulated, err := f.openReader(logger)
@@ -99,6 +103,8 @@ func (f *commonFlags) buildStack(logger *slog.Logger) (*stack, error) {
 		Collectors: f.enabledCollectors(),
 		Metrics:    filter,
 		PIDLabels:  f.pidLabels,
+		Compat:     compat,
+		Hostname:   f.compatHostname(),
 	})
 	if err != nil {
 		_ = st.Close()
@@ -118,7 +124,7 @@ func (f *commonFlags) buildStack(logger *slog.Logger) (*stack, error) {
 // openReader starts the NVML reader on the driver or on the simulator.
 // With --backend=sim it also returns the simulator.
 func (f *commonFlags) openReader(logger *slog.Logger) (*nvmlbackend.Reader, *sim.Sim, error) {
-	opts := nvmlbackend.Options{Groups: f.enabledCollectors(), Logger: logger}
+	opts := nvmlbackend.Options{Groups: f.enabledCollectors(), Logger: logger, WaitForGPM: f.waitForGPM}
 	var lib nvml.Interface
 	var simulated *sim.Sim
 	switch f.backend {
@@ -127,7 +133,7 @@ func (f *commonFlags) openReader(logger *slog.Logger) (*nvmlbackend.Reader, *sim
 		if err != nil {
 			return nil, nil, err
 		}
-		lib, opts.Now, simulated = s.Library(), s.Now, s
+		lib, opts.Now, opts.Library, simulated = s.Library(), s.Now, "simulator", s
 	default:
 		lib = nvml.New()
 	}
@@ -204,4 +210,18 @@ func (f *commonFlags) simulator() (*sim.Sim, error) {
 		cfg.Seed, _ = os.Hostname()
 	}
 	return sim.New(cfg)
+}
+
+// compatHostname is the Hostname label of dcgm-exporter's series: the flag,
+// else the Kubernetes node name that a DaemonSet passes in NODE_NAME (as
+// dcgm-exporter reads it), else the host name.
+func (f *commonFlags) compatHostname() string {
+	if f.hostname != "" {
+		return f.hostname
+	}
+	if n := os.Getenv("NODE_NAME"); n != "" {
+		return n
+	}
+	h, _ := os.Hostname()
+	return h
 }

@@ -46,6 +46,7 @@ func (c *textfileCommand) run() error {
 	} else if removed > 0 {
 		logger.Info("removed temporary files left by an earlier run", "output", c.output, "count", removed)
 	}
+	c.common.waitForGPM = true
 	st, err := c.common.buildStack(logger)
 	if err != nil {
 		return err

@@ -31,6 +31,11 @@ type Metric struct {
 	Collector string `json:"collector"`
 	// Default says whether the metric is on without a --metrics.config.
 	Default bool `json:"default"`
+	// Compat names the foreign naming scheme the metric belongs to ("dcgm"
+	// for dcgm-exporter's names), or is empty for gpuwatch's own metrics.
+	// Compat metrics are emitted only when Options.Compat selects their
+	// scheme, and are listed by CompatCatalog rather than Catalog.
+	Compat string `json:"compat,omitempty"`
 }
 
 // CollectorExporter is the pseudo-group of the series every scrape carries
@@ -175,6 +180,12 @@ var (
 		"Power drawn by the GPU and its memory.", devLabels)
 	mPowerLimit = def(snapshot.GroupPower, "gpu_power_limit_watts", typeGauge, "watts", "nvmlDeviceGetEnforcedPowerLimit",
 		"Power limit the driver enforces (the lowest of all limits in effect).", devLabels)
+	mPowerLimitDefault = def(snapshot.GroupPower, "gpu_power_limit_default_watts", typeGauge, "watts", "nvmlDeviceGetPowerManagementDefaultLimit",
+		"Power limit the board ships with (what gpu_power_limit_watts returns to after a reset).", devLabels)
+	mPowerLimitMin = def(snapshot.GroupPower, "gpu_power_limit_min_watts", typeGauge, "watts", "nvmlDeviceGetPowerManagementLimitConstraints (minLimit)",
+		"Lowest power limit an administrator may set (nvidia-smi -pl).", devLabels)
+	mPowerLimitMax = def(snapshot.GroupPower, "gpu_power_limit_max_watts", typeGauge, "watts", "nvmlDeviceGetPowerManagementLimitConstraints (maxLimit)",
+		"Highest power limit an administrator may set (nvidia-smi -pl).", devLabels)
 	mEnergy = def(snapshot.GroupPower, "gpu_energy_joules_total", typeCounter, "joules", "nvmlDeviceGetTotalEnergyConsumption",
 		"Energy consumed since the driver was loaded; resets when the driver reloads.", devLabels)
 
@@ -234,14 +245,21 @@ var (
 	mGPMFP16        = gpmDef(snapshot.GroupGPM, "gpu_gpm_fp16_active_ratio", "NVML_GPM_METRIC_FP16_UTIL", "Fraction of cycles the FP16 pipe was active.", devLabels)
 	mGPMFP32        = gpmDef(snapshot.GroupGPM, "gpu_gpm_fp32_active_ratio", "NVML_GPM_METRIC_FP32_UTIL", "Fraction of cycles the FP32 pipe was active.", devLabels)
 	mGPMFP64        = gpmDef(snapshot.GroupGPM, "gpu_gpm_fp64_active_ratio", "NVML_GPM_METRIC_FP64_UTIL", "Fraction of cycles the FP64 pipe was active.", devLabels)
+	mGPMGraphics    = gpmDef(snapshot.GroupGPM, "gpu_gpm_graphics_active_ratio", "NVML_GPM_METRIC_GRAPHICS_UTIL", "Fraction of time any compute or graphics engine was active (DCGM's GR_ENGINE_ACTIVE).", devLabels)
+	mGPMPCIeTx      = gpmRateDef("gpu_gpm_pcie_transmit_bytes_per_second", "NVML_GPM_METRIC_PCIE_TX_PER_SEC", "PCIe traffic from the GPU, averaged over the GPM window (at least a second). Unlike gpu_pcie_transmit_bytes_total it cannot miss a counter wrap.")
+	mGPMPCIeRx      = gpmRateDef("gpu_gpm_pcie_receive_bytes_per_second", "NVML_GPM_METRIC_PCIE_RX_PER_SEC", "PCIe traffic to the GPU, averaged over the GPM window (at least a second).")
+	mGPMNVLinkTx    = gpmRateDef("gpu_gpm_nvlink_transmit_bytes_per_second", "NVML_GPM_METRIC_NVLINK_TOTAL_TX_PER_SEC", "NVLink write bandwidth over all links, averaged over the GPM window.")
+	mGPMNVLinkRx    = gpmRateDef("gpu_gpm_nvlink_receive_bytes_per_second", "NVML_GPM_METRIC_NVLINK_TOTAL_RX_PER_SEC", "NVLink read bandwidth over all links, averaged over the GPM window.")
 
 	// --- MIG ---
 	mMIGInfo = def(snapshot.GroupMIG, "gpu_mig_info", typeInfo, "", "nvmlDeviceGetMigDeviceHandleByIndex, nvmlDeviceGetGpuInstanceId, nvmlDeviceGetComputeInstanceId, GetUUID, GetGpuInstanceProfileInfo",
 		"One series per MIG compute instance; always 1. Join on mig_uuid.", migInfoLabels)
+	mMIGModePending = def(snapshot.GroupMIG, "gpu_mig_mode_pending", typeGauge, "", "nvmlDeviceGetMigMode (pendingMode != currentMode)",
+		"1 while a MIG mode change (nvidia-smi -mig) waits for a GPU reset, else 0; absent on GPUs without MIG.", devLabels)
 	mMIGMemTotal = def(snapshot.GroupMIG, "gpu_mig_memory_total_bytes", typeGauge, "bytes", "nvmlDeviceGetMemoryInfo on the MIG device handle (total)",
-		"Memory of the MIG instance.", migLabels)
+		"Memory of the MIG GPU instance. Memory belongs to the GPU instance: it is reported once, on its compute instance with the lowest ID, so sum() does not count it per compute instance.", migLabels)
 	mMIGMemUsed = def(snapshot.GroupMIG, "gpu_mig_memory_used_bytes", typeGauge, "bytes", "nvmlDeviceGetMemoryInfo on the MIG device handle (used)",
-		"Memory used in the MIG instance.", migLabels)
+		"Memory used in the MIG GPU instance, reported once, on its compute instance with the lowest ID.", migLabels)
 	mMIGGPMSMActive    = gpmDef(snapshot.GroupMIG, "gpu_mig_gpm_sm_active_ratio", "NVML_GPM_METRIC_SM_UTIL via nvmlGpmMigSampleGet", "SM active ratio of the MIG instance.", migLabels)
 	mMIGGPMSMOccupancy = gpmDef(snapshot.GroupMIG, "gpu_mig_gpm_sm_occupancy_ratio", "NVML_GPM_METRIC_SM_OCCUPANCY via nvmlGpmMigSampleGet", "SM occupancy ratio of the MIG instance.", migLabels)
 	mMIGGPMTensor      = gpmDef(snapshot.GroupMIG, "gpu_mig_gpm_tensor_active_ratio", "NVML_GPM_METRIC_ANY_TENSOR_UTIL via nvmlGpmMigSampleGet", "Tensor pipe active ratio of the MIG instance.", migLabels)
@@ -274,6 +292,10 @@ var (
 		"1 if the collector group read without unexpected errors, else 0.", []string{"collector"})
 	mAttributionErrors = def(CollectorExporter, "gpuwatch_attribution_errors_total", typeCounter, "", "gpuwatch attribution",
 		"Owner lookups that failed since start, by source (procfs, docker, cri, kubelet, slurm).", []string{"source"})
+	mDriverInfo = def(CollectorExporter, "gpuwatch_driver_info", typeInfo, "", "nvmlSystemGetDriverVersion; the path libnvidia-ml was loaded from (/proc/self/maps)",
+		"The NVIDIA driver library gpuwatch loaded: its version, its branch (R550) and where it was loaded from (\"simulator\" for --backend=sim); always 1.", []string{"version", "branch", "library"})
+	mDriverLimited = def(CollectorExporter, "gpuwatch_driver_limited_group", typeGauge, "", "dlsym of every NVML function gpuwatch calls, once at start",
+		"One series per enabled collector group that the loaded driver library cannot fully serve, because it lacks NVML functions or field IDs (an older driver branch); always 1. reason says \"unavailable: no ...\" (the group is off) or \"partial: no ...\" and which readings are missing. The README has the table of groups by driver branch.", []string{"group", "reason"})
 	mSnapshotDuration = def(CollectorExporter, "gpuwatch_snapshot_duration_seconds", typeGauge, "seconds", "gpuwatch",
 		"Time the collection this scrape reports took: reading every GPU and attributing its processes. Scrapes that arrive while a collection runs share it.", nil)
 )
@@ -282,13 +304,29 @@ func gpmDef(group, name, metric, help string, labels []string) *metricDef {
 	return def(group, name, typeGauge, "ratio", gpmCall+"("+metric+")", help, labels)
 }
 
-// Catalog returns every metric gpuwatch can export, in catalog order.
-func Catalog() []Metric {
-	out := make([]Metric, len(catalog))
-	for i, m := range catalog {
-		out[i] = m.Metric
-		out[i].Labels = append([]string(nil), m.Labels...)
-		out[i].OptInLabels = append([]string(nil), m.OptInLabels...)
+// gpmRateDef declares a whole-GPU GPM bandwidth (NVML: MiB/s).
+func gpmRateDef(name, metric, help string) *metricDef {
+	return def(snapshot.GroupGPM, name, typeGauge, "bytes_per_second", gpmCall+"("+metric+", MiB/s)", help, devLabels)
+}
+
+// Catalog returns every metric gpuwatch exports under its own names, in
+// catalog order.
+func Catalog() []Metric { return catalogOf("") }
+
+// CompatCatalog returns the metrics of a foreign naming scheme ("dcgm"), in
+// catalog order.
+func CompatCatalog(scheme string) []Metric { return catalogOf(scheme) }
+
+func catalogOf(compat string) []Metric {
+	var out []Metric
+	for _, m := range catalog {
+		if m.Compat != compat {
+			continue
+		}
+		c := m.Metric
+		c.Labels = append([]string(nil), m.Labels...)
+		c.OptInLabels = append([]string(nil), m.OptInLabels...)
+		out = append(out, c)
 	}
 	return out
 }

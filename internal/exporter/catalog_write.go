@@ -38,6 +38,9 @@ type row struct {
 func (v *catalogView) rows() []row {
 	out := make([]row, 0, len(catalog)+len(v.extra))
 	for _, m := range catalog {
+		if m.Compat != "" {
+			continue // compat names are documented in docs/dcgm-compat.md
+		}
 		out = append(out, row{&m.Metric, v.on(m)})
 	}
 	for i := range v.extra {

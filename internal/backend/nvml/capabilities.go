@@ -35,6 +35,7 @@ const (
 	callGetBrand
 	callGetArchitecture
 	callGetPciInfo
+	callGetMinorNumber
 	callGetSerial
 	callGetVbiosVersion
 	callGetCudaComputeCapability
@@ -131,6 +132,7 @@ var nvmlCalls = [numCalls]string{
 	callGetBrand:                           "Device.GetBrand",
 	callGetArchitecture:                    "Device.GetArchitecture",
 	callGetPciInfo:                         "Device.GetPciInfo",
+	callGetMinorNumber:                     "Device.GetMinorNumber",
 	callGetSerial:                          "Device.GetSerial",
 	callGetVbiosVersion:                    "Device.GetVbiosVersion",
 	callGetCudaComputeCapability:           "Device.GetCudaComputeCapability",

@@ -6,6 +6,8 @@ import (
 	"strings"
 
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
+
+	"github.com/gpuwatch/gpuwatch/internal/snapshot"
 )
 
 // versions are host-wide and fixed while the driver is loaded: read once.
@@ -67,6 +69,7 @@ func cudaVersion(n int) string {
 // staticInfo is the part of Info that cannot change while the driver is loaded.
 type staticInfo struct {
 	name, brand, architecture, pciBusID, serial, vbios, computeCapability string
+	minor                                                                 snapshot.Opt[int]
 }
 
 // readInfo fills Device.Info: the static identity (cached after the first
@@ -86,6 +89,7 @@ func (d *deviceReader) readInfo() {
 	info.Brand = s.brand
 	info.Architecture = s.architecture
 	info.PCIBusID = s.pciBusID
+	info.MinorNumber = s.minor
 	info.Serial = s.serial
 	info.VBIOSVersion = s.vbios
 	info.ComputeCapability = s.computeCapability
@@ -133,6 +137,11 @@ func (d *deviceReader) readStaticInfo() (s *staticInfo, complete bool) {
 	if d.can(callGetPciInfo) {
 		if v, ret := d.dev.GetPciInfo(); d.ok(gInfo, "GetPciInfo", ret) {
 			s.pciBusID = cString(v.BusId[:])
+		}
+	}
+	if d.can(callGetMinorNumber) {
+		if v, ret := d.dev.GetMinorNumber(); d.ok(gInfo, "GetMinorNumber", ret) {
+			s.minor = snapshot.Opt[int]{Value: v, Valid: true}
 		}
 	}
 	if d.can(callGetSerial) {

@@ -34,6 +34,11 @@ type Options struct {
 	// Library names the driver library in Snapshot.Driver.Library. Default:
 	// the path libnvidia-ml was loaded from.
 	Library string
+	// WaitForGPM makes the first Read wait until the GPM windows opened by
+	// New span a second (see gpmMinWindow), so that a one-shot reading
+	// (textfile, ps) has GPM values. A server leaves it off: its first
+	// scrape simply has none yet.
+	WaitForGPM bool
 }
 
 // Reader reads every GPU of one NVML library into snapshots. It keeps
@@ -60,6 +65,10 @@ type Reader struct {
 	mu       sync.Mutex
 	states   map[int]*deviceState // by device index
 	versions versions
+	// gpmFirstWindow is when the GPM windows opened by New span
+	// gpmMinWindow; zero once the first Read has passed it.
+	gpmFirstWindow time.Time
+	waitForGPM     bool
 
 	blocked blockedReads
 
@@ -83,6 +92,8 @@ func New(lib nvml.Interface, opts Options) (*Reader, error) {
 		log:      opts.Logger,
 		parallel: opts.Parallel,
 		states:   make(map[int]*deviceState),
+
+		waitForGPM: opts.WaitForGPM,
 	}
 	if r.now == nil {
 		r.now = time.Now
@@ -170,6 +181,9 @@ func (r *Reader) Read(ctx context.Context) (*snapshot.Snapshot, error) {
 		return nil, fmt.Errorf("nvml device count: %w", ret)
 	}
 
+	if r.groups[gGPM] {
+		r.waitFirstGPMWindow(ctx)
+	}
 	results, err := r.readDevices(ctx, count)
 	if err != nil {
 		return nil, err
