@@ -11,6 +11,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	versioncollector "github.com/prometheus/client_golang/prometheus/collectors/version"
 
+	"github.com/gpuwatch/gpuwatch/internal/backend/none"
 	nvmlbackend "github.com/gpuwatch/gpuwatch/internal/backend/nvml"
 	"github.com/gpuwatch/gpuwatch/internal/backend/sim"
 	"github.com/gpuwatch/gpuwatch/internal/exporter"
@@ -24,9 +25,11 @@ import (
 type stack struct {
 	pipeline *pipeline.Pipeline
 	exporter *exporter.Exporter
-	reader   *nvmlbackend.Reader
-	sim      *sim.Sim // with --backend=sim
-	closers  []func()
+	reader   pipeline.Reader
+	// closeReader releases the backend (NVML's Shutdown); nil when it holds nothing.
+	closeReader func() error
+	sim         *sim.Sim // with --backend=sim
+	closers     []func()
 	// extra are collectors beside the GPU exporter (the Slurm cluster
 	// collector), exported by both /metrics and the textfile.
 	extra []prometheus.Collector
@@ -36,7 +39,10 @@ func (s *stack) Close() error {
 	for _, c := range s.closers {
 		c()
 	}
-	return s.reader.Close()
+	if s.closeReader == nil {
+		return nil
+	}
+	return s.closeReader()
 }
 
 // textfileRegistry holds the GPU collectors and the build info for the
@@ -79,17 +85,20 @@ func (f *commonFlags) buildStack(logger *slog.Logger) (*stack, error) {
 	if err != nil {
 		return nil, fmt.Errorf("--compat: %w", err)
 	}
-	reader, simulated, err := f.openReader(logger)
-	if err != nil {
-		return nil, err
+	st := &stack{reader: none.Reader{}}
+	if f.backend != "none" {
+		reader, simulated, err := f.openReader(logger)
+		if err != nil {
+			return nil, err
+		}
+		st.reader, st.closeReader, st.sim = reader, reader.Close, simulated
 	}
-	st := &stack{reader: reader, sim: simulated}
 	enrichers, err := f.enrichers(logger, st)
 	if err != nil {
 		_ = st.Close()
 		return nil, err
 	}
-	st.pipeline = pipeline.New(reader, pipeline.Options{Timeout: f.timeout}, enrichers...)
+	st.pipeline = pipeline.New(st.reader, pipeline.Options{Timeout: f.timeout}, enrichers...)
 	st.exporter, err = exporter.New(st.pipeline, exporter.Options{
 		Collectors: f.enabledCollectors(),
 		Metrics:    filter,
@@ -142,7 +151,7 @@ func (f *commonFlags) openReader(logger *slog.Logger) (*nvmlbackend.Reader, *sim
 // looking up when processes are read at all. What must be released at the
 // end is added to st.closers.
 func (f *commonFlags) enrichers(logger *slog.Logger, st *stack) ([]pipeline.Enricher, error) {
-	if !*f.collectors[snapshot.GroupProcesses] || !f.attribution.enabled {
+	if !f.enabledCollectors()[snapshot.GroupProcesses] || !f.attribution.enabled {
 		return nil, nil
 	}
 	attr, slurmFlags := f.attribution, f.slurm
