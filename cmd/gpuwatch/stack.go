@@ -6,14 +6,18 @@ import (
 	"log/slog"
 	"net/http"
 	"os"
+	"strings"
+	"sync"
 
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
 	"github.com/prometheus/client_golang/prometheus"
 	versioncollector "github.com/prometheus/client_golang/prometheus/collectors/version"
+	"github.com/prometheus/common/version"
 
 	nvmlbackend "github.com/gpuwatch/gpuwatch/internal/backend/nvml"
 	"github.com/gpuwatch/gpuwatch/internal/backend/sim"
 	"github.com/gpuwatch/gpuwatch/internal/exporter"
+	"github.com/gpuwatch/gpuwatch/internal/healthlog"
 	"github.com/gpuwatch/gpuwatch/internal/pipeline"
 	"github.com/gpuwatch/gpuwatch/internal/selfstats"
 	"github.com/gpuwatch/gpuwatch/internal/snapshot"
@@ -26,6 +30,8 @@ type stack struct {
 	exporter *exporter.Exporter
 	reader   *nvmlbackend.Reader
 	sim      *sim.Sim // with --backend=sim
+	sources  sourceReport
+	demo     bool // the simulated processes' owners come from internal/demo
 	closers  []func()
 	// extra are collectors beside the GPU exporter (the Slurm cluster
 	// collector), exported by both /metrics and the textfile.
@@ -76,13 +82,24 @@ func (f *commonFlags) buildStack(logger *slog.Logger) (*stack, error) {
 	if err != nil {
 		return nil, err
 	}
-	st := &stack{reader: reader, sim: simulated}
+	st := &stack{reader: reader, sim: simulated, sources: sourceReport{hints: map[string]string{}}}
 	enrichers, err := f.enrichers(logger, st)
 	if err != nil {
 		_ = st.Close()
 		return nil, err
 	}
-	st.pipeline = pipeline.New(reader, pipeline.Options{Timeout: f.timeout}, enrichers...)
+	watcher := healthlog.New(healthlog.Options{Logger: logger, Hints: st.sources.hints})
+	var started sync.Once
+	st.pipeline = pipeline.New(reader, pipeline.Options{
+		Timeout: f.timeout,
+		OnCollect: func(snap *snapshot.Snapshot, err error) {
+			// The first collection, whichever command asked for it,
+			// tells the start log what was found.
+			started.Do(func() { st.logStart(logger, f, snap, err) })
+			watcher.Observe(snap, err)
+		},
+		RequireGPU: f.backend == "nvml",
+	}, enrichers...)
 	st.exporter, err = exporter.New(st.pipeline, exporter.Options{
 		Collectors: f.enabledCollectors(),
 		Metrics:    filter,
@@ -143,6 +160,7 @@ func (f *commonFlags) enrichers(logger *slog.Logger, st *stack) ([]pipeline.Enri
 			return nil, err
 		}
 		st.closers = append(st.closers, env.Close)
+		st.demo = true
 		attr.useDemo(env)
 		slurmFlags.runner = env.Slurm
 	}
@@ -150,7 +168,10 @@ func (f *commonFlags) enrichers(logger *slog.Logger, st *stack) ([]pipeline.Enri
 	if err != nil {
 		return nil, err
 	}
-	at, closeAttribution, err := attr.attributor(logger, jobs, slurmFlags.nodeName)
+	if jobs == nil && slurmFlags.jobs == "auto" {
+		st.sources.absent = append(st.sources.absent, "slurm")
+	}
+	at, closeAttribution, err := attr.attributor(logger, jobs, slurmFlags.nodeName, &st.sources)
 	if err != nil {
 		return nil, err
 	}
@@ -192,4 +213,34 @@ func (f *commonFlags) simulator() (*sim.Sim, error) {
 		cfg.Seed, _ = os.Hostname()
 	}
 	return sim.New(cfg)
+}
+
+// logStart writes the one start summary: what gpuwatch runs on, what it
+// found on its first collection, and which owner sources are on.
+func (s *stack) logStart(logger *slog.Logger, f *commonFlags, snap *snapshot.Snapshot, err error) {
+	args := []any{"version", version.Info(), "backend", f.backend}
+	if s.sim != nil {
+		args = append(args, "profile", s.sim.Profile(), "sim_seed", s.sim.Seed())
+		if s.demo {
+			args = append(args, "owners", "demo (simulated procfs, Docker, CRI, kubelet, Slurm; name an attribution source such as --path.procfs to use your own)")
+		}
+	}
+	if err != nil {
+		logger.Warn("gpuwatch started, but the first GPU collection failed", append(args, "err", err)...)
+		return
+	}
+	args = append(args, healthlog.Describe(snap)...)
+	if s.sources.how != "" {
+		args = append(args, "owner_sources", strings.Join(s.sources.on, ","), "absent", listOrNone(s.sources.absent), "attribution", s.sources.how)
+	} else {
+		args = append(args, "owner_sources", "none (--no-attribution or --no-collector.processes)")
+	}
+	logger.Info("gpuwatch started", args...)
+}
+
+func listOrNone(v []string) string {
+	if len(v) == 0 {
+		return "none"
+	}
+	return strings.Join(v, ",")
 }
