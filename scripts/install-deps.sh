@@ -25,3 +25,7 @@ if [ ${#missing[@]} -gt 0 ]; then
 fi
 
 go mod download
+
+# helm, for test/deploy (helm lint and helm template of deploy/helm/gpuwatch): built from
+# the module proxy once (a few minutes), then cached in .tools/ (scripts/helm.sh).
+./scripts/helm.sh >/dev/null

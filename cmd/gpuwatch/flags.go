@@ -26,6 +26,8 @@ type commonFlags struct {
 	collectors  map[string]*bool
 	metricsFile string
 	pidLabels   bool
+	compat      string
+	hostname    string
 	timeout     time.Duration
 	log         *promslog.Config
 	attribution attributionFlags
@@ -55,6 +57,10 @@ func registerCommonFlags(app *kingpin.Application) *commonFlags {
 		ExistingFileVar(&f.metricsFile)
 	app.Flag("collector.processes.pid-labels", "Export one series per GPU process with pid and command labels instead of one per owner. Raises cardinality; off by default.").
 		Default("false").BoolVar(&f.pidLabels)
+	app.Flag("compat", "Naming schemes to export, comma-separated: native (gpuwatch's names), dcgm (dcgm-exporter's DCGM_FI_* names, units and labels, so its dashboards, alerts and autoscaler rules keep working), or dcgm,native (both; see docs/dcgm-compat.md).").
+		Default("native").StringVar(&f.compat)
+	app.Flag("compat.hostname", "Hostname label of the --compat=dcgm series. Empty: $NODE_NAME when set (Kubernetes), else the host name.").
+		StringVar(&f.hostname)
 	app.Flag("collection.timeout", "Upper bound on one collection of every GPU. A GPU whose NVML calls have not returned by then is reported down (gpu_up 0) and the others are served; keep it below Prometheus's scrape_timeout.").
 		Default("5s").DurationVar(&f.timeout)
 	f.attribution.register(app)
@@ -116,4 +122,30 @@ func defaultCollectorFlags() map[string]bool {
 		out[g] = defaults[g]
 	}
 	return out
+}
+
+// check refuses nonsensical values of the shared flags, naming the flag:
+// a zero or negative timeout or interval would otherwise be replaced by a
+// default somewhere below, silently.
+func (f *commonFlags) check() error {
+	positive := []struct {
+		flag string
+		d    time.Duration
+	}{
+		{"--collection.timeout", f.timeout},
+		{"--attribution.timeout", f.attribution.timeout},
+		{"--attribution.cache-ttl", f.attribution.cacheTTL},
+		{"--attribution.revalidate-interval", f.attribution.revalidate},
+		{"--slurm.timeout", f.slurm.timeout},
+		{"--slurm.poll-interval", f.slurm.pollInterval},
+	}
+	for _, p := range positive {
+		if p.d <= 0 {
+			return fmt.Errorf("%s=%s: must be positive", p.flag, p.d)
+		}
+	}
+	if f.simPinTime < 0 {
+		return fmt.Errorf("--sim.pin-time=%s: must not be negative (0 lets the clock run)", f.simPinTime)
+	}
+	return nil
 }

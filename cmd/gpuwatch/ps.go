@@ -43,6 +43,9 @@ func (c *psCommand) run() error {
 		return err
 	}
 	filter := ps.Filter{GPUs: c.gpus}
+	if err := filter.Check(snap); err != nil {
+		return err
+	}
 	if c.output == "json" {
 		return ps.WriteJSON(os.Stdout, snap, filter)
 	}

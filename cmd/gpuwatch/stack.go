@@ -74,9 +74,16 @@ const simHint = "to try gpuwatch without a GPU, run: gpuwatch --backend=sim --si
 
 // buildStack opens the backend the flags name and wires the outputs to it.
 func (f *commonFlags) buildStack(logger *slog.Logger) (*stack, error) {
+	if err := f.check(); err != nil {
+		return nil, err
+	}
 	filter, err := f.metricFilter()
 	if err != nil {
 		return nil, err
+	}
+	compat, err := exporter.ParseCompat(f.compat)
+	if err != nil {
+		return nil, fmt.Errorf("--compat: %w", err)
 	}
 	reader, simulated, err := f.openReader(logger)
 	if err != nil {
@@ -104,6 +111,8 @@ func (f *commonFlags) buildStack(logger *slog.Logger) (*stack, error) {
 		Collectors: f.enabledCollectors(),
 		Metrics:    filter,
 		PIDLabels:  f.pidLabels,
+		Compat:     compat,
+		Hostname:   f.compatHostname(),
 	})
 	if err != nil {
 		_ = st.Close()
@@ -132,7 +141,7 @@ func (f *commonFlags) openReader(logger *slog.Logger) (*nvmlbackend.Reader, *sim
 		if err != nil {
 			return nil, nil, err
 		}
-		lib, opts.Now, simulated = s, s.Now, s
+		lib, opts.Now, simulated = s.Library(), s.Now, s
 	default:
 		lib = nvml.New()
 	}
@@ -243,4 +252,18 @@ func listOrNone(v []string) string {
 		return "none"
 	}
 	return strings.Join(v, ",")
+}
+
+// compatHostname is the Hostname label of dcgm-exporter's series: the flag,
+// else the Kubernetes node name that a DaemonSet passes in NODE_NAME (as
+// dcgm-exporter reads it), else the host name.
+func (f *commonFlags) compatHostname() string {
+	if f.hostname != "" {
+		return f.hostname
+	}
+	if n := os.Getenv("NODE_NAME"); n != "" {
+		return n
+	}
+	h, _ := os.Hostname()
+	return h
 }

@@ -31,6 +31,11 @@ type Metric struct {
 	Collector string `json:"collector"`
 	// Default says whether the metric is on without a --metrics.config.
 	Default bool `json:"default"`
+	// Compat names the foreign naming scheme the metric belongs to ("dcgm"
+	// for dcgm-exporter's names), or is empty for gpuwatch's own metrics.
+	// Compat metrics are emitted only when Options.Compat selects their
+	// scheme, and are listed by CompatCatalog rather than Catalog.
+	Compat string `json:"compat,omitempty"`
 }
 
 // CollectorExporter is the pseudo-group of the series every scrape carries
@@ -63,7 +68,7 @@ var catalog []*metricDef
 var (
 	devLabels     = []string{"gpu", "uuid"}
 	migLabels     = []string{"gpu", "uuid", "gpu_instance", "compute_instance", "mig_uuid"}
-	ownerLabels   = []string{"gpu", "uuid", "user", "container", "pod", "namespace", "slurm_job"}
+	ownerLabels   = []string{"gpu", "uuid", "user", "container", "compose_project", "compose_service", "pod", "namespace", "slurm_job"}
 	pidOptLabels  = []string{"pid", "command"}
 	infoLabels    = []string{"gpu", "uuid", "name", "brand", "architecture", "pci_bus_id", "serial", "vbios_version", "driver_version", "cuda_driver_version", "compute_capability", "persistence_mode", "compute_mode", "mig_mode", "ecc_mode"}
 	migInfoLabels = []string{"gpu", "uuid", "gpu_instance", "compute_instance", "mig_uuid", "profile"}
@@ -220,7 +225,11 @@ var (
 
 	// --- XID ---
 	mXID = def(snapshot.GroupXID, "gpu_xid_errors_total", typeCounter, "", "nvmlEventSetWait (nvmlEventTypeXidCriticalError)",
-		"XID error events by XID code, counted since the exporter started.", withLabels(devLabels, "xid"))
+		"XID error events by XID code, counted since the exporter started. A code's series appears with its first event; alert on gpu_xid_events_total, which exists from start.", withLabels(devLabels, "xid"))
+	mXIDEvents = def(snapshot.GroupXID, "gpu_xid_events_total", typeCounter, "", "nvmlEventSetWait (nvmlEventTypeXidCriticalError)",
+		"XID error events of every code, counted since the exporter started; present from start at 0, so increase() sees the first XID.", devLabels)
+	mXIDLast = def(snapshot.GroupXID, "gpu_xid_last_code", typeGauge, "", "nvmlEventSetWait (nvmlEventTypeXidCriticalError)",
+		"Code of the last XID error event since the exporter started, 0 while there was none (DCGM_FI_DEV_XID_ERRORS semantics).", devLabels)
 
 	// --- GPM (Hopper and later) ---
 	mGPMSMActive    = gpmDef(snapshot.GroupGPM, "gpu_gpm_sm_active_ratio", "NVML_GPM_METRIC_SM_UTIL", "Fraction of time at least one warp was resident on an SM, averaged over SMs.", devLabels)
@@ -278,13 +287,24 @@ func gpmDef(group, name, metric, help string, labels []string) *metricDef {
 	return def(group, name, typeGauge, "ratio", gpmCall+"("+metric+")", help, labels)
 }
 
-// Catalog returns every metric gpuwatch can export, in catalog order.
-func Catalog() []Metric {
-	out := make([]Metric, len(catalog))
-	for i, m := range catalog {
-		out[i] = m.Metric
-		out[i].Labels = append([]string(nil), m.Labels...)
-		out[i].OptInLabels = append([]string(nil), m.OptInLabels...)
+// Catalog returns every metric gpuwatch exports under its own names, in
+// catalog order.
+func Catalog() []Metric { return catalogOf("") }
+
+// CompatCatalog returns the metrics of a foreign naming scheme ("dcgm"), in
+// catalog order.
+func CompatCatalog(scheme string) []Metric { return catalogOf(scheme) }
+
+func catalogOf(compat string) []Metric {
+	var out []Metric
+	for _, m := range catalog {
+		if m.Compat != compat {
+			continue
+		}
+		c := m.Metric
+		c.Labels = append([]string(nil), m.Labels...)
+		c.OptInLabels = append([]string(nil), m.OptInLabels...)
+		out = append(out, c)
 	}
 	return out
 }

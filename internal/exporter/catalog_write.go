@@ -38,6 +38,9 @@ type row struct {
 func (v *catalogView) rows() []row {
 	out := make([]row, 0, len(catalog)+len(v.extra))
 	for _, m := range catalog {
+		if m.Compat != "" {
+			continue // compat names are documented in docs/dcgm-compat.md
+		}
 		out = append(out, row{&m.Metric, v.on(m)})
 	}
 	for i := range v.extra {
@@ -160,7 +163,7 @@ func (v *catalogView) writeMarkdown(w io.Writer) error {
 	b.WriteString("- A collector is turned off with `--no-collector.NAME`; single metrics with `--metrics.config=FILE`:\n\n")
 	b.WriteString("  ```yaml\n  disable: [\"gpu_nvlink_*\"]                         # names or path.Match globs\n")
 	b.WriteString("  enable: [\"gpu_nvlink_up\", \"gpu_bar1_memory_*\"]     # enable wins over disable\n  ```\n\n")
-	b.WriteString("- `gpu_process_*` series are summed per owner (user, container, pod, namespace, slurm_job) on each GPU;\n")
+	b.WriteString("- `gpu_process_*` series are summed per owner (user, container, compose_project, compose_service, pod, namespace, slurm_job) on each GPU;\n")
 	b.WriteString("  labels in [+...] (`pid`, `command`) are added only when per-process labels are turned on.\n")
 
 	rows := v.rows()

@@ -9,6 +9,8 @@ func init() {
 }
 
 func collectXID(em *emitter, _ *snapshot.Snapshot, d *snapshot.Device) {
+	devOpt(em, mXIDEvents, d.XIDEvents)
+	devOpt(em, mXIDLast, d.XIDLastCode)
 	for _, x := range d.XIDErrors {
 		em.dev1(mXID, float64(x.Count), utoa(x.XID))
 	}

@@ -50,6 +50,11 @@ type Options struct {
 	// cardinality by the number of processes: opt in only where processes
 	// are few and long-lived.
 	PIDLabels bool
+	// Compat selects the naming schemes: gpuwatch's own names, dcgm-exporter's
+	// DCGM_FI_* names, or both. The zero value means NativeOnly.
+	Compat Compat
+	// Hostname is the Hostname label of the dcgm-exporter series.
+	Hostname string
 }
 
 // collector renders one group. device runs for every device that is up;
@@ -92,6 +97,8 @@ type Exporter struct {
 	snapshot  []collector // enabled collectors with a snapshot function
 	enabled   []bool      // by metricDef.id
 	emitters  *freeList[*emitter]
+	dcgm      bool   // render dcgm-exporter's names too (Options.Compat)
+	hostname  string // their Hostname label
 }
 
 // New builds an Exporter. It fails on an unknown collector name.
@@ -106,7 +113,12 @@ func New(src Source, opts Options) (*Exporter, error) {
 		}
 		on[g] = v
 	}
-	e := &Exporter{src: src, pidLabels: opts.PIDLabels, enabled: make([]bool, len(catalog))}
+	compat := opts.Compat
+	if compat == (Compat{}) {
+		compat = NativeOnly
+	}
+	e := &Exporter{src: src, pidLabels: opts.PIDLabels, enabled: make([]bool, len(catalog)),
+		dcgm: compat.DCGM, hostname: opts.Hostname}
 	for _, g := range snapshot.AllGroups {
 		if !on[g] {
 			continue
@@ -121,7 +133,7 @@ func New(src Source, opts Options) (*Exporter, error) {
 		}
 	}
 	for _, m := range catalog {
-		e.enabled[m.id] = (m.Collector == CollectorExporter || on[m.Collector]) && opts.Metrics.enabled(m)
+		e.enabled[m.id] = compat.selects(m) && (m.Collector == CollectorExporter || on[m.Collector]) && opts.Metrics.enabled(m)
 	}
 	e.emitters = newFreeList(retainedBuffers, func() *emitter { return newEmitter(e.enabled) })
 	return e, nil
@@ -197,6 +209,9 @@ func (e *Exporter) render(em *emitter, snap *snapshot.Snapshot, err error) {
 		}
 		for _, c := range e.device {
 			c.device(em, snap, d)
+		}
+		if e.dcgm {
+			e.collectDCGM(em, snap, d)
 		}
 	}
 	for _, c := range e.snapshot {

@@ -77,7 +77,9 @@ func h100Device(i, nvlinks int) snapshot.Device {
 			RetiredPagesSingleBit: someU(0), RetiredPagesDoubleBit: someU(0), RetiredPagesPending: someB(false),
 			RemappedRowsCorrectable: someU(1), RemappedRowsUncorrectable: someU(0), RemappedRowsPending: someB(false), RemappedRowsFailure: someB(false),
 		},
-		XIDErrors: []snapshot.XIDCount{{XID: 79, Count: uint64(i % 2)}, {XID: 13, Count: 4}},
+		XIDErrors:   []snapshot.XIDCount{{XID: 79, Count: uint64(i % 2)}, {XID: 13, Count: 4}},
+		XIDEvents:   snapshot.Some(uint64(4 + i%2)),
+		XIDLastCode: snapshot.Some(uint64(13)),
 		GPM: snapshot.GPM{
 			SMActive: some(0.81), SMOccupancy: some(0.44), TensorActive: some(0.63), DRAMActive: some(0.52),
 			FP16Active: some(0.31), FP32Active: some(0.12), FP64Active: some(0.001),
@@ -139,7 +141,8 @@ func fullSnapshot(n, nvlinks int) *snapshot.Snapshot {
 		}
 	}
 	owners := []snapshot.Owner{
-		{User: "alice", Command: "python train.py", Container: snapshot.Container{Runtime: "docker", ID: "4f9a1c2b3d4e5f60718293a4b5c6d7e8f9", Name: "trainer"}},
+		{User: "alice", Command: "python train.py", Container: snapshot.Container{Runtime: "docker", ID: "4f9a1c2b3d4e5f60718293a4b5c6d7e8f9", Name: "trainer",
+			ComposeProject: "lab", ComposeService: "trainer"}},
 		{User: "bob", Command: "torchrun", Pod: snapshot.Pod{Name: "llm-0", Namespace: "research", Container: "main"},
 			Container: snapshot.Container{Runtime: "containerd", ID: "a1b2c3d4e5f6a7b8c9d0"}},
 		{User: "carol", Command: "srun ./md", Slurm: snapshot.SlurmJob{JobID: "4242", User: "carol", Partition: "gpu"}},

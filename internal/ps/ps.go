@@ -23,6 +23,27 @@ type Filter struct {
 	GPUs []int
 }
 
+// Check fails when the filter names a GPU the snapshot does not have, so
+// that `ps --gpu=99` says so instead of printing an empty table as if the
+// GPU were idle.
+func (f Filter) Check(s *snapshot.Snapshot) error {
+	for _, g := range f.GPUs {
+		if g < 0 {
+			return fmt.Errorf("--gpu=%d: GPU indexes start at 0", g)
+		}
+		if g >= len(s.Devices) {
+			switch len(s.Devices) {
+			case 0:
+				return fmt.Errorf("--gpu=%d: this host has no GPU", g)
+			case 1:
+				return fmt.Errorf("--gpu=%d: no such GPU (this host has GPU 0 only)", g)
+			}
+			return fmt.Errorf("--gpu=%d: no such GPU (this host has GPUs 0-%d)", g, len(s.Devices)-1)
+		}
+	}
+	return nil
+}
+
 func (f Filter) keep(p *snapshot.Process) bool {
 	if len(f.GPUs) == 0 {
 		return true

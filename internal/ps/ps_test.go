@@ -109,3 +109,26 @@ func TestEmptySnapshotGivesHeaderAndEmptyList(t *testing.T) {
 		t.Fatalf("empty list not rendered as []: %s", b.String())
 	}
 }
+
+func TestFilterNamingAnAbsentGPUIsAnError(t *testing.T) {
+	s := &snapshot.Snapshot{Devices: make([]snapshot.Device, 8)}
+	for _, tc := range []struct {
+		gpus []int
+		want string
+	}{
+		{[]int{99}, "--gpu=99: no such GPU (this host has GPUs 0-7)"},
+		{[]int{0, -1}, "--gpu=-1: GPU indexes start at 0"},
+		{[]int{8}, "--gpu=8"},
+	} {
+		err := Filter{GPUs: tc.gpus}.Check(s)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("Check(%v) = %v, want %q", tc.gpus, err, tc.want)
+		}
+	}
+	if err := (Filter{GPUs: []int{0, 7}}).Check(s); err != nil {
+		t.Errorf("GPUs 0 and 7 of 8: %v", err)
+	}
+	if err := (Filter{GPUs: []int{0}}).Check(&snapshot.Snapshot{}); err == nil || !strings.Contains(err.Error(), "no GPU") {
+		t.Errorf("no GPUs: %v", err)
+	}
+}

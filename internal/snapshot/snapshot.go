@@ -37,6 +37,8 @@ type Snapshot struct {
 	DriverVersion     string
 	CUDADriverVersion string // e.g. "12.4"
 	NVMLVersion       string
+	// Driver describes the loaded driver library and what it cannot serve.
+	Driver Driver
 
 	Devices   []Device
 	Processes []Process
@@ -51,6 +53,28 @@ type Snapshot struct {
 	// Groups reports, per collector group that was read, how long it took
 	// and whether it failed. Keys are the Group* constants.
 	Groups map[string]GroupStatus
+}
+
+// Driver is the loaded NVML library: its version and branch, where it was
+// loaded from, and the metric groups it cannot fully serve. It is fixed
+// while gpuwatch runs.
+type Driver struct {
+	Version string // "550.90.07"; "" when the driver does not say
+	Branch  string // "R550"
+	Library string // the path libnvidia-ml was loaded from, or "simulator"
+	// Limits lists, in group order, the enabled groups that the library
+	// cannot fully serve because it lacks functions or field IDs.
+	Limits []DriverLimit
+}
+
+// DriverLimit is one metric group the driver library limits.
+type DriverLimit struct {
+	Group string
+	// Reason is "unavailable: no <readings>" (the whole group is off) or
+	// "partial: no <readings>".
+	Reason string
+	// Missing names the C functions (or field IDs) the library lacks.
+	Missing []string
 }
 
 // GroupStatus is the outcome of reading one collector group across all devices.
@@ -98,29 +122,38 @@ type Device struct {
 	Up         bool
 	DownReason string
 
-	Info         Info
-	Utilization  Utilization
-	Memory       Memory
-	Temperature  Temperature
-	FanSpeed     Opt[float64] // ratio of maximum speed, averaged over fans
-	Clocks       []Clock      // one per clock domain the device reports
-	PState       Opt[int]     // 0 (max performance) .. 15 (min)
-	ClockEvents  []ClockEvent // nil when the device cannot report reasons
-	Power        Power
-	PCIe         PCIe
-	ECC          ECC
-	NVLinks      []NVLink // nil when NVLink is not supported
-	XIDErrors    []XIDCount
+	Info        Info
+	Utilization Utilization
+	Memory      Memory
+	Temperature Temperature
+	FanSpeed    Opt[float64] // ratio of maximum speed, averaged over fans
+	Clocks      []Clock      // one per clock domain the device reports
+	PState      Opt[int]     // 0 (max performance) .. 15 (min)
+	ClockEvents []ClockEvent // nil when the device cannot report reasons
+	Power       Power
+	PCIe        PCIe
+	ECC         ECC
+	NVLinks     []NVLink // nil when NVLink is not supported
+	XIDErrors   []XIDCount
+	// XIDEvents counts every XID of the device since the exporter started,
+	// all codes; XIDLastCode is the newest one's code (0: none yet). Both
+	// are present, from 0, for every device whose XID events are watched.
+	XIDEvents    Opt[uint64]
+	XIDLastCode  Opt[uint64]
 	GPM          GPM
 	MIGInstances []MIGInstance
+	// MIGModePending is true when a MIG mode change (nvidia-smi -mig)
+	// waits for a GPU reset; absent on GPUs without MIG.
+	MIGModePending Opt[bool]
 }
 
 // Info holds the descriptive facts exported on gpu_info.
 type Info struct {
 	Name              string
-	Brand             string // e.g. "nvidia", "geforce", "tesla"
-	Architecture      string // e.g. "hopper", "ampere", "ada"
-	PCIBusID          string // "00000000:18:00.0"
+	Brand             string   // e.g. "nvidia", "geforce", "tesla"
+	Architecture      string   // e.g. "hopper", "ampere", "ada"
+	PCIBusID          string   // "00000000:18:00.0"
+	MinorNumber       Opt[int] // N of the device node /dev/nvidiaN
 	Serial            string
 	VBIOSVersion      string
 	ComputeCapability string // "9.0"
@@ -166,6 +199,9 @@ type Power struct {
 	Usage         Opt[float64] // watts
 	EnforcedLimit Opt[float64] // watts
 	Energy        Opt[float64] // joules since driver load; only grows
+	// DefaultLimit is the limit the board ships with; MinLimit and MaxLimit
+	// bound what an administrator may set (nvidia-smi -pl). Watts.
+	DefaultLimit, MinLimit, MaxLimit Opt[float64]
 }
 
 // PCIe link and traffic.

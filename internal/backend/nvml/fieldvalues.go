@@ -23,13 +23,16 @@ type fieldBatch struct {
 // readFieldBatch builds the request from the enabled groups, makes the call
 // and splits its time between the groups in proportion to their fields.
 func (d *deviceReader) readFieldBatch() {
-	if d.gone != "" {
+	if d.gone != "" || !d.can(callGetFieldValues) {
 		return
 	}
 	b := &d.fields
 	b.values = d.st.fields[:0]
 	b.groups = d.st.fieldGroups[:0]
 	ask := func(g groupID, id uint32, scope uint32) {
+		if !d.r.caps.knowsField(id) {
+			return
+		}
 		b.values = append(b.values, nvml.FieldValue{FieldId: id, ScopeId: scope})
 		b.groups = append(b.groups, g)
 	}
@@ -62,6 +65,11 @@ func (d *deviceReader) readFieldBatch() {
 		return
 	}
 	b.failed = true
+	if fieldAbsent(ret) {
+		// Not one of the fields could be read: the device has none of
+		// them, which is not an error.
+		return
+	}
 	// Report the failure once per group that asked.
 	var reported groupSet
 	for _, g := range b.groups {
@@ -70,6 +78,18 @@ func (d *deviceReader) readFieldBatch() {
 			d.ok(g, "GetFieldValues", ret)
 		}
 	}
+}
+
+// fieldAbsent says whether a field's (or the whole call's) return code
+// means the reading does not exist here. Besides NOT_SUPPORTED, a field ID
+// the loaded driver does not know answers INVALID_ARGUMENT (drivers before
+// R570 for the PCIe byte counters, 197/198), as does a link number the
+// device lacks. nvmlDeviceGetFieldValues succeeds only "if any values were
+// populated": when none of the fields asked for exists, the call itself
+// fails with such a code. The handle and the array are valid here, so the
+// code can only be about the fields.
+func fieldAbsent(ret nvml.Return) bool {
+	return ret == nvml.ERROR_NOT_SUPPORTED || ret == nvml.ERROR_INVALID_ARGUMENT
 }
 
 // callFieldValues calls GetFieldValues, turning a panic into an error
@@ -94,7 +114,11 @@ func (d *deviceReader) field(g groupID, id, scope uint32) (nvml.FieldValue, bool
 	for i := range b.values {
 		v := &b.values[i]
 		if v.FieldId == id && v.ScopeId == scope {
-			return *v, d.ok(g, fieldCallName(id), nvml.Return(v.NvmlReturn))
+			ret := nvml.Return(v.NvmlReturn)
+			if fieldAbsent(ret) {
+				return nvml.FieldValue{}, false
+			}
+			return *v, d.ok(g, fieldCallName(id), ret)
 		}
 	}
 	return nvml.FieldValue{}, false

@@ -5,13 +5,19 @@ import "github.com/gpuwatch/gpuwatch/internal/snapshot"
 // readPower reads power draw and limit (NVML: milliwatts) and the energy
 // counter (NVML: millijoules since the driver was loaded).
 func (d *deviceReader) readPower(p *snapshot.Power) {
-	if mw, ret := d.dev.GetPowerUsage(); d.ok(gPower, "GetPowerUsage", ret) {
-		p.Usage = snapshot.Some(float64(mw) / 1000)
+	if d.can(callGetPowerUsage) {
+		if mw, ret := d.dev.GetPowerUsage(); d.ok(gPower, "GetPowerUsage", ret) {
+			p.Usage = snapshot.Some(float64(mw) / 1000)
+		}
 	}
-	if mw, ret := d.dev.GetEnforcedPowerLimit(); d.ok(gPower, "GetEnforcedPowerLimit", ret) {
-		p.EnforcedLimit = snapshot.Some(float64(mw) / 1000)
+	if d.can(callGetEnforcedPowerLimit) {
+		if mw, ret := d.dev.GetEnforcedPowerLimit(); d.ok(gPower, "GetEnforcedPowerLimit", ret) {
+			p.EnforcedLimit = snapshot.Some(float64(mw) / 1000)
+		}
 	}
-	if mj, ret := d.dev.GetTotalEnergyConsumption(); d.ok(gPower, "GetTotalEnergyConsumption", ret) {
-		p.Energy = snapshot.Some(float64(mj) / 1000)
+	if d.can(callGetTotalEnergyConsumption) {
+		if mj, ret := d.dev.GetTotalEnergyConsumption(); d.ok(gPower, "GetTotalEnergyConsumption", ret) {
+			p.Energy = snapshot.Some(float64(mj) / 1000)
+		}
 	}
 }

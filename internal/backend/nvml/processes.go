@@ -33,6 +33,9 @@ func (d *deviceReader) readProcesses() []snapshot.Process {
 	var onMIG map[key]bool
 	for _, m := range d.migDevices(gProcesses) {
 		for _, kind := range processKinds {
+			if !d.can(kind.need) {
+				continue
+			}
 			list, ret := kind.list(m.handle)
 			if !d.ok(gProcesses, kind.call, ret) {
 				continue
@@ -52,6 +55,9 @@ func (d *deviceReader) readProcesses() []snapshot.Process {
 	}
 
 	for _, kind := range processKinds {
+		if !d.can(kind.need) {
+			continue
+		}
 		list, ret := kind.list(d.dev)
 		if !d.ok(gProcesses, kind.call, ret) {
 			continue
@@ -74,7 +80,8 @@ func (d *deviceReader) readProcesses() []snapshot.Process {
 		}
 	}
 
-	if len(procs) > 0 {
+	procs = mergeContexts(procs)
+	if len(procs) > 0 && d.can(callGetProcessUtilization) {
 		d.readProcessUtilization(procs)
 	}
 	return procs
@@ -83,10 +90,11 @@ func (d *deviceReader) readProcesses() []snapshot.Process {
 var processKinds = [...]struct {
 	name string
 	call string
+	need nvmlCall
 	list func(nvml.Device) ([]nvml.ProcessInfo, nvml.Return)
 }{
-	{"compute", "GetComputeRunningProcesses", nvml.Device.GetComputeRunningProcesses},
-	{"graphics", "GetGraphicsRunningProcesses", nvml.Device.GetGraphicsRunningProcesses},
+	{"compute", "GetComputeRunningProcesses", callGetComputeRunningProcesses, nvml.Device.GetComputeRunningProcesses},
+	{"graphics", "GetGraphicsRunningProcesses", callGetGraphicsRunningProcesses, nvml.Device.GetGraphicsRunningProcesses},
 }
 
 func newProcess(gpu int, uuid, kind string, info nvml.ProcessInfo) snapshot.Process {

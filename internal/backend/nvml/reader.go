@@ -31,6 +31,9 @@ type Options struct {
 	// Parallel is how many devices are read concurrently. Default
 	// min(2*NumCPU, 8).
 	Parallel int
+	// Library names the driver library in Snapshot.Driver.Library. Default:
+	// the path libnvidia-ml was loaded from.
+	Library string
 }
 
 // Reader reads every GPU of one NVML library into snapshots. It keeps
@@ -38,8 +41,13 @@ type Options struct {
 // process-utilization timestamp), so one Reader should serve all scrapes.
 // Read is safe for concurrent use.
 type Reader struct {
-	lib      nvml.Interface
-	groups   groupSet
+	lib    nvml.Interface
+	groups groupSet
+	// caps says which calls the loaded library exports; no call outside
+	// it is ever made (it would end the process).
+	caps capabilities
+	// driver is fixed after New and copied into every snapshot.
+	driver   snapshot.Driver
 	now      func() time.Time
 	log      *slog.Logger
 	parallel int
@@ -91,14 +99,17 @@ func New(lib nvml.Interface, opts Options) (*Reader, error) {
 	case nvml.ERROR_LIBRARY_NOT_FOUND:
 		return nil, fmt.Errorf("nvml init: %w", ErrLibraryNotFound)
 	default:
-		return nil, fmt.Errorf("nvml init: %w", ret)
+		return nil, initError(lib, ret)
+	}
+	if err := r.inspectDriver(opts.Library); err != nil {
+		return nil, err
 	}
 
 	if r.groups[gGPM] {
 		r.primeGPM()
 	}
-	if r.groups[gXID] {
-		r.xid, r.xidSetupErr = startXIDWatcher(lib, r.log)
+	if r.groups[gXID] && r.caps.xid() {
+		r.xid, r.xidSetupErr = startXIDWatcher(lib, &r.caps, r.log)
 	}
 	return r, nil
 }
@@ -141,7 +152,7 @@ func (r *Reader) Read(ctx context.Context) (*snapshot.Snapshot, error) {
 		return nil, errClosed
 	}
 
-	snap := &snapshot.Snapshot{Time: r.now()}
+	snap := &snapshot.Snapshot{Time: r.now(), Driver: r.driver}
 	var stats groupStats
 
 	if r.groups[gInfo] {

@@ -14,24 +14,38 @@ import (
 	"github.com/gpuwatch/gpuwatch/internal/snapshot"
 )
 
-// xidWaitTimeout bounds each wait for an event, and so how long Close waits
-// for the watcher to notice it should stop.
-const xidWaitTimeout = 500 * time.Millisecond
+const (
+	// xidWaitTimeout bounds each wait for an event.
+	xidWaitTimeout = 500 * time.Millisecond
+	// xidStopTimeout bounds how long Close waits for the watcher: a wait
+	// stuck in a hung driver must not hang the exporter's shutdown.
+	xidStopTimeout = 2 * xidWaitTimeout
+	// xidRetryInterval paces rebuilding the event set after a failure.
+	xidRetryInterval = 5 * time.Second
+)
 
 // xidWatcher counts XID errors. NVML delivers them as events on an event
 // set, which can only be waited on, so a goroutine waits and a Read only
 // copies the counts: an XID storm or a hung driver never blocks a scrape.
+//
+// The event set follows nvml.h: after ERROR_UNKNOWN it "is in undefined
+// state and should be freed", so it is freed and built again; after
+// GPU_IS_LOST it is built again without the lost GPU (whose registration
+// now fails), so that the other GPUs' XIDs keep arriving.
 type xidWatcher struct {
-	lib nvml.Interface
+	lib  nvml.Interface
+	caps *capabilities // the watcher is started only when caps.xid()
+	log  *slog.Logger
+
+	// set and devices belong to the run goroutine once it started.
 	set nvml.EventSet
-	log *slog.Logger
 	// devices are the registered devices, to map an event's device handle
 	// back to a UUID when the handle can no longer answer GetUUID.
 	devices []xidDevice
 
 	mu     sync.Mutex
-	counts map[string]map[uint64]uint64 // uuid → xid → count
-	err    error                        // last unexpected Wait error, cleared by success
+	counts map[string]*xidCounts // by GPU UUID, for every GPU ever registered
+	err    error                 // last unexpected failure, cleared once waiting works again
 
 	quit chan struct{}
 	done chan struct{}
@@ -42,35 +56,54 @@ type xidDevice struct {
 	uuid   string
 }
 
+// xidCounts are one GPU's XIDs since the watcher started.
+type xidCounts struct {
+	total  uint64
+	last   uint64 // code of the newest XID; 0 while there was none
+	byCode map[uint64]uint64
+}
+
 // startXIDWatcher creates the event set, registers every device that can
 // report XIDs and starts the watcher. It returns nil without an error when
 // no device supports XID events (e.g. the simulator's consumer profile) and
 // an error, to report in the xid group's status, for other failures.
-func startXIDWatcher(lib nvml.Interface, log *slog.Logger) (*xidWatcher, error) {
-	set, ret := lib.EventSetCreate()
-	switch classify(ret) {
-	case succeeded:
-	case absent:
-		return nil, nil
-	default:
-		return nil, fmt.Errorf("EventSetCreate: %w", ret)
-	}
+func startXIDWatcher(lib nvml.Interface, caps *capabilities, log *slog.Logger) (*xidWatcher, error) {
 	w := &xidWatcher{
 		lib:    lib,
-		set:    set,
+		caps:   caps,
 		log:    log,
-		counts: make(map[string]map[uint64]uint64),
+		counts: make(map[string]*xidCounts),
 		quit:   make(chan struct{}),
 		done:   make(chan struct{}),
 	}
-	count, ret := lib.DeviceGetCount()
-	if ret != nvml.SUCCESS {
-		set.Free()
-		return nil, fmt.Errorf("DeviceGetCount: %w", ret)
+	set, devices, err := w.build()
+	if set == nil {
+		return nil, err
 	}
-	var firstErr error
+	w.set, w.devices = set, devices
+	go w.run()
+	return w, err
+}
+
+// build creates an event set and registers every device that answers and
+// supports XID events. set is nil when none could be registered; err is the
+// first unexpected failure.
+func (w *xidWatcher) build() (set nvml.EventSet, devices []xidDevice, err error) {
+	set, ret := w.lib.EventSetCreate()
+	switch classify(ret) {
+	case succeeded:
+	case absent:
+		return nil, nil, nil
+	default:
+		return nil, nil, fmt.Errorf("EventSetCreate: %w", ret)
+	}
+	count, ret := w.lib.DeviceGetCount()
+	if ret != nvml.SUCCESS {
+		freeEventSet(set)
+		return nil, nil, fmt.Errorf("DeviceGetCount: %w", ret)
+	}
 	for i := range count {
-		dev, ret := lib.DeviceGetHandleByIndex(i)
+		dev, ret := w.lib.DeviceGetHandleByIndex(i)
 		if ret != nvml.SUCCESS {
 			continue // a lost GPU raises no more events
 		}
@@ -80,49 +113,111 @@ func startXIDWatcher(lib nvml.Interface, log *slog.Logger) (*xidWatcher, error) 
 		}
 		// When the device says which events it supports, respect it;
 		// otherwise let RegisterEvents decide.
-		if types, ret := dev.GetSupportedEventTypes(); ret == nvml.SUCCESS && types&nvml.EventTypeXidCriticalError == 0 {
-			continue
+		if w.caps.can(callGetSupportedEventTypes) {
+			if types, ret := dev.GetSupportedEventTypes(); ret == nvml.SUCCESS && types&nvml.EventTypeXidCriticalError == 0 {
+				continue
+			}
 		}
 		switch ret := dev.RegisterEvents(nvml.EventTypeXidCriticalError, set); classify(ret) {
 		case succeeded:
-			w.devices = append(w.devices, xidDevice{handle: dev, uuid: uuid})
+			devices = append(devices, xidDevice{handle: dev, uuid: uuid})
 		case absent, deviceGone:
 		default:
-			if firstErr == nil {
-				firstErr = fmt.Errorf("gpu %d: RegisterEvents: %w", i, ret)
+			if err == nil {
+				err = fmt.Errorf("gpu %d: RegisterEvents: %w", i, ret)
 			}
 		}
 	}
-	if len(w.devices) == 0 {
-		set.Free()
-		return nil, firstErr
+	if len(devices) == 0 {
+		freeEventSet(set)
+		return nil, nil, err
 	}
-	go w.run()
-	return w, firstErr
+	w.mu.Lock()
+	for _, d := range devices {
+		if w.counts[d.uuid] == nil {
+			w.counts[d.uuid] = &xidCounts{byCode: make(map[uint64]uint64)}
+		}
+	}
+	w.mu.Unlock()
+	return set, devices, err
+}
+
+// freeEventSet frees a set; a panicking binding must not stop the watcher.
+func freeEventSet(set nvml.EventSet) {
+	defer func() { _ = recover() }()
+	set.Free()
 }
 
 func (w *xidWatcher) run() {
 	defer close(w.done)
+	defer func() {
+		if w.set != nil {
+			freeEventSet(w.set)
+		}
+	}()
 	for {
 		select {
 		case <-w.quit:
 			return
 		default:
 		}
+		if w.set == nil {
+			if !w.pause(xidRetryInterval) {
+				return
+			}
+			w.rebuild()
+			continue
+		}
 		data, ret := w.wait()
 		switch ret {
 		case nvml.SUCCESS:
 			w.record(data)
 		case nvml.ERROR_TIMEOUT:
+			// Waiting works: an earlier failure is over.
+			w.setErr(nil)
+		case nvml.ERROR_UNKNOWN, nvml.ERROR_GPU_IS_LOST:
+			if ret == nvml.ERROR_UNKNOWN {
+				w.setErr(fmt.Errorf("EventSetWait: %w", ret))
+			}
+			w.rebuild()
 		default:
-			w.fail(ret)
+			w.setErr(fmt.Errorf("EventSetWait: %w", ret))
 			// Do not spin on a persistent error.
-			select {
-			case <-w.quit:
+			if !w.pause(xidWaitTimeout) {
 				return
-			case <-time.After(xidWaitTimeout):
 			}
 		}
+	}
+}
+
+// pause waits d or until stop; false means stop.
+func (w *xidWatcher) pause(d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-w.quit:
+		return false
+	case <-t.C:
+		return true
+	}
+}
+
+// rebuild frees the event set and builds a new one from the devices that
+// still answer. XIDs raised in between are lost: NVML records only events
+// after a registration.
+func (w *xidWatcher) rebuild() {
+	if w.set != nil {
+		freeEventSet(w.set)
+		w.set, w.devices = nil, nil
+	}
+	set, devices, err := w.build()
+	w.set, w.devices = set, devices
+	switch {
+	case err != nil:
+		w.setErr(err)
+	case set != nil:
+		w.setErr(nil)
+		w.log.Info("xid: event set rebuilt", "gpus", len(devices))
 	}
 }
 
@@ -150,12 +245,14 @@ func (w *xidWatcher) record(data nvml.EventData) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.err = nil
-	byXID := w.counts[uuid]
-	if byXID == nil {
-		byXID = make(map[uint64]uint64)
-		w.counts[uuid] = byXID
+	c := w.counts[uuid]
+	if c == nil {
+		c = &xidCounts{byCode: make(map[uint64]uint64)}
+		w.counts[uuid] = c
 	}
-	byXID[data.EventData]++
+	c.total++
+	c.last = data.EventData
+	c.byCode[data.EventData]++
 }
 
 // uuidOf maps an event's device to its UUID: by asking it, or, when it no
@@ -184,13 +281,13 @@ func (w *xidWatcher) uuidOf(dev nvml.Device) (uuid string) {
 	return ""
 }
 
-func (w *xidWatcher) fail(ret nvml.Return) {
+func (w *xidWatcher) setErr(err error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if w.err == nil {
-		w.log.Warn("xid: waiting for events failed", "err", ret)
+	if err != nil && w.err == nil {
+		w.log.Warn("xid: waiting for events failed", "err", err)
 	}
-	w.err = fmt.Errorf("EventSetWait: %w", ret)
+	w.err = err
 }
 
 func (w *xidWatcher) lastError() error {
@@ -199,19 +296,29 @@ func (w *xidWatcher) lastError() error {
 	return w.err
 }
 
-// fill copies the counts into the devices, sorted by XID. A device that is
-// down keeps its counts: the XID that announced the loss (79, fallen off
-// the bus) is the one an operator most needs to see.
+// fill copies the counts into the devices: the total and the last code for
+// every GPU the watcher registered (present from start, at 0, so that
+// increase() sees the first XID), and the count per code, sorted. A device
+// that is down keeps its counts: the XID that announced the loss (79,
+// fallen off the bus) is the one an operator most needs to see.
 func (w *xidWatcher) fill(devices []snapshot.Device) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	for i := range devices {
-		byXID := w.counts[devices[i].UUID]
-		if len(byXID) == 0 || devices[i].UUID == "" {
+		if devices[i].UUID == "" {
 			continue
 		}
-		counts := make([]snapshot.XIDCount, 0, len(byXID))
-		for xid, n := range byXID {
+		c := w.counts[devices[i].UUID]
+		if c == nil {
+			continue
+		}
+		devices[i].XIDEvents = snapshot.Some(c.total)
+		devices[i].XIDLastCode = snapshot.Some(c.last)
+		if len(c.byCode) == 0 {
+			continue
+		}
+		counts := make([]snapshot.XIDCount, 0, len(c.byCode))
+		for xid, n := range c.byCode {
 			counts = append(counts, snapshot.XIDCount{XID: xid, Count: n})
 		}
 		slices.SortFunc(counts, func(a, b snapshot.XIDCount) int { return cmp.Compare(a.XID, b.XID) })
@@ -219,13 +326,16 @@ func (w *xidWatcher) fill(devices []snapshot.Device) {
 	}
 }
 
-// stop ends the watcher and frees the event set. It waits at most one
-// wait timeout for the goroutine.
+// stop ends the watcher, which frees its event set on the way out. It
+// waits at most xidStopTimeout: a wait blocked in a hung driver is left to
+// return on its own.
 func (w *xidWatcher) stop() {
 	close(w.quit)
-	<-w.done
-	func() {
-		defer func() { _ = recover() }()
-		w.set.Free()
-	}()
+	t := time.NewTimer(xidStopTimeout)
+	defer t.Stop()
+	select {
+	case <-w.done:
+	case <-t.C:
+		w.log.Warn("xid: the event watcher did not stop in time; leaving it", "waited", xidStopTimeout)
+	}
 }

@@ -5,13 +5,15 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"reflect"
 	"regexp"
 	"strings"
 	"time"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/gpuwatch/gpuwatch/internal/configfile"
+	"github.com/gpuwatch/gpuwatch/internal/nvmlbranch"
 )
 
 // Config is the simulator's YAML configuration. Its schema is a public
@@ -27,6 +29,10 @@ type Config struct {
 	// PinTime, when set, freezes the simulated elapsed time: every reading,
 	// counter and fault is evaluated at this instant. Used by golden tests.
 	PinTime *Duration `yaml:"pin_time"`
+	// Driver, when set, names the NVIDIA driver branch the simulated
+	// library is ("R535"; see nvmlbranch): it exports only that branch's
+	// functions and knows only its field IDs. Empty: every function.
+	Driver string `yaml:"driver"`
 	// Seed makes this simulated host's GPU UUIDs and serials its own, so
 	// that two simulated hosts with one profile do not share UUIDs (every
 	// PromQL join on uuid would mix them). gpuwatch sets it to the host
@@ -53,7 +59,9 @@ type ProcessSpec struct {
 	// required (gpu_instance) on a MIG-enabled GPU, refused elsewhere.
 	GPUInstance     *int `yaml:"gpu_instance"`
 	ComputeInstance *int `yaml:"compute_instance"`
-	// Type is "compute" (default) or "graphics".
+	// Type is "compute" (default), "graphics", or "compute+graphics" for a
+	// process holding both contexts (NVML then lists it in both process
+	// lists, each time with all of its memory).
 	Type string `yaml:"type"`
 
 	line int // line in the config file, 0 for profile defaults
@@ -111,7 +119,7 @@ func (d Duration) MarshalYAML() (any, error) { return d.String(), nil }
 
 // LoadConfig reads and parses a YAML config file.
 func LoadConfig(path string) (Config, error) {
-	data, err := os.ReadFile(path)
+	data, err := configfile.Read(path)
 	if err != nil {
 		return Config{}, fmt.Errorf("sim config: %w", err)
 	}
@@ -226,6 +234,16 @@ func (c *Config) where(list string, i, line int) string {
 
 // validateShape checks what does not depend on the profile.
 func (c *Config) validateShape() error {
+	if c.Driver != "" {
+		if _, ok := nvmlbranch.Lookup(c.Driver); !ok {
+			src := c.source
+			if src == "" {
+				src = "sim config"
+			}
+			return fmt.Errorf("%s: driver %q is not a known driver branch (one of %s)",
+				src, c.Driver, strings.Join(nvmlbranch.Names(), ", "))
+		}
+	}
 	for i, p := range c.Processes {
 		at := c.where("processes", i, p.line)
 		if p.PID == 0 {
@@ -234,16 +252,16 @@ func (c *Config) validateShape() error {
 		if p.GPU < 0 {
 			return fmt.Errorf("%s: gpu %d is negative", at, p.GPU)
 		}
-		if p.SMUtilization < 0 || p.SMUtilization > 1 {
+		if !(p.SMUtilization >= 0 && p.SMUtilization <= 1) { // NaN fails both
 			return fmt.Errorf("%s: sm_utilization %g is not a ratio between 0 and 1", at, p.SMUtilization)
 		}
-		if p.MemoryUtilization < 0 || p.MemoryUtilization > 1 {
+		if !(p.MemoryUtilization >= 0 && p.MemoryUtilization <= 1) {
 			return fmt.Errorf("%s: memory_utilization %g is not a ratio between 0 and 1", at, p.MemoryUtilization)
 		}
 		switch p.Type {
-		case "", "compute", "graphics":
+		case "", "compute", "graphics", "compute+graphics":
 		default:
-			return fmt.Errorf("%s: type %q is not \"compute\" or \"graphics\"", at, p.Type)
+			return fmt.Errorf("%s: type %q is not \"compute\", \"graphics\" or \"compute+graphics\"", at, p.Type)
 		}
 		if p.ComputeInstance != nil && p.GPUInstance == nil {
 			return fmt.Errorf("%s: compute_instance needs gpu_instance", at)

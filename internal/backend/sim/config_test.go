@@ -63,6 +63,8 @@ func TestConfigErrors(t *testing.T) {
 		{"at without xid", "profile: h100\nfaults:\n  - {gpu: 0, at: 5s}\n", []string{"needs an 'xid'"}},
 		{"pid missing", "profile: h100\nprocesses:\n  - {gpu: 0, used_memory_bytes: 5}\n", []string{"line 3", "pid"}},
 		{"utilization as percent", "profile: h100\nprocesses:\n  - {gpu: 0, pid: 9, sm_utilization: 60}\n", []string{"sm_utilization 60", "0 and 1"}},
+		{"utilization NaN", "profile: h100\nprocesses:\n  - {gpu: 0, pid: 9, sm_utilization: .nan}\n", []string{"sm_utilization NaN", "0 and 1"}},
+		{"memory utilization NaN", "profile: h100\nprocesses:\n  - {gpu: 0, pid: 9, memory_utilization: .nan}\n", []string{"memory_utilization NaN", "0 and 1"}},
 		{"bad type", "profile: h100\nprocesses:\n  - {gpu: 0, pid: 9, type: video}\n", []string{`type "video"`}},
 		{"not yaml", "profile: [h100\n", []string{"cfg.yaml"}},
 		{"two documents", "profile: h100\n---\nprofile: h100\n", []string{"one YAML document"}},

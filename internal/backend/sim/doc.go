@@ -93,6 +93,8 @@
 //
 //	profile: dgx-h100          # required, unless --sim.profile gives it
 //	pin_time: 1h               # optional: freeze the clock 1h after start
+//	driver: R535               # optional: answer as that driver branch's
+//	                           # library (see "Driver branches" below)
 //	seed: node-7               # optional: this host's GPU UUIDs and serials
 //	                           # (gpuwatch defaults it to the host name)
 //	processes:                 # GPU processes the simulated driver reports;
@@ -102,7 +104,8 @@
 //	    used_memory_bytes: 2147483648
 //	    sm_utilization: 0.6    # ratio 0-1 (NVML reports percent)
 //	    memory_utilization: 0.3
-//	    type: compute          # compute (default) or graphics
+//	    type: compute          # compute (default), graphics, or compute+graphics
+//	                           # (then in both process lists, as in NVML)
 //	  - {gpu: 0, pid: 77, gpu_instance: 7, compute_instance: 0}
 //	                           # on a MIG-enabled GPU gpu_instance is
 //	                           # required; compute_instance defaults to 0
@@ -131,10 +134,14 @@
 // xid/at: the XID is delivered once to every event set on which the device
 // is registered for EventTypeXidCriticalError, as EventData{Device,
 // EventType: EventTypeXidCriticalError, EventData: xid}, as soon as its
-// time has passed (including a time before the registration or before a
-// pinned clock). EventSet.Wait(ms) blocks in real time up to the timeout,
+// time has passed, unless that time is before the device's registration:
+// as nvml.h says, events that occurred before nvmlDeviceRegisterEvents are
+// not recorded. EventSet.Wait(ms) blocks in real time up to the timeout,
 // wakes when an event falls due or SetElapsed moves the clock, and returns
-// ERROR_TIMEOUT when nothing is due.
+// ERROR_TIMEOUT when nothing is due. While a registered device is lost,
+// Wait answers ERROR_GPU_IS_LOST (until the set is rebuilt without it);
+// while one hangs, Wait blocks past its timeout. Free does not wake a Wait
+// in progress.
 //
 // unsupported: the names below, each turning these NVML reads into
 // ERROR_NOT_SUPPORTED (UnsupportedNames lists them):
@@ -167,6 +174,22 @@
 //	vbios                   GetVbiosVersion
 //	mig                     GetMigMode, MIG device handles and instances
 //	events                  GetSupportedEventTypes, RegisterEvents
+//
+// # Driver branches
+//
+// Without a driver key the simulated library has every function of the
+// go-nvml it is built with. With driver: RNNN (one of nvmlbranch.Names:
+// R470 R510 R525 R535 R550 R570 R575 R580) it is that branch's
+// libnvidia-ml.so.1: Extensions().LookupSymbol finds only the functions
+// the branch exports; a field ID the branch does not know answers a
+// per-field ERROR_INVALID_ARGUMENT; the version calls report a released
+// driver of the branch. Sim.Library returns the library a program should
+// use: on it, calling a go-nvml method that needs a C function the branch
+// lacks panics with a *MissingFunctionError, because a real process dies
+// there (go-nvml binds lazily: "symbol lookup error: undefined symbol").
+// gpuwatch --backend=sim uses Sim.Library. The guard is generated
+// (guard_gen.go, by internal/genguard) from go-nvml's interfaces, and
+// which C symbols each method calls comes from nvmlbranch.
 //
 // # Calls the simulator does not model
 //

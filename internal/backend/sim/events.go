@@ -11,16 +11,22 @@ import (
 // eventSet implements nvml.EventSet. XID faults are the only events the
 // simulator raises: each configured XID is delivered once per event set,
 // as soon as its `at` time has passed and its device is registered for
-// EventTypeXidCriticalError. XIDs whose time passed before registration
-// are still delivered (the simulated host starts "with its history"), so a
-// pinned clock can show them in golden tests.
+// EventTypeXidCriticalError. As nvml.h says of nvmlDeviceRegisterEvents,
+// "all events that occurred before this call are not recorded": an XID
+// whose time is before the device's registration is never delivered.
+//
+// Wait answers GPU_IS_LOST while a registered device is lost (the set keeps
+// failing until it is rebuilt without that GPU), and blocks, whatever its
+// timeout, while a registered device hangs. Free does not wake a Wait in
+// progress: NVML does not promise it, so a waiter only notices at its
+// timeout.
 type eventSet struct {
 	sim *Sim
 
 	mu        sync.Mutex
-	regs      map[*device]uint64       // registered event types per device
-	delivered map[*device]map[int]bool // XIDs already delivered, by index in device.xids
-	freed     chan struct{}            // closed by Free
+	regs      map[*device]uint64        // registered event types per device
+	regAt     map[*device]time.Duration // elapsed time of each device's first registration
+	delivered map[*device]map[int]bool  // XIDs already delivered, by index in device.xids
 	isFreed   bool
 }
 
@@ -34,8 +40,8 @@ func (s *Sim) EventSetCreate() (nvml.EventSet, nvml.Return) {
 	return &eventSet{
 		sim:       s,
 		regs:      map[*device]uint64{},
+		regAt:     map[*device]time.Duration{},
 		delivered: map[*device]map[int]bool{},
-		freed:     make(chan struct{}),
 	}, nvml.SUCCESS
 }
 
@@ -57,7 +63,7 @@ func (s *Sim) EventSetFree(set nvml.EventSet) nvml.Return {
 // for a type the device does not support registers nothing and answers
 // NOT_SUPPORTED.
 func (d *device) RegisterEvents(types uint64, set nvml.EventSet) nvml.Return {
-	_, r := d.begin(featEvents)
+	e, r := d.begin(featEvents)
 	if r != nvml.SUCCESS {
 		return r
 	}
@@ -73,11 +79,15 @@ func (d *device) RegisterEvents(types uint64, set nvml.EventSet) nvml.Return {
 	if es.isFreed {
 		return nvml.ERROR_INVALID_ARGUMENT
 	}
+	if _, ok := es.regAt[d]; !ok {
+		es.regAt[d] = e
+	}
 	es.regs[d] |= types
 	return nvml.SUCCESS
 }
 
-// Free releases the set; a Wait in progress returns.
+// Free releases the set. A Wait in progress is not woken; it answers
+// INVALID_ARGUMENT when it next looks (at its timeout or a clock move).
 func (es *eventSet) Free() nvml.Return {
 	es.mu.Lock()
 	defer es.mu.Unlock()
@@ -85,8 +95,18 @@ func (es *eventSet) Free() nvml.Return {
 		return nvml.ERROR_INVALID_ARGUMENT
 	}
 	es.isFreed = true
-	close(es.freed)
 	return nvml.SUCCESS
+}
+
+// registered lists the devices registered on the set.
+func (es *eventSet) registered() []*device {
+	es.mu.Lock()
+	defer es.mu.Unlock()
+	out := make([]*device, 0, len(es.regs))
+	for d := range es.regs {
+		out = append(out, d)
+	}
+	return out
 }
 
 // Wait returns the next due event, or waits in real time, up to timeoutMs,
@@ -99,6 +119,11 @@ func (es *eventSet) Wait(timeoutMs uint32) (nvml.EventData, nvml.Return) {
 		clockMoved := es.sim.clockSignal()
 		if !es.sim.initialized() {
 			return nvml.EventData{}, nvml.ERROR_UNINITIALIZED
+		}
+		for _, d := range es.registered() {
+			if d.lost(d.hang(es.sim.elapsed())) {
+				return nvml.EventData{}, nvml.ERROR_GPU_IS_LOST
+			}
 		}
 		ev, untilNext, r := es.takeDue()
 		if r != nvml.ERROR_TIMEOUT {
@@ -116,7 +141,6 @@ func (es *eventSet) Wait(timeoutMs uint32) (nvml.EventData, nvml.Return) {
 		select {
 		case <-timer.C:
 		case <-clockMoved:
-		case <-es.freed:
 		}
 		timer.Stop()
 	}
@@ -146,7 +170,7 @@ func (es *eventSet) takeDue() (nvml.EventData, time.Duration, nvml.Return) {
 			continue
 		}
 		for i, x := range d.xids {
-			if es.delivered[d][i] {
+			if es.delivered[d][i] || x.at < es.regAt[d] {
 				continue
 			}
 			if x.at <= now {

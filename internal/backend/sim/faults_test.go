@@ -151,7 +151,9 @@ func registerXID(t *testing.T, s *Sim, gpus ...int) nvml.EventSet {
 
 func TestXIDDeliveredOnce(t *testing.T) {
 	s := exampleSim(t)
-	set := registerXID(t, s, 0, 1, 2, 3)
+	set := registerXID(t, s, 0, 1, 2)
+	// A second event set gets its own copy.
+	other := registerXID(t, s, 2)
 	if _, r := set.Wait(0); r != nvml.ERROR_TIMEOUT {
 		t.Fatalf("before at: %v", r)
 	}
@@ -170,8 +172,6 @@ func TestXIDDeliveredOnce(t *testing.T) {
 	if _, r := set.Wait(0); r != nvml.ERROR_TIMEOUT {
 		t.Errorf("second Wait: %v, the XID must come once", r)
 	}
-	// A second event set gets its own copy.
-	other := registerXID(t, s, 2)
 	if ev, r := other.Wait(0); r != nvml.SUCCESS || ev.EventData != 79 {
 		t.Errorf("second set: %+v %v", ev, r)
 	}
@@ -180,8 +180,52 @@ func TestXIDDeliveredOnce(t *testing.T) {
 	if _, r := none.Wait(0); r != nvml.ERROR_TIMEOUT {
 		t.Errorf("unregistered device: %v", r)
 	}
+	// Nor does a set that registered GPU 2 after the XID: NVML records
+	// only events after the registration.
+	late := registerXID(t, s, 2)
+	if ev, r := late.Wait(0); r != nvml.ERROR_TIMEOUT {
+		t.Errorf("set registered after the XID: %+v %v", ev, r)
+	}
 	if r := set.Free(); r != nvml.SUCCESS {
 		t.Errorf("Free: %v", r)
+	}
+}
+
+// A set with a lost GPU registered fails every Wait with GPU_IS_LOST, even
+// with another GPU's XID due; a set rebuilt without it delivers again.
+func TestWaitAnswersGPUIsLostUntilRebuilt(t *testing.T) {
+	s := exampleSim(t)
+	set := registerXID(t, s, 2, 3)
+	s.SetElapsed(time.Minute) // GPU 3 lost at 30s, GPU 2's XID due at 10s
+	if _, r := set.Wait(0); r != nvml.ERROR_GPU_IS_LOST {
+		t.Errorf("Wait with a lost GPU registered: %v", r)
+	}
+	s.SetElapsed(5 * time.Second)
+	rebuilt := registerXID(t, s, 2)
+	s.SetElapsed(time.Minute)
+	if ev, r := rebuilt.Wait(0); r != nvml.SUCCESS || ev.EventData != 79 {
+		t.Errorf("rebuilt set: %+v %v", ev, r)
+	}
+}
+
+// Free does not wake a waiter: it returns at its timeout.
+func TestFreeDoesNotWakeWait(t *testing.T) {
+	s := exampleSim(t)
+	set := registerXID(t, s, 2)
+	done := make(chan nvml.Return)
+	start := time.Now()
+	go func() {
+		_, r := set.Wait(200)
+		done <- r
+	}()
+	time.Sleep(20 * time.Millisecond)
+	set.Free()
+	r := <-done
+	if took := time.Since(start); took < 200*time.Millisecond {
+		t.Errorf("Wait returned after %v, before its timeout", took)
+	}
+	if r != nvml.ERROR_INVALID_ARGUMENT && r != nvml.ERROR_TIMEOUT {
+		t.Errorf("Wait on a freed set: %v", r)
 	}
 }
 

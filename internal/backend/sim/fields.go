@@ -10,8 +10,10 @@ import (
 // GetFieldValues answers NVML field queries the way the driver does: the
 // call succeeds as a whole and each FieldValue carries its own NvmlReturn,
 // ValueType and little-endian Value bytes. Fields a device lacks answer
-// NOT_SUPPORTED; unknown field IDs INVALID_ARGUMENT. On a lost GPU the call
-// and every field answer GPU_IS_LOST.
+// NOT_SUPPORTED; unknown field IDs INVALID_ARGUMENT. When no field could be
+// read the call fails as a whole (nvml.h promises SUCCESS only "if any
+// values were populated"), with the first field's code. On a lost GPU the
+// call and every field answer GPU_IS_LOST.
 func (d *device) GetFieldValues(values []nvml.FieldValue) nvml.Return {
 	e, r := d.always()
 	if r == nvml.ERROR_UNINITIALIZED {
@@ -19,6 +21,7 @@ func (d *device) GetFieldValues(values []nvml.FieldValue) nvml.Return {
 	}
 	ts := Epoch.Add(e).UnixMicro()
 	t := seconds(e)
+	populated, firstErr := false, nvml.SUCCESS
 	for i := range values {
 		v := &values[i]
 		v.Timestamp = ts
@@ -29,7 +32,21 @@ func (d *device) GetFieldValues(values []nvml.FieldValue) nvml.Return {
 			v.NvmlReturn = uint32(nvml.ERROR_GPU_IS_LOST)
 			continue
 		}
+		if !d.sim.knowsField(v.FieldId) { // a field ID newer than the simulated driver
+			v.NvmlReturn = uint32(nvml.ERROR_INVALID_ARGUMENT)
+			continue
+		}
 		v.NvmlReturn = uint32(d.fieldValue(t, v))
+		if v.NvmlReturn == uint32(nvml.SUCCESS) {
+			populated = true
+		} else if firstErr == nvml.SUCCESS {
+			firstErr = nvml.Return(v.NvmlReturn)
+		}
+	}
+	// nvml.h: SUCCESS "if any values in values were populated". When none
+	// was, the call itself fails, with the first field's error.
+	if r == nvml.SUCCESS && !populated && firstErr != nvml.SUCCESS {
+		return firstErr
 	}
 	return r
 }

@@ -12,8 +12,10 @@ type simProcess struct {
 	pid        uint32
 	usedMemory uint64
 	sm, mem    float64 // utilization ratios
-	graphics   bool
-	mig        *migDevice // nil unless the process runs in a MIG instance
+	// compute and graphics say which contexts the process holds; NVML
+	// lists it in each matching process list.
+	compute, graphics bool
+	mig               *migDevice // nil unless the process runs in a MIG instance
 }
 
 // noInstance is what NVML puts in ProcessInfo's instance IDs outside MIG.
@@ -31,7 +33,9 @@ func (s *Sim) placeProcesses(cfg *Config, procs []ProcessSpec) error {
 		d := s.devices[p.GPU]
 		sp := simProcess{
 			pid: p.PID, usedMemory: p.UsedMemoryBytes,
-			sm: p.SMUtilization, mem: p.MemoryUtilization, graphics: p.Type == "graphics",
+			sm: p.SMUtilization, mem: p.MemoryUtilization,
+			compute:  p.Type != "graphics",
+			graphics: p.Type == "graphics" || p.Type == "compute+graphics",
 		}
 		for _, q := range d.processes {
 			if q.pid == p.PID {
@@ -107,7 +111,9 @@ func (d *device) GetMPSComputeRunningProcesses() ([]nvml.ProcessInfo, nvml.Retur
 }
 
 // runningProcesses lists the compute or graphics processes of the device,
-// or only of one MIG device when only is set. On a MIG-enabled GPU the
+// or only of one MIG device when only is set. A process holding both
+// contexts is in both lists, each time with all of its memory, as nvml.h
+// says of usedGpuMemory. On a MIG-enabled GPU the
 // instance IDs are filled; otherwise NVML sets them to 0xFFFFFFFF.
 func (d *device) runningProcesses(graphics bool, only *migDevice) ([]nvml.ProcessInfo, nvml.Return) {
 	_, r := d.begin(featProcesses)
@@ -116,7 +122,11 @@ func (d *device) runningProcesses(graphics bool, only *migDevice) ([]nvml.Proces
 	}
 	out := []nvml.ProcessInfo{}
 	for _, p := range d.processes {
-		if p.graphics != graphics || (only != nil && p.mig != only) {
+		holds := p.compute
+		if graphics {
+			holds = p.graphics
+		}
+		if !holds || (only != nil && p.mig != only) {
 			continue
 		}
 		info := nvml.ProcessInfo{Pid: p.pid, UsedGpuMemory: p.usedMemory, GpuInstanceId: noInstance, ComputeInstanceId: noInstance}
@@ -147,7 +157,7 @@ func (d *device) GetProcessUtilization(lastSeenTimestamp uint64) ([]nvml.Process
 	}
 	var out []nvml.ProcessUtilizationSample
 	for _, p := range d.processes {
-		if p.graphics {
+		if !p.compute {
 			continue
 		}
 		out = append(out, nvml.ProcessUtilizationSample{
