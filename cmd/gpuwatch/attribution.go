@@ -75,6 +75,11 @@ type sourceReport struct {
 	on, absent []string
 	hints      map[string]string
 	how        string // the Attributor's own description
+	// What the flags resolved to, for gpuwatch doctor: socket per source
+	// ("" when off or absent), the procfs, and Slurm's job lookups.
+	sockets map[string]string
+	procfs  string
+	slurm   *slurmFlags // nil when Slurm job attribution is off
 }
 
 // socketSource resolves one socket flag, notes the outcome in rep and
@@ -82,6 +87,10 @@ type sourceReport struct {
 // wrong hostPath then says so at start, not only in a counter.
 func (rep *sourceReport) socketSource(logger *slog.Logger, source, flag, value string, candidates ...string) string {
 	socket := resolveSocket(value, candidates...)
+	if rep.sockets == nil {
+		rep.sockets = map[string]string{}
+	}
+	rep.sockets[source] = socket
 	switch {
 	case value == autoSocket && socket == "":
 		rep.absent = append(rep.absent, source)
@@ -106,6 +115,7 @@ func (a *attributionFlags) attributor(logger *slog.Logger, jobs *slurm.JobLookup
 		}
 	}
 	rep.on = append(rep.on, attribution.SourceProcfs)
+	rep.procfs = a.procfs
 	rep.hints[attribution.SourceProcfs] = "--path.procfs=" + a.procfs
 	docker := rep.socketSource(logger, attribution.SourceDocker, "docker.socket", a.dockerSocket, defaultDockerSockets...)
 	if a.dockerSocket == autoSocket && docker != "" {

@@ -50,11 +50,13 @@ func newApp() (*kingpin.Application, []command) {
 	app.HelpFlag.Short('h')
 
 	cfg := registerCommonFlags(app)
+	serve := newServeCommand(app, cfg)
 	return app, []command{
-		newServeCommand(app, cfg),
+		serve,
 		newTextfileCommand(app, cfg),
 		newMetricsCommand(app, cfg),
 		newPsCommand(app, cfg),
+		newDoctorCommand(app, cfg, serve),
 	}
 }
 

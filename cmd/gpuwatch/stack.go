@@ -180,6 +180,9 @@ func (f *commonFlags) enrichers(logger *slog.Logger, st *stack) ([]pipeline.Enri
 	if jobs == nil && slurmFlags.jobs == "auto" {
 		st.sources.absent = append(st.sources.absent, "slurm")
 	}
+	if jobs != nil {
+		st.sources.slurm = &slurmFlags
+	}
 	at, closeAttribution, err := attr.attributor(logger, jobs, slurmFlags.nodeName, &st.sources)
 	if err != nil {
 		return nil, err
