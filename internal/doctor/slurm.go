@@ -86,7 +86,7 @@ func checkGresOrder(env Env, run func(args ...string) (string, error)) Result {
 	var minors []int
 	for _, f := range files {
 		n, err := strconv.Atoi(strings.TrimPrefix(filepath.Base(f), "nvidia"))
-		if err != nil || !strings.HasPrefix(filepath.Base(f), "nvidia") {
+		if err != nil || !strings.HasPrefix(filepath.Base(f), "nvidia") || filepath.Dir(f) != "/dev" {
 			return skip(check, fmt.Sprintf("%s: %s is not a /dev/nvidiaN device file; cannot compare", path, f))
 		}
 		minors = append(minors, n)
@@ -100,7 +100,11 @@ func checkGresOrder(env Env, run func(args ...string) (string, error)) Result {
 			nvmlMinors = append(nvmlMinors, m)
 		}
 	}
-	if fmt.Sprint(minors) != fmt.Sprint(nvmlMinors[:min(len(nvmlMinors), len(minors))]) {
+	if len(minors) > len(nvmlMinors) {
+		return fail(check, fmt.Sprintf("%s lists %d GPUs for %s, NVML sees %d", path, len(minors), env.Slurm.Node, len(nvmlMinors)),
+			"make gres.conf list the GPUs this node has (or use AutoDetect=nvml)", true)
+	}
+	if fmt.Sprint(minors) != fmt.Sprint(nvmlMinors[:len(minors)]) {
 		return fail(check, fmt.Sprintf("%s lists /dev/nvidia%v, NVML's index order is /dev/nvidia%v", path, minors, nvmlMinors),
 			"list the GPUs in gres.conf in /dev/nvidia0..N order (or use AutoDetect=nvml): Slurm's GPU index then is NVML's", true)
 	}
