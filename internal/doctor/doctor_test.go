@@ -221,8 +221,10 @@ func TestSocketChecks(t *testing.T) {
 	workloads := []demo.Workload{{Kind: demo.KindKubernetes, PodName: "p", PodNamespace: "ns", PodContainer: "c", ContainerID: "abc", GPUs: []int{0}}}
 	cri, kubelet := filepath.Join(dir, "cri.sock"), filepath.Join(dir, "kubelet.sock")
 	for socket, register := range map[string]func(*grpc.Server){
-		cri:     func(s *grpc.Server) { runtimev1.RegisterRuntimeServiceServer(s, demo.NewCRI(workloads)) },
-		kubelet: func(s *grpc.Server) { podresourcesv1.RegisterPodResourcesListerServer(s, demo.NewKubelet(workloads, []demo.GPU{{0, "GPU-x"}})) },
+		cri: func(s *grpc.Server) { runtimev1.RegisterRuntimeServiceServer(s, demo.NewCRI(workloads)) },
+		kubelet: func(s *grpc.Server) {
+			podresourcesv1.RegisterPodResourcesListerServer(s, demo.NewKubelet(workloads, []demo.GPU{{Index: 0, UUID: "GPU-x"}}))
+		},
 	} {
 		stop, err := demo.ServeGRPC(socket, register)
 		if err != nil {
