@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"unicode/utf8"
 )
 
 // runGpuwatch runs the binary to completion and returns its combined output
@@ -97,7 +98,17 @@ func TestNoCollectorFlagDropsTheGroup(t *testing.T) {
 }
 
 func TestMetricsCommandListsTheCatalog(t *testing.T) {
-	out, code := runGpuwatch(t, "metrics")
+	narrow, code := runGpuwatch(t, "metrics")
+	if code != 0 {
+		t.Fatalf("gpuwatch metrics failed: %s", narrow)
+	}
+	// The default table fits a 100-column terminal.
+	for _, line := range strings.Split(strings.TrimSpace(narrow), "\n") {
+		if n := utf8.RuneCountInString(line); n > 100 || !strings.Contains(narrow, "gpu_power_usage_watts") {
+			t.Errorf("%d columns: %q", n, line)
+		}
+	}
+	out, code := runGpuwatch(t, "metrics", "--format=wide")
 	if code != 0 {
 		t.Fatalf("gpuwatch metrics failed: %s", out)
 	}
