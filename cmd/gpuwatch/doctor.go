@@ -60,6 +60,7 @@ func (c *doctorCommand) run() error {
 	} else if path, err := exec.LookPath("nvidia-smi"); err == nil {
 		env.NvidiaSMI = path
 	}
+	c.common.command = "doctor"
 	st, err := c.common.buildStack(logger)
 	if err != nil {
 		env.SnapshotErr = err

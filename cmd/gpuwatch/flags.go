@@ -23,6 +23,8 @@ type commonFlags struct {
 	simConfig   string
 	simPinTime  time.Duration
 	simSeed     string
+	// command is the subcommand that runs, for hints ("" or "serve").
+	command string
 	collectors  map[string]*bool
 	metricsFile string
 	pidLabels   bool

@@ -70,7 +70,14 @@ func (s *stack) metricsHandler() http.Handler {
 	return s.exporter.TextHandler(runtime)
 }
 
-const simHint = "to try gpuwatch without a GPU, run: gpuwatch --backend=sim --sim.profile=dgx-h100"
+// simHint says how to run the chosen command on the simulator.
+func (f *commonFlags) simHint() string {
+	cmd := "gpuwatch"
+	if f.command != "" && f.command != "serve" {
+		cmd += " " + f.command
+	}
+	return "to try " + cmd + " without a GPU, run: " + cmd + " --backend=sim --sim.profile=dgx-h100"
+}
 
 // buildStack opens the backend the flags name and wires the outputs to it.
 func (f *commonFlags) buildStack(logger *slog.Logger) (*stack, error) {
@@ -147,7 +154,7 @@ func (f *commonFlags) openReader(logger *slog.Logger) (*nvmlbackend.Reader, *sim
 	}
 	reader, err := nvmlbackend.New(lib, opts)
 	if errors.Is(err, nvmlbackend.ErrLibraryNotFound) {
-		return nil, nil, fmt.Errorf("cannot load libnvidia-ml.so.1 (is the NVIDIA driver installed and on the library path?); %s", simHint)
+		return nil, nil, fmt.Errorf("cannot load libnvidia-ml.so.1 (is the NVIDIA driver installed and on the library path?); %s", f.simHint())
 	}
 	if err != nil {
 		return nil, nil, fmt.Errorf("starting the %s backend: %w", f.backend, err)

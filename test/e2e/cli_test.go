@@ -42,6 +42,11 @@ func TestNoDriverSaysHowToRunTheSimulator(t *testing.T) {
 			t.Errorf("error line %q lacks %q", last, want)
 		}
 	}
+	// The hint of a subcommand runs that subcommand.
+	out, code = runGpuwatch(t, "ps")
+	if code == 0 || !strings.Contains(out, "run: gpuwatch ps --backend=sim --sim.profile=dgx-h100") {
+		t.Errorf("gpuwatch ps without a driver (exit %d): %s", code, out)
+	}
 }
 
 func TestSimConfigUnknownKeyNamesTheLine(t *testing.T) {
