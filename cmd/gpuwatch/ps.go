@@ -43,7 +43,7 @@ func (c *psCommand) run() error {
 	if err != nil {
 		return err
 	}
-	filter := ps.Filter{GPUs: c.gpus}
+	filter := ps.Filter{GPUs: c.gpus, SimulatedClock: st.sim != nil}
 	if err := filter.Check(snap); err != nil {
 		return err
 	}

@@ -19,6 +19,7 @@ func TestDemoShowsEveryOwnerKind(t *testing.T) {
 		t.Fatalf("gpuwatch ps: %s", out)
 	}
 	var doc struct {
+		Clock     string `json:"clock"`
 		Processes []struct {
 			PID       int    `json:"pid"`
 			User      string `json:"user"`
@@ -38,6 +39,9 @@ func TestDemoShowsEveryOwnerKind(t *testing.T) {
 	}
 	if err := json.Unmarshal([]byte(out), &doc); err != nil {
 		t.Fatalf("%v\n%s", err, out)
+	}
+	if doc.Clock != "simulated" {
+		t.Errorf("ps JSON clock = %q, want simulated", doc.Clock)
 	}
 	kinds := map[string]bool{}
 	for _, p := range doc.Processes {
