@@ -130,3 +130,27 @@ func TestHelpExplainsTheSimulator(t *testing.T) {
 		t.Fatalf("--help (exit %d) does not explain the simulator and flags:\n%s", code, out)
 	}
 }
+
+// TestPsHelpShowsWhatPsUses: `gpuwatch ps --help` lists the flags ps reads
+// (backend, simulator, owners, logging, its own) and not serve's; -o lists
+// its choices.
+func TestPsHelpShowsWhatPsUses(t *testing.T) {
+	out, code := runGpuwatch(t, "ps", "--help")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, out)
+	}
+	for _, want := range []string{"--backend=", "--sim.profile=", "--path.procfs=", "--cri.socket=", "--attribution.timeout=",
+		"--slurm.node-name=", "--log.level=", "-o, --output=table", "table or json", "--gpu="} {
+		if !strings.Contains(out, want) {
+			t.Errorf("ps --help lacks %q", want)
+		}
+	}
+	for _, unwanted := range []string{"web.listen-address", "collector.gpm", "metrics.config", "collector.slurm", "slurm.sdiag-path", "--compat"} {
+		if strings.Contains(out, unwanted) {
+			t.Errorf("ps --help shows %s, which ps does not use", unwanted)
+		}
+	}
+	if all, _ := runGpuwatch(t, "--help"); !strings.Contains(all, "--web.listen-address") || !strings.Contains(all, "collector.gpm") {
+		t.Error("gpuwatch --help lost serve's flags")
+	}
+}
