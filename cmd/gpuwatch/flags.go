@@ -18,13 +18,13 @@ import (
 // commonFlags are the flags every command shares: where readings come from,
 // which collectors run, and logging.
 type commonFlags struct {
-	backend     string
-	simProfile  string
-	simConfig   string
-	simPinTime  time.Duration
-	simSeed     string
+	backend    string
+	simProfile string
+	simConfig  string
+	simPinTime time.Duration
+	simSeed    string
 	// command is the subcommand that runs, for hints ("" or "serve").
-	command string
+	command     string
 	collectors  map[string]*bool
 	metricsFile string
 	pidLabels   bool
