@@ -140,9 +140,11 @@ func TestDescribe(t *testing.T) {
 	b.Info.MIGMode = "enabled"
 	s := snap(a, b, lost(2))
 	s.DriverVersion = "550.90.07"
+	s.Driver.Branch = "R550"
+	s.Driver.Limits = []snapshot.DriverLimit{{Group: "gpm"}}
 	var buf bytes.Buffer
 	slog.New(slog.NewTextHandler(&buf, nil)).Info("found", Describe(s)...)
-	want := `gpus=3 models="2× NVIDIA H100 80GB HBM3" driver=550.90.07 mig_gpus=1 down="2 (gpu_is_lost)"`
+	want := `gpus=3 models="2× NVIDIA H100 80GB HBM3" driver=550.90.07 branch=R550 driver_limits=gpm mig_gpus=1 down="2 (gpu_is_lost)"`
 	if !strings.Contains(buf.String(), want) {
 		t.Errorf("got %s, want %s", buf.String(), want)
 	}

@@ -39,6 +39,16 @@ func Describe(s *snapshot.Snapshot) []any {
 	if s.DriverVersion != "" {
 		attrs = append(attrs, "driver", s.DriverVersion)
 	}
+	if s.Driver.Branch != "" {
+		attrs = append(attrs, "branch", s.Driver.Branch)
+	}
+	if len(s.Driver.Limits) > 0 {
+		var limited []string
+		for _, l := range s.Driver.Limits {
+			limited = append(limited, l.Group)
+		}
+		attrs = append(attrs, "driver_limits", strings.Join(limited, ","))
+	}
 	if s.CUDADriverVersion != "" {
 		attrs = append(attrs, "cuda", s.CUDADriverVersion)
 	}
