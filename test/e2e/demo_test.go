@@ -14,7 +14,9 @@ import (
 // Kubernetes pod and Slurm jobs, in `gpuwatch ps` and in /metrics.
 func TestDemoShowsEveryOwnerKind(t *testing.T) {
 	demo := []string{"--backend=sim", "--sim.profile=dgx-h100"}
-	out, code := runGpuwatch(t, append([]string{"ps", "-o", "json"}, demo...)...)
+	// A generous lookup budget: the one collection of ps must not miss an
+	// owner on a busy CI machine.
+	out, code := runGpuwatch(t, append([]string{"ps", "-o", "json", "--attribution.timeout=4s"}, demo...)...)
 	if code != 0 {
 		t.Fatalf("gpuwatch ps: %s", out)
 	}
