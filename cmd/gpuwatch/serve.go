@@ -94,12 +94,12 @@ func (c *serveCommand) run() error {
 	if err != nil {
 		return err
 	}
-	// A first collection warms caches and makes /readyz meaningful early.
+	// A first collection warms caches, makes /readyz meaningful early and
+	// tells the start log what was found.
 	go func() { _, _ = st.pipeline.Snapshot(context.Background()) }()
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	logger.Info("starting gpuwatch", "version", version.Info(), "backend", c.common.backend)
 	limits := server.DefaultLimits(c.common.timeout)
 	limits.MaxConnections, limits.IdleTimeout = c.maxConns, c.idleTimeout
 	return server.Run(ctx, handler, c.web, limits, shutdownDrain(c.common.timeout), logger)

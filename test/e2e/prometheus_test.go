@@ -122,8 +122,6 @@ scrape_configs:
 	if v, ok := promQuery(t, promURL, `count(gpu_nvlink_up{gpu="0"})`); !ok || v != 18 {
 		t.Errorf("H100 SXM NVLink count = %v, want 18", v)
 	}
-	// No attribution source is named, so the demo's owners are on.
-	t.Run("README queries", func(t *testing.T) { checkREADMEQueries(t, promURL) })
 }
 
 func selector(labels map[string]string) string {
