@@ -55,6 +55,7 @@ func newApp() (*kingpin.Application, []command) {
 		newTextfileCommand(app, cfg),
 		newMetricsCommand(app, cfg),
 		newPsCommand(app, cfg),
+		newReportCommand(app),
 	}
 }
 
