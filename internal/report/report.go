@@ -141,7 +141,7 @@ func Build(ctx context.Context, q Querier, opts Options) (*Report, error) {
 		return nil, fmt.Errorf("%w: no gpu_up series between %s and %s: is gpuwatch scraped by this server?",
 			ErrNoData, opts.From.Format(time.RFC3339), opts.To.Format(time.RFC3339))
 	}
-	r := &Report{From: opts.From, To: opts.To, Step: opts.Step.String(), By: opts.By, IdleBelow: opts.IdleBelow, Labels: dim.labels}
+	r := &Report{From: opts.From, To: opts.To, Step: promDuration(opts.Step), By: opts.By, IdleBelow: opts.IdleBelow, Labels: dim.labels}
 	r.Fleet.GPUs = int(gpus[0].Value)
 	r.Fleet.MeanUtilization, err = scalar(run(qs.fleetUtil))
 	if err != nil {

@@ -4,12 +4,16 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/chromedp/chromedp"
+	"golang.org/x/crypto/bcrypt"
 
 	"github.com/gpuwatch/gpuwatch/internal/testenv"
 )
@@ -159,12 +163,9 @@ func reportHistoryStart() time.Time {
 	return time.Now().UTC().Truncate(24*time.Hour).AddDate(0, 0, -4)
 }
 
-// startPrometheusWithHistory backfills the fixture and starts Prometheus on it.
-// The lookback is shorter than the sample interval, so a series counts at
-// exactly the steps that have a sample (the end of an allocation is exact).
-func startPrometheusWithHistory(t *testing.T, start time.Time) string {
+// backfillHistory writes the fixture into a new TSDB directory with promtool.
+func backfillHistory(t *testing.T, start time.Time) string {
 	t.Helper()
-	promBin := testenv.RequireTool(t, "prometheus", "prometheus")
 	promtool := testenv.RequireTool(t, "promtool", "prometheus")
 	dir := t.TempDir()
 	history := filepath.Join(dir, "history.om")
@@ -173,12 +174,28 @@ func startPrometheusWithHistory(t *testing.T, start time.Time) string {
 	if out, err := exec.Command(promtool, "tsdb", "create-blocks-from", "openmetrics", history, tsdb).CombinedOutput(); err != nil {
 		t.Fatalf("promtool backfill: %v\n%s", err, out)
 	}
-	cfg := filepath.Join(dir, "prometheus.yml")
+	return tsdb
+}
+
+// startPrometheusOn starts Prometheus on a TSDB directory; extra flags add,
+// say, a web config. The lookback is shorter than the sample interval, so a
+// series counts at exactly the steps that have a sample (the end of an
+// allocation is exact). It returns the listen address.
+func startPrometheusOn(t *testing.T, tsdb string, extra ...string) string {
+	t.Helper()
+	promBin := testenv.RequireTool(t, "prometheus", "prometheus")
+	cfg := filepath.Join(t.TempDir(), "prometheus.yml")
 	writeFile(t, cfg, "global: {scrape_interval: 1m}\n")
-	port := testenv.FreePort(t)
-	url := fmt.Sprintf("http://127.0.0.1:%d", port)
-	startProcess(t, promBin, "--config.file="+cfg, "--storage.tsdb.path="+tsdb, "--storage.tsdb.retention.time=30d",
-		"--query.lookback-delta=4m", "--web.listen-address="+url[len("http://"):])
+	addr := fmt.Sprintf("127.0.0.1:%d", testenv.FreePort(t))
+	startProcess(t, promBin, append([]string{"--config.file=" + cfg, "--storage.tsdb.path=" + tsdb, "--storage.tsdb.retention.time=30d",
+		"--query.lookback-delta=4m", "--web.listen-address=" + addr}, extra...)...)
+	return addr
+}
+
+// startPrometheusWithHistory backfills the fixture and serves it over plain HTTP.
+func startPrometheusWithHistory(t *testing.T, start time.Time) string {
+	t.Helper()
+	url := "http://" + startPrometheusOn(t, backfillHistory(t, start))
 	waitFor(t, 60*time.Second, "Prometheus to load the history", func() bool {
 		v, ok := promQuery(t, url, fmt.Sprintf(`count(gpu_up @ %d)`, start.Add(time.Hour).Unix()))
 		return ok && v == 4
@@ -333,5 +350,207 @@ func checkReport(t *testing.T, url string, start time.Time, tol float64) {
 	}
 	if !near(r.Totals.Allocated, 120, tol) || !near(r.Totals.Energy, 23.52, tol) {
 		t.Errorf("totals = %+v, want 120 GPU-h and 23.52 kWh", r.Totals)
+	}
+}
+
+// TestReportAgainstVictoriaMetrics: the same history imported into a real
+// VictoriaMetrics, the same command, the same figures.
+func TestReportAgainstVictoriaMetrics(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts VictoriaMetrics; skipped with -short")
+	}
+	vmBin := testenv.RequireTool(t, "victoria-metrics", "victoria-metrics")
+	start := reportHistoryStart()
+	dir := t.TempDir()
+	history := filepath.Join(dir, "history.om")
+	writeReportHistory(t, history, start)
+	port := testenv.FreePort(t)
+	url := fmt.Sprintf("http://127.0.0.1:%d", port)
+	// The staleness interval plays Prometheus's lookback: shorter than the
+	// sample interval, so a series ends at its last sample.
+	startProcess(t, vmBin, "-storageDataPath="+filepath.Join(dir, "vm"), "-httpListenAddr="+url[len("http://"):],
+		"-retentionPeriod=1y", "-search.maxStalenessInterval=4m", "-search.disableCache", "-loggerLevel=ERROR")
+	waitFor(t, 30*time.Second, "VictoriaMetrics to answer", func() bool {
+		_, err := httpGetNoFail(url + "/health")
+		return err == nil
+	})
+	importPrometheusText(t, url, history)
+	waitFor(t, 30*time.Second, "VictoriaMetrics to serve the history", func() bool {
+		v, ok := promQuery(t, url, fmt.Sprintf(`count(gpu_up @ %d)`, start.Add(time.Hour).Unix()))
+		return ok && v == 4
+	})
+	checkReport(t, url, start, 1e-9)
+}
+
+// importPrometheusText sends the OpenMetrics history to VictoriaMetrics'
+// Prometheus text import, whose timestamps are milliseconds.
+func importPrometheusText(t *testing.T, url, history string) {
+	t.Helper()
+	data, err := os.ReadFile(history)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b strings.Builder
+	for _, line := range strings.Split(string(data), "\n") {
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		i := strings.LastIndexByte(line, ' ')
+		b.WriteString(line[:i+1] + line[i+1:] + "000\n")
+	}
+	resp, err := http.Post(url+"/api/v1/import/prometheus", "text/plain", strings.NewReader(b.String()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode/100 != 2 {
+		t.Fatalf("import: %s", resp.Status)
+	}
+	if _, err := httpGetNoFail(url + "/internal/force_flush"); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestReportFormats renders one report in every format: the table and
+// markdown a person reads, the CSV a spreadsheet reads (owner names that look
+// like formulas are defused), and the HTML page, which headless Chromium
+// loads without a console error, sorts on a click, and screenshots into
+// the test output directory ($REPORT_SCREENSHOT_DIR or the test's temp dir).
+func TestReportFormats(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts Prometheus; skipped with -short")
+	}
+	start := reportHistoryStart()
+	url := startPrometheusWithHistory(t, start)
+	args := []string{"--prometheus.url=" + url, "--from=" + start.Format(time.RFC3339), "--to=" + start.Add(reportDays*24*time.Hour).Format(time.RFC3339), "--by=pod"}
+
+	table, code := runReport(t, append(args, "--format=table")...)
+	if code != 0 || !strings.Contains(table, "research") || !strings.Contains(table, "TOTAL") || !strings.Contains(table, "Fleet: 4 GPUs") {
+		t.Errorf("table (exit %d):\n%s", code, table)
+	}
+	t.Logf("table:\n%s", table)
+	md, code := runReport(t, append(args, "--format=markdown")...)
+	if code != 0 || !strings.Contains(md, "| research | trainer-0 | 48.0 | 38.4 | 80.0 |") {
+		t.Errorf("markdown (exit %d):\n%s", code, md)
+	}
+	csvOut, code := runReport(t, append(args, "--format=csv")...)
+	if code != 0 || !strings.HasPrefix(csvOut, "namespace,pod,allocated_gpu_hours,") || !strings.Contains(csvOut, "users,idle-notebook,72,0,") {
+		t.Errorf("csv (exit %d):\n%s", code, csvOut)
+	}
+
+	dir := os.Getenv("REPORT_SCREENSHOT_DIR")
+	if dir == "" {
+		dir = t.TempDir()
+	}
+	page := filepath.Join(dir, "report.html")
+	if out, code := runReport(t, append(args, "--format=html", "--output="+page)...); code != 0 {
+		t.Fatalf("html: exit %d\n%s", code, out)
+	}
+	checkHTMLReport(t, page, filepath.Join(dir, "report.png"))
+}
+
+func checkHTMLReport(t *testing.T, page, png string) {
+	t.Helper()
+	b := newBrowser(t)
+	var rows int
+	var first, afterClick string
+	var bars int
+	b.run(t,
+		chromedp.Navigate("file://"+page),
+		chromedp.WaitVisible("#owners"),
+		chromedp.Evaluate(`document.querySelectorAll("#owners tbody tr").length`, &rows),
+		chromedp.Evaluate(`document.querySelectorAll("svg rect.used").length`, &bars),
+		chromedp.Text(`#owners tbody tr:first-child td:nth-child(2)`, &first),
+		// Sort by GPU-h allocated, ascending: the smaller allocation first.
+		chromedp.Click(`#owners thead th:nth-child(3)`),
+		chromedp.Text(`#owners tbody tr:first-child td:nth-child(2)`, &afterClick),
+	)
+	b.screenshot(t, png)
+	if rows != 2 || bars != 2 {
+		t.Errorf("the page shows %d rows and %d chart bars, want 2 and 2", rows, bars)
+	}
+	if first != "idle-notebook" || afterClick != "trainer-0" {
+		t.Errorf("first pod %q, after sorting by GPU-h allocated ascending %q; want idle-notebook then trainer-0", first, afterClick)
+	}
+	if errs := b.consoleErrors(); len(errs) > 0 {
+		t.Errorf("console errors: %v", errs)
+	}
+}
+
+// TestReportErrors: bad input and unreachable or unwilling servers end in
+// one clear line and a non-zero exit.
+func TestReportErrors(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts Prometheus; skipped with -short")
+	}
+	start := reportHistoryStart()
+	url := startPrometheusWithHistory(t, start)
+	from, to := "--from="+start.Format(time.RFC3339), "--to="+start.Add(24*time.Hour).Format(time.RFC3339)
+	closed := fmt.Sprintf("http://127.0.0.1:%d", testenv.FreePort(t))
+	for _, c := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"unreachable", []string{"--prometheus.url=" + closed, "--last=1d"}, "cannot reach the server"},
+		{"not a URL", []string{"--prometheus.url=prometheus:9090", "--last=1d"}, "want http://HOST:PORT"},
+		{"inverted range", []string{"--prometheus.url=" + url, "--from=" + start.Add(time.Hour).Format(time.RFC3339), "--to=" + start.Format(time.RFC3339)}, "must be before --to"},
+		{"malformed time", []string{"--prometheus.url=" + url, "--from=yesterday", to}, "--from=yesterday: want RFC 3339"},
+		{"malformed duration", []string{"--prometheus.url=" + url, "--last=a week"}, "--last=a week: want a positive duration"},
+		{"no range", []string{"--prometheus.url=" + url}, "a range is needed"},
+		{"unknown by", []string{"--prometheus.url=" + url, from, to, "--by=team"}, `unknown --by "team" (one of: account, compose_service, container, gpu, job, namespace, node, partition, pod, user)`},
+		{"unknown format", []string{"--prometheus.url=" + url, from, to, "--format=pdf"}, "--format=pdf: one of table, csv, json, markdown, html"},
+		{"no data", []string{"--prometheus.url=" + url, "--from=" + start.AddDate(0, 0, -2).Format(time.RFC3339), "--to=" + start.AddDate(0, 0, -1).Format(time.RFC3339)}, "no gpu_up series between"},
+		{"no allocations of that kind", []string{"--prometheus.url=" + url, "--from=" + start.Add(48*time.Hour).Format(time.RFC3339), "--to=" + start.Add(72*time.Hour).Format(time.RFC3339), "--by=job"}, "no gpu_slurm_job_info series"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			out, code := runReport(t, c.args...)
+			if code == 0 || !strings.Contains(out, c.want) || strings.Count(strings.TrimSpace(out), "\n") > 0 {
+				t.Errorf("exit %d, output:\n%s\nwant one line containing %q", code, out, c.want)
+			}
+		})
+	}
+}
+
+// TestReportTLSAndBasicAuth: a Prometheus behind TLS and basic auth (its
+// exporter-toolkit web config) answers the report only with the right
+// credentials and CA, given as a Prometheus-style HTTP client config.
+func TestReportTLSAndBasicAuth(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts Prometheus; skipped with -short")
+	}
+	start := reportHistoryStart()
+	dir := t.TempDir()
+	cert, key, _ := writeSelfSignedCert(t, dir)
+	hash, err := bcrypt.GenerateFromPassword([]byte("s3cret"), bcrypt.MinCost)
+	if err != nil {
+		t.Fatal(err)
+	}
+	web := filepath.Join(dir, "web.yml")
+	writeFile(t, web, fmt.Sprintf("tls_server_config: {cert_file: %q, key_file: %q}\nbasic_auth_users: {report: %q}\n", cert, key, hash))
+	url := "https://" + startPrometheusOn(t, backfillHistory(t, start), "--web.config.file="+web)
+	good := filepath.Join(dir, "client.yml")
+	writeFile(t, good, fmt.Sprintf("basic_auth: {username: report, password: s3cret}\ntls_config: {ca_file: %q}\n", cert))
+	wrong := filepath.Join(dir, "wrong.yml")
+	writeFile(t, wrong, fmt.Sprintf("basic_auth: {username: report, password: guess}\ntls_config: {ca_file: %q}\n", cert))
+	args := []string{"--prometheus.url=" + url, "--from=" + start.Format(time.RFC3339), "--to=" + start.Add(reportDays*24*time.Hour).Format(time.RFC3339), "--by=namespace", "--format=json"}
+
+	var out string
+	var code int
+	waitFor(t, 60*time.Second, "the report through TLS and basic auth", func() bool {
+		out, code = runReport(t, append(args, "--prometheus.http-config="+good)...)
+		return code == 0
+	})
+	checkFigures(t, "namespace", decodeReport(t, out), reportExpectations["namespace"], 1e-9)
+
+	if out, code := runReport(t, append(args, "--prometheus.http-config="+wrong)...); code == 0 || !strings.Contains(out, "refused the credentials") {
+		t.Errorf("a wrong password: exit %d\n%s", code, out)
+	}
+	if out, code := runReport(t, args...); code == 0 || !strings.Contains(out, "certificate") {
+		t.Errorf("no CA: exit %d\n%s", code, out)
+	}
+	missing := filepath.Join(dir, "absent.yml")
+	if out, code := runReport(t, append(args, "--prometheus.http-config="+missing)...); code == 0 || !strings.Contains(out, missing) {
+		t.Errorf("a missing client config: exit %d\n%s", code, out)
 	}
 }
