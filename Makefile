@@ -10,7 +10,7 @@ LDFLAGS := -extldflags=-Wl,-z,lazy \
 	-X $(VERSION_PKG).Branch=$(shell git rev-parse --abbrev-ref HEAD 2>/dev/null || echo unknown) \
 	-X $(VERSION_PKG).BuildDate=$(shell git log -1 --format=%cd --date=format:%Y%m%d-%H:%M:%S 2>/dev/null || echo unknown)
 
-.PHONY: build test test-short bench run golden chart-files manifests fakenvml release image
+.PHONY: build test test-short bench bench-report run golden chart-files manifests fakenvml release image
 
 build:
 	CGO_ENABLED=1 go build -ldflags '$(LDFLAGS)' -o bin/gpuwatch ./cmd/gpuwatch
@@ -46,6 +46,10 @@ fakenvml:
 bench: build
 	go run ./bench -bin bin/gpuwatch
 	go run ./bench -bin bin/gpuwatch -soak 100000
+
+# gpuwatch report on a month of 1000 GPUs in VictoriaMetrics (bench/RESULTS.md).
+bench-report: build
+	go run ./bench/report -bin bin/gpuwatch
 
 # The chart carries copies of the shipped dashboards and rules (helm reads only files inside
 # the chart); test/deploy fails when they differ from deploy/grafana and deploy/prometheus.
