@@ -194,9 +194,10 @@ var nvmlCalls = [numCalls]string{
 	callGetProcessUtilization:              "Device.GetProcessUtilization",
 }
 
-// requiredCalls are those gpuwatch cannot run without: it could not shut
-// NVML down, render an NVML error, or find a single GPU.
-var requiredCalls = []nvmlCall{callShutdown, callErrorString, callDeviceGetCount, callDeviceGetHandleByIndex, callGetUUID}
+// requiredCalls are those gpuwatch cannot run without: it could not find
+// a single GPU. (nvmlShutdown is skipped when missing, and NVML errors are
+// rendered without nvmlErrorString: see nvmlErr.)
+var requiredCalls = []nvmlCall{callDeviceGetCount, callDeviceGetHandleByIndex, callGetUUID}
 
 // symbols lists the C functions behind call c; each inner list holds
 // alternatives, of which go-nvml uses the newest the library exports.
