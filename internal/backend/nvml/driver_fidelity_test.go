@@ -499,7 +499,9 @@ func TestSimProcessUtilizationInsufficientSizeIsRetried(t *testing.T) {
 // name), and calling a function the library lacks would end the process.
 type preR535 struct{ wrappedSim }
 
-func (preR535) Extensions() nvml.ExtendedInterface { return lacks{"nvmlDeviceGetSupportedClocksEventReasons"} }
+func (preR535) Extensions() nvml.ExtendedInterface {
+	return lacks{"nvmlDeviceGetSupportedClocksEventReasons"}
+}
 
 type lacks []string
 
