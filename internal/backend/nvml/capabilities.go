@@ -236,10 +236,10 @@ type capabilities struct {
 	unasked bool
 }
 
-// SymbolLookup answers whether the loaded library exports a C function; nil
+// symbolLookup answers whether the loaded library exports a C function; nil
 // means it does. nvml.ExtendedInterface (go-nvml's library and the
 // simulator) is one.
-type SymbolLookup interface {
+type symbolLookup interface {
 	LookupSymbol(name string) error
 }
 
@@ -314,7 +314,7 @@ func callAvailable(c nvmlCall, has func(string) bool) (ok bool, missing string) 
 
 // extensionsOf returns lib's symbol lookup, or nil when it has none (a
 // nil ExtendedInterface, or a mock whose Extensions panics).
-func extensionsOf(lib nvml.Interface) (ext SymbolLookup) {
+func extensionsOf(lib nvml.Interface) (ext symbolLookup) {
 	defer func() {
 		if recover() != nil {
 			ext = nil
