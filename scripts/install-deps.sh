@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # Installs what gpuwatch's tests run against for real: Prometheus and
 # promtool, Slurm with munge, Podman, busybox (to build a container image
-# without a registry). Debian packages, so it needs root (CI runs as root).
+# without a registry), gcc (cgo, and the stripped-down libnvidia-ml.so.1
+# the end-to-end tests build). Debian packages, so it needs root (CI runs as root).
 # Safe to run again: it installs only what is missing.
 set -euo pipefail
 
-packages=(prometheus slurm-wlm munge podman busybox-static)
+packages=(prometheus slurm-wlm munge podman busybox-static gcc)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
