@@ -57,6 +57,8 @@ type Options struct {
 type collector struct {
 	device   func(em *emitter, s *snapshot.Snapshot, d *snapshot.Device)
 	snapshot func(em *emitter, s *snapshot.Snapshot, pidLabels bool)
+	// alsoDown: the device function also runs for a GPU that is down.
+	alsoDown bool
 }
 
 // collectors by group, filled by the init functions of collect_*.go.
@@ -89,6 +91,7 @@ type Exporter struct {
 	pidLabels bool
 	groups    []string    // enabled groups, in snapshot.AllGroups order
 	device    []collector // enabled collectors with a device function
+	down      []collector // those of them that also report a GPU that is down
 	snapshot  []collector // enabled collectors with a snapshot function
 	enabled   []bool      // by metricDef.id
 	emitters  *freeList[*emitter]
@@ -115,6 +118,9 @@ func New(src Source, opts Options) (*Exporter, error) {
 		c := collectors[g]
 		if c.device != nil {
 			e.device = append(e.device, c)
+			if c.alsoDown {
+				e.down = append(e.down, c)
+			}
 		}
 		if c.snapshot != nil {
 			e.snapshot = append(e.snapshot, c)
@@ -193,6 +199,9 @@ func (e *Exporter) render(em *emitter, snap *snapshot.Snapshot, err error) {
 		em.setDevice(d)
 		em.dev(mUp, bool01(d.Up))
 		if !d.Up {
+			for _, c := range e.down {
+				c.device(em, snap, d)
+			}
 			continue
 		}
 		for _, c := range e.device {
