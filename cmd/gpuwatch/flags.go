@@ -23,13 +23,18 @@ type commonFlags struct {
 	// whole GPM window.
 	waitForGPM bool
 
-	backend     string
-	simProfile  string
-	simConfig   string
-	simPinTime  time.Duration
+	backend    string
+	simProfile string
+	simConfig  string
+	simPinTime time.Duration
+	simSeed    string
+	// command is the subcommand that runs, for hints ("" or "serve").
+	command     string
 	collectors  map[string]*bool
 	metricsFile string
 	pidLabels   bool
+	compat      string
+	hostname    string
 	timeout     time.Duration
 	log         *promslog.Config
 	attribution attributionFlags
@@ -38,14 +43,16 @@ type commonFlags struct {
 
 func registerCommonFlags(app *kingpin.Application) *commonFlags {
 	f := &commonFlags{collectors: map[string]*bool{}, log: &promslog.Config{}}
-	app.Flag("backend", "Where GPU readings come from: nvml (the NVIDIA driver's libnvidia-ml.so.1) or sim (a simulated fleet, no GPU needed).").
-		Default("nvml").EnumVar(&f.backend, "nvml", "sim")
+	app.Flag("backend", "Where GPU readings come from: nvml (the NVIDIA driver's libnvidia-ml.so.1), sim (a simulated fleet, no GPU needed) or none (no GPU: a Slurm controller serving only --collector.slurm).").
+		Default("nvml").EnumVar(&f.backend, "nvml", "sim", "none")
 	app.Flag("sim.profile", "Simulated fleet for --backend=sim: "+simProfileList()+". Overrides the profile in --sim.config.").
 		StringVar(&f.simProfile)
 	app.Flag("sim.config", "YAML file describing the simulated fleet, its processes and faults (see README, 'Simulator').").
 		ExistingFileVar(&f.simConfig)
 	app.Flag("sim.pin-time", "Freeze the simulator's clock this long after its start, so every reading is constant (golden tests). 0 lets it run.").
 		Default("0s").DurationVar(&f.simPinTime)
+	app.Flag("sim.seed", "Makes the simulated GPUs' UUIDs and serials this host's own (stable across restarts), so that two simulated hosts never share a UUID. Default: the seed in --sim.config, else the host name.").
+		StringVar(&f.simSeed)
 
 	defaults := defaultCollectorFlags()
 	for _, g := range snapshot.AllGroups {
@@ -57,6 +64,10 @@ func registerCommonFlags(app *kingpin.Application) *commonFlags {
 		ExistingFileVar(&f.metricsFile)
 	app.Flag("collector.processes.pid-labels", "Export one series per GPU process with pid and command labels instead of one per owner. Raises cardinality; off by default.").
 		Default("false").BoolVar(&f.pidLabels)
+	app.Flag("compat", "Naming schemes to export, comma-separated: native (gpuwatch's names), dcgm (dcgm-exporter's DCGM_FI_* names, units and labels, so its dashboards, alerts and autoscaler rules keep working), or dcgm,native (both; see docs/dcgm-compat.md).").
+		Default("native").StringVar(&f.compat)
+	app.Flag("compat.hostname", "Hostname label of the --compat=dcgm series. Empty: $NODE_NAME when set (Kubernetes), else the host name.").
+		StringVar(&f.hostname)
 	app.Flag("collection.timeout", "Upper bound on one collection of every GPU. A GPU whose NVML calls have not returned by then is reported down (gpu_up 0) and the others are served; keep it below Prometheus's scrape_timeout.").
 		Default("5s").DurationVar(&f.timeout)
 	f.attribution.register(app)
@@ -105,7 +116,8 @@ func simProfileList() string {
 func (f *commonFlags) enabledCollectors() map[string]bool {
 	out := make(map[string]bool, len(f.collectors))
 	for g, on := range f.collectors {
-		out[g] = *on
+		// Without a GPU no GPU group can succeed: off, rather than reported failing.
+		out[g] = *on && f.backend != "none"
 	}
 	return out
 }
@@ -118,4 +130,30 @@ func defaultCollectorFlags() map[string]bool {
 		out[g] = defaults[g]
 	}
 	return out
+}
+
+// check refuses nonsensical values of the shared flags, naming the flag:
+// a zero or negative timeout or interval would otherwise be replaced by a
+// default somewhere below, silently.
+func (f *commonFlags) check() error {
+	positive := []struct {
+		flag string
+		d    time.Duration
+	}{
+		{"--collection.timeout", f.timeout},
+		{"--attribution.timeout", f.attribution.timeout},
+		{"--attribution.cache-ttl", f.attribution.cacheTTL},
+		{"--attribution.revalidate-interval", f.attribution.revalidate},
+		{"--slurm.timeout", f.slurm.timeout},
+		{"--slurm.poll-interval", f.slurm.pollInterval},
+	}
+	for _, p := range positive {
+		if p.d <= 0 {
+			return fmt.Errorf("%s=%s: must be positive", p.flag, p.d)
+		}
+	}
+	if f.simPinTime < 0 {
+		return fmt.Errorf("--sim.pin-time=%s: must not be negative (0 lets the clock run)", f.simPinTime)
+	}
+	return nil
 }

@@ -2,10 +2,12 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"os/signal"
 	"runtime"
 	"syscall"
+	"time"
 
 	"github.com/alecthomas/kingpin/v2"
 	"github.com/prometheus/common/promslog"
@@ -13,6 +15,7 @@ import (
 	"github.com/prometheus/exporter-toolkit/web"
 	"github.com/prometheus/exporter-toolkit/web/kingpinflag"
 
+	"github.com/gpuwatch/gpuwatch/internal/configfile"
 	"github.com/gpuwatch/gpuwatch/internal/server"
 )
 
@@ -26,6 +29,8 @@ type serveCommand struct {
 	web           *web.FlagConfig
 	telemetryPath string
 	maxRequests   int
+	maxConns      int
+	idleTimeout   time.Duration
 	pprof         bool
 }
 
@@ -39,6 +44,10 @@ func newServeCommand(app *kingpin.Application, common *commonFlags) *serveComman
 	app.Flag("web.telemetry-path", "Path under which to expose metrics.").Default("/metrics").StringVar(&c.telemetryPath)
 	app.Flag("web.max-requests", "Maximum number of concurrent scrapes; 0 means no limit. Concurrent scrapes share one GPU collection anyway.").
 		Default("40").IntVar(&c.maxRequests)
+	app.Flag("web.max-connections", "Maximum number of open HTTP connections; past it a new connection replaces the one idle the longest (0: no limit). Keeps idle or stalled clients from using up file descriptors.").
+		Default("256").IntVar(&c.maxConns)
+	app.Flag("web.idle-timeout", "Close a keep-alive connection idle this long. Longer than Prometheus's scrape interval lets it reuse its connection.").
+		Default("3m").DurationVar(&c.idleTimeout)
 	app.Flag("web.enable-pprof", "Serve Go's profiler under /debug/pprof/ (for diagnosing gpuwatch itself; exposes internals). Heap profiling is sampled only with this on.").
 		Default("false").BoolVar(&c.pprof)
 	return c
@@ -51,13 +60,19 @@ func (c *serveCommand) name() string { return "serve" }
 const goMemProfileRate = 512 * 1024
 
 func (c *serveCommand) run() error {
+	if err := c.checkFlags(); err != nil {
+		return err
+	}
 	logger := promslog.New(c.common.log)
+	// From the start: a SIGHUP while the stack is being built would
+	// otherwise still kill the process.
+	defer ignoreHangup(logger, "the web config file is re-read on every connection; other changes need a restart")()
 	if c.pprof {
 		runtime.MemProfileRate = goMemProfileRate
 	}
 	if *c.web.WebConfigFile != "" {
 		// Fail at start, not at the first TLS handshake.
-		if err := web.Validate(*c.web.WebConfigFile); err != nil {
+		if err := checkWebConfig(*c.web.WebConfigFile); err != nil {
 			return err
 		}
 	}
@@ -79,11 +94,49 @@ func (c *serveCommand) run() error {
 	if err != nil {
 		return err
 	}
-	// A first collection warms caches and makes /readyz meaningful early.
+	// A first collection warms caches, makes /readyz meaningful early and
+	// tells the start log what was found.
 	go func() { _, _ = st.pipeline.Snapshot(context.Background()) }()
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	logger.Info("starting gpuwatch", "version", version.Info(), "backend", c.common.backend)
-	return server.Run(ctx, handler, c.web, logger)
+	limits := server.DefaultLimits(c.common.timeout)
+	limits.MaxConnections, limits.IdleTimeout = c.maxConns, c.idleTimeout
+	return server.Run(ctx, handler, c.web, limits, shutdownDrain(c.common.timeout), logger)
+}
+
+// checkFlags refuses serve's nonsensical values.
+func (c *serveCommand) checkFlags() error {
+	switch {
+	case c.maxRequests < 0:
+		return fmt.Errorf("--web.max-requests=%d: must be 0 (no limit) or more", c.maxRequests)
+	case c.maxConns < 0:
+		return fmt.Errorf("--web.max-connections=%d: must be 0 (no limit) or more", c.maxConns)
+	case c.maxConns > 0 && c.maxConns < 4:
+		return fmt.Errorf("--web.max-connections=%d: too few to serve a scrape beside a health probe; use 4 or more, or 0 for no limit", c.maxConns)
+	case c.idleTimeout <= 0:
+		return fmt.Errorf("--web.idle-timeout=%s: must be positive", c.idleTimeout)
+	}
+	// Before anything starts, so the refusal is the only line printed.
+	return server.CheckTelemetryPath(c.telemetryPath, c.pprof)
+}
+
+// checkWebConfig validates --web.config.file at start. exporter-toolkit
+// reads it again on every connection, so it must be a small regular file:
+// a FIFO would hang the start, and later every handshake.
+func checkWebConfig(path string) error {
+	if err := configfile.Check(path, configfile.MaxSize); err != nil {
+		return fmt.Errorf("--web.config.file: %w", err)
+	}
+	if err := web.Validate(path); err != nil {
+		return fmt.Errorf("--web.config.file %s: %w", path, err)
+	}
+	return nil
+}
+
+// shutdownDrain is how long a requested shutdown waits for scrapes in
+// progress: one collection's time, then they are cut off and gpuwatch
+// exits 0.
+func shutdownDrain(collectionTimeout time.Duration) time.Duration {
+	return collectionTimeout + time.Second
 }

@@ -28,17 +28,22 @@ type slurmFlags struct {
 	format       string
 	sdiagOn      bool
 	nodeName     string
+	// set records which job-lookup flags the user gave (see demo.go).
+	set struct{ jobs, scontrol, squeue bool }
+	// runner answers the job lookups' commands instead of running them
+	// (the demo's Slurm); nil runs the commands.
+	runner slurm.CommandRunner
 }
 
 func (s *slurmFlags) register(app *kingpin.Application) {
 	app.Flag("collector.slurm", "Export Slurm cluster metrics from squeue, sinfo and sdiag: jobs, pending reasons, node states, CPUs and GPUs per node and partition. Meant for the controller or a login node.").
 		Default("false").BoolVar(&s.cluster)
 	app.Flag("slurm.jobs", "Attribute GPUs and GPU processes to Slurm jobs (job id, user, account, partition) on a compute node, from scontrol. auto: on when scontrol is on PATH at start; true; false.").
-		Default("auto").EnumVar(&s.jobs, "auto", "true", "false")
-	app.Flag("slurm.squeue-path", "squeue command.").Default("squeue").StringVar(&s.squeue)
+		Default("auto").IsSetByUser(&s.set.jobs).EnumVar(&s.jobs, "auto", "true", "false")
+	app.Flag("slurm.squeue-path", "squeue command.").Default("squeue").IsSetByUser(&s.set.squeue).StringVar(&s.squeue)
 	app.Flag("slurm.sinfo-path", "sinfo command.").Default("sinfo").StringVar(&s.sinfo)
 	app.Flag("slurm.sdiag-path", "sdiag command.").Default("sdiag").StringVar(&s.sdiag)
-	app.Flag("slurm.scontrol-path", "scontrol command (job lookups).").Default("scontrol").StringVar(&s.scontrol)
+	app.Flag("slurm.scontrol-path", "scontrol command (job lookups).").Default("scontrol").IsSetByUser(&s.set.scontrol).StringVar(&s.scontrol)
 	app.Flag("slurm.timeout", "Timeout of each Slurm command; a command that hangs is killed with its process group.").
 		Default("10s").DurationVar(&s.timeout)
 	app.Flag("slurm.poll-interval", "How long one answer of each Slurm command serves scrapes, so many scrapers do not multiply the controller's load.").
@@ -82,12 +87,13 @@ func (s *slurmFlags) jobLookup() (*slurm.JobLookup, error) {
 	case "false":
 		return nil, nil
 	case "auto":
-		if _, err := exec.LookPath(s.scontrol); err != nil {
+		if _, err := exec.LookPath(s.scontrol); err != nil && s.runner == nil {
 			return nil, nil
 		}
 	}
 	l, err := slurm.NewJobLookup(slurm.JobLookupOptions{
 		ScontrolPath: s.scontrol, SqueuePath: s.squeue, Timeout: s.timeout, ListInterval: s.pollInterval,
+		Runner: s.runner,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("--slurm.jobs: %w", err)

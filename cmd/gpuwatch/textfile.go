@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"os/signal"
 	"syscall"
@@ -31,8 +32,25 @@ func newTextfileCommand(app *kingpin.Application, common *commonFlags) *textfile
 
 func (c *textfileCommand) name() string { return "textfile" }
 
+// minInterval is the shortest --interval: node_exporter reads the file at
+// its scrape interval, so rewriting it faster only burns the GPU's time.
+const minInterval = time.Second
+
 func (c *textfileCommand) run() error {
+	if c.interval < 0 || (c.interval > 0 && c.interval < minInterval) {
+		return fmt.Errorf("--interval=%s: must be 0 (write once) or at least %s", c.interval, minInterval)
+	}
 	logger := promslog.New(c.common.log)
+	if c.interval > 0 {
+		// From the start: a SIGHUP while the stack is being built would
+		// otherwise still kill the process.
+		defer ignoreHangup(logger, "changes need a restart")()
+	}
+	if removed, err := textfile.RemoveStaleTemps(c.output); err != nil {
+		logger.Warn("could not remove temporary files left by an earlier run", "output", c.output, "err", err)
+	} else if removed > 0 {
+		logger.Info("removed temporary files left by an earlier run", "output", c.output, "count", removed)
+	}
 	c.common.waitForGPM = true
 	st, err := c.common.buildStack(logger)
 	if err != nil {

@@ -426,6 +426,17 @@ func (a *Attributor) merge(job *procJob, now time.Time) {
 			// its next check is already set.
 			continue
 		}
+		if errors.Is(res.err, errReadBusy) {
+			// Not read: an earlier read is still stuck. Treated as the
+			// stuck process it is (see abandon), until its next check.
+			if old == nil {
+				a.putPid(res.pid, a.newPidEntry(snapshot.Owner{}, now.Add(a.revalidate)))
+			} else {
+				old.exited = false
+				old.checkAt = now.Add(a.revalidate)
+			}
+			continue
+		}
 		if res.err != nil && errors.Is(res.err, errProcGone) && old != nil && res.facts.StartTime == 0 {
 			// The process exited while the driver still lists it: its
 			// memory was the old process's, so keep that owner.
@@ -631,6 +642,9 @@ func (a *Attributor) String() string {
 	if a.slurm != nil {
 		names = append(names, SourceSlurm)
 	}
+	// Slurm is both a job lookup and an allocation source: name it once.
+	slices.Sort(names[1:])
+	names = slices.Compact(names)
 	a.mu.Lock()
 	watched := a.watch != nil
 	a.mu.Unlock()

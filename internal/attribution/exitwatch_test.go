@@ -43,7 +43,31 @@ func sleeper(t *testing.T) *child {
 	}
 	c := &child{pid: pid}
 	t.Cleanup(func() { c.exitAndReap(t) })
+	c.waitForExec(t)
 	return c
+}
+
+// waitForExec waits until the child's new program has its arguments laid
+// out. ForkExec returns when the exec has begun (the kernel closes the
+// close-on-exec pipe ForkExec waits on), which is before it sets up the
+// new program's argument area: in that window /proc/PID/cmdline reads
+// empty, and the attributor rightly falls back to the command name
+// ("sleep" instead of "sleep 300"). A GPU process listed by the driver is
+// long past its exec, so only a test can look at a process this early.
+func (c *child) waitForExec(t *testing.T) {
+	t.Helper()
+	path := filepath.Join("/proc", strconv.Itoa(c.pid), "cmdline")
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		b, err := os.ReadFile(path)
+		if err == nil && string(b) == "sleep\x00300\x00" {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s still reads %q (%v) 10s after the exec", path, b, err)
+		}
+		time.Sleep(time.Millisecond)
+	}
 }
 
 // exitAndReap kills the process and waits for it, so its PID is free.

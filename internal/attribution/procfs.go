@@ -43,6 +43,9 @@ type procFacts struct {
 type procReader struct {
 	root string
 	fs   procfs.FS
+	// inFlight holds the PIDs being read; a read stuck in the kernel
+	// stays in it until the kernel lets it go (procjob.go).
+	inFlight readsInFlight
 }
 
 func newProcReader(root string) (*procReader, error) {

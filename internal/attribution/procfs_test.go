@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -353,5 +354,68 @@ func TestEnrichWithoutDeadlineIsBoundedByTimeout(t *testing.T) {
 	a.Enrich(context.Background(), procs(1002))
 	if took := time.Since(start); took > 2*time.Second {
 		t.Errorf("Enrich without a deadline took %v with a stuck read and a 200ms timeout", took)
+	}
+}
+
+// TestStuckProcessIsNotReadAgainWhileStuck: every revalidation of a process
+// stuck in the kernel used to start one more read, stranding one more
+// goroutine and OS thread each time. A PID with a read in flight is not
+// read again.
+func TestStuckProcessIsNotReadAgainWhileStuck(t *testing.T) {
+	root := tempProc(t, 1001, 1002)
+	release := stuckProc(t, root, 1002)
+	a := newFixtureAttributor(t, Options{ProcRoot: root, RevalidateInterval: time.Minute})
+	clock := newFakeClock()
+	a.now = clock.Now
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	a.Enrich(ctx, procs(1002))
+	before := runtime.NumGoroutine()
+	for range 10 {
+		// Long enough for the stuck job to be abandoned and the process
+		// to fall due for its check.
+		clock.Advance(a.stuckAfter + a.revalidate + time.Second)
+		a.Enrich(ctx, procs(1001, 1002))
+	}
+	// Jobs that found the PID busy end at once; stranded reads never do.
+	settled := time.Now().Add(10 * time.Second)
+	for runtime.NumGoroutine()-before > 3 && time.Now().Before(settled) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if grown := runtime.NumGoroutine() - before; grown > 3 {
+		buf := make([]byte, 1<<20)
+		t.Errorf("%d more goroutines after 10 checks of a stuck process; reads of it are being started again\n%s", grown, buf[:runtime.Stack(buf, true)])
+	}
+	if n := a.procs.inFlight.count(); n != 1 {
+		t.Errorf("%d PIDs with reads in flight, want 1 (the stuck one)", n)
+	}
+	release()
+	deadline := time.Now().Add(10 * time.Second)
+	for a.procs.inFlight.count() != 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("the stuck read did not end after its release")
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// TestReadsInFlightAreBounded: however many processes hang, at most
+// maxReadsInFlight reads are stranded.
+func TestReadsInFlightAreBounded(t *testing.T) {
+	var f readsInFlight
+	for pid := range uint32(maxReadsInFlight) {
+		if !f.begin(pid + 1) {
+			t.Fatalf("read %d refused below the bound", pid+1)
+		}
+	}
+	if f.begin(maxReadsInFlight + 1) {
+		t.Error("a read past the bound was started")
+	}
+	f.end(1)
+	if !f.begin(maxReadsInFlight + 1) {
+		t.Error("a read was refused after one ended")
+	}
+	if f.begin(2) {
+		t.Error("a second read of a PID in flight was started")
 	}
 }

@@ -3,6 +3,7 @@ package attribution
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"sync"
 	"sync/atomic"
@@ -113,8 +114,63 @@ func startProcJob(r *procReader, openPidfd func(pid int) (int, error), errs *err
 	return job
 }
 
+// maxReadsInFlight bounds the /proc reads running at once across all jobs.
+// Reads that return take microseconds, so in practice it bounds the reads
+// stuck in the kernel (each holds a goroutine and an OS thread) when many
+// processes hang at once.
+const maxReadsInFlight = 32
+
+// errReadBusy: a read of the PID is already running (stuck), or too many
+// reads are; no new one was started.
+var errReadBusy = errors.New("an earlier read of this process has not returned (stuck in the kernel); not read again until it does")
+
+// readsInFlight counts the reads of each PID that have not returned, so that
+// a process stuck in the kernel is never read a second time meanwhile:
+// otherwise every revalidation of it would strand one more goroutine and
+// thread.
+type readsInFlight struct {
+	mu   sync.Mutex
+	pids map[uint32]int
+}
+
+// begin registers a read of pid; false (nothing registered) when one is
+// already running or maxReadsInFlight are.
+func (f *readsInFlight) begin(pid uint32) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.pids == nil {
+		f.pids = make(map[uint32]int)
+	}
+	if f.pids[pid] > 0 || len(f.pids) >= maxReadsInFlight {
+		return false
+	}
+	f.pids[pid]++
+	return true
+}
+
+func (f *readsInFlight) end(pid uint32) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.pids[pid]--; f.pids[pid] <= 0 {
+		delete(f.pids, pid)
+	}
+}
+
+// count is how many PIDs have a read running.
+func (f *readsInFlight) count() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return len(f.pids)
+}
+
 func readOne(r *procReader, openPidfd func(pid int) (int, error), errs *errorCounts, log *slog.Logger, req procRequest) procResult {
 	res := procResult{pid: req.pid, pidfd: -1}
+	if !r.inFlight.begin(req.pid) {
+		res.err = fmt.Errorf("/proc/%d: %w", req.pid, errReadBusy)
+		errs.add(SourceProcfs)
+		return res
+	}
+	defer r.inFlight.end(req.pid)
 	if req.knownStart != 0 {
 		start, err := r.startTime(int(req.pid))
 		if err == nil && start == req.knownStart {

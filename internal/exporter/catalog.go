@@ -31,6 +31,11 @@ type Metric struct {
 	Collector string `json:"collector"`
 	// Default says whether the metric is on without a --metrics.config.
 	Default bool `json:"default"`
+	// Compat names the foreign naming scheme the metric belongs to ("dcgm"
+	// for dcgm-exporter's names), or is empty for gpuwatch's own metrics.
+	// Compat metrics are emitted only when Options.Compat selects their
+	// scheme, and are listed by CompatCatalog rather than Catalog.
+	Compat string `json:"compat,omitempty"`
 }
 
 // CollectorExporter is the pseudo-group of the series every scrape carries
@@ -63,7 +68,7 @@ var catalog []*metricDef
 var (
 	devLabels     = []string{"gpu", "uuid"}
 	migLabels     = []string{"gpu", "uuid", "gpu_instance", "compute_instance", "mig_uuid"}
-	ownerLabels   = []string{"gpu", "uuid", "user", "container", "pod", "namespace", "slurm_job"}
+	ownerLabels   = []string{"gpu", "uuid", "user", "container", "compose_project", "compose_service", "pod", "namespace", "slurm_job"}
 	pidOptLabels  = []string{"pid", "command"}
 	infoLabels    = []string{"gpu", "uuid", "name", "brand", "architecture", "pci_bus_id", "serial", "vbios_version", "driver_version", "cuda_driver_version", "compute_capability", "persistence_mode", "compute_mode", "mig_mode", "ecc_mode"}
 	migInfoLabels = []string{"gpu", "uuid", "gpu_instance", "compute_instance", "mig_uuid", "profile"}
@@ -175,6 +180,12 @@ var (
 		"Power drawn by the GPU and its memory. On Ampere (except GA100) and later GPUs NVML reports the average over the last second, on older ones an instantaneous reading.", devLabels)
 	mPowerLimit = def(snapshot.GroupPower, "gpu_power_limit_watts", typeGauge, "watts", "nvmlDeviceGetEnforcedPowerLimit",
 		"Power limit the driver enforces (the lowest of all limits in effect).", devLabels)
+	mPowerLimitDefault = def(snapshot.GroupPower, "gpu_power_limit_default_watts", typeGauge, "watts", "nvmlDeviceGetPowerManagementDefaultLimit",
+		"Power limit the board ships with (what gpu_power_limit_watts returns to after a reset).", devLabels)
+	mPowerLimitMin = def(snapshot.GroupPower, "gpu_power_limit_min_watts", typeGauge, "watts", "nvmlDeviceGetPowerManagementLimitConstraints (minLimit)",
+		"Lowest power limit an administrator may set (nvidia-smi -pl).", devLabels)
+	mPowerLimitMax = def(snapshot.GroupPower, "gpu_power_limit_max_watts", typeGauge, "watts", "nvmlDeviceGetPowerManagementLimitConstraints (maxLimit)",
+		"Highest power limit an administrator may set (nvidia-smi -pl).", devLabels)
 	mEnergy = def(snapshot.GroupPower, "gpu_energy_joules_total", typeCounter, "joules", "nvmlDeviceGetTotalEnergyConsumption",
 		"Energy consumed since the driver was loaded; resets when the driver reloads.", devLabels)
 
@@ -243,6 +254,8 @@ var (
 	// --- MIG ---
 	mMIGInfo = def(snapshot.GroupMIG, "gpu_mig_info", typeInfo, "", "nvmlDeviceGetMigDeviceHandleByIndex, nvmlDeviceGetGpuInstanceId, nvmlDeviceGetComputeInstanceId, GetUUID; profile from the MIG device's GetName (\"... MIG 1g.10gb\")",
 		"One series per MIG compute instance; always 1. Join on mig_uuid.", migInfoLabels)
+	mMIGModePending = def(snapshot.GroupMIG, "gpu_mig_mode_pending", typeGauge, "", "nvmlDeviceGetMigMode (pendingMode != currentMode)",
+		"1 while a MIG mode change (nvidia-smi -mig) waits for a GPU reset, else 0; absent on GPUs without MIG.", devLabels)
 	mMIGMemTotal = def(snapshot.GroupMIG, "gpu_mig_memory_total_bytes", typeGauge, "bytes", "nvmlDeviceGetMemoryInfo_v2 (v1 before R510) on the MIG device handle (total)",
 		"Memory of the MIG GPU instance. Memory belongs to the GPU instance: it is reported once, on its compute instance with the lowest ID, so sum() does not count it per compute instance.", migLabels)
 	mMIGMemUsed = def(snapshot.GroupMIG, "gpu_mig_memory_used_bytes", typeGauge, "bytes", "nvmlDeviceGetMemoryInfo_v2 (v1 before R510) on the MIG device handle (used)",
@@ -279,6 +292,10 @@ var (
 		"1 if the collector group read without unexpected errors, else 0.", []string{"collector"})
 	mAttributionErrors = def(CollectorExporter, "gpuwatch_attribution_errors_total", typeCounter, "", "gpuwatch attribution",
 		"Owner lookups that failed since start, by source (procfs, docker, cri, kubelet, slurm).", []string{"source"})
+	mDriverInfo = def(CollectorExporter, "gpuwatch_driver_info", typeInfo, "", "nvmlSystemGetDriverVersion; the path libnvidia-ml was loaded from (/proc/self/maps)",
+		"The NVIDIA driver library gpuwatch loaded: its version, its branch (R550) and where it was loaded from (\"simulator\" for --backend=sim); always 1.", []string{"version", "branch", "library"})
+	mDriverLimited = def(CollectorExporter, "gpuwatch_driver_limited_group", typeGauge, "", "dlsym of every NVML function gpuwatch calls, once at start",
+		"One series per enabled collector group that the loaded driver library cannot fully serve, because it lacks NVML functions or field IDs (an older driver branch); always 1. reason says \"unavailable: no ...\" (the group is off) or \"partial: no ...\" and which readings are missing. The README has the table of groups by driver branch.", []string{"group", "reason"})
 	mSnapshotDuration = def(CollectorExporter, "gpuwatch_snapshot_duration_seconds", typeGauge, "seconds", "gpuwatch",
 		"Time the collection this scrape reports took: reading every GPU and attributing its processes. Scrapes that arrive while a collection runs share it.", nil)
 )
@@ -292,13 +309,24 @@ func gpmRateDef(name, metric, help string) *metricDef {
 	return def(snapshot.GroupGPM, name, typeGauge, "bytes_per_second", gpmCall+"("+metric+", MiB/s)", help, devLabels)
 }
 
-// Catalog returns every metric gpuwatch can export, in catalog order.
-func Catalog() []Metric {
-	out := make([]Metric, len(catalog))
-	for i, m := range catalog {
-		out[i] = m.Metric
-		out[i].Labels = append([]string(nil), m.Labels...)
-		out[i].OptInLabels = append([]string(nil), m.OptInLabels...)
+// Catalog returns every metric gpuwatch exports under its own names, in
+// catalog order.
+func Catalog() []Metric { return catalogOf("") }
+
+// CompatCatalog returns the metrics of a foreign naming scheme ("dcgm"), in
+// catalog order.
+func CompatCatalog(scheme string) []Metric { return catalogOf(scheme) }
+
+func catalogOf(compat string) []Metric {
+	var out []Metric
+	for _, m := range catalog {
+		if m.Compat != compat {
+			continue
+		}
+		c := m.Metric
+		c.Labels = append([]string(nil), m.Labels...)
+		c.OptInLabels = append([]string(nil), m.OptInLabels...)
+		out = append(out, c)
 	}
 	return out
 }

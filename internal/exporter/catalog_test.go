@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/gpuwatch/gpuwatch/internal/snapshot"
 )
@@ -25,6 +26,9 @@ func TestCatalogConventions(t *testing.T) {
 			t.Errorf("%s declared twice", m.Name)
 		}
 		seen[m.Name] = true
+		if m.Compat != "" {
+			continue // foreign names keep their own conventions: compat_test.go
+		}
 		if !strings.HasPrefix(m.Name, "gpu_") && !strings.HasPrefix(m.Name, "gpuwatch_") {
 			t.Errorf("%s: prefix must be gpu_ or gpuwatch_", m.Name)
 		}
@@ -64,13 +68,27 @@ func TestCatalogConventions(t *testing.T) {
 }
 
 func TestWriteCatalog(t *testing.T) {
+	var narrow bytes.Buffer
+	if err := WriteCatalog(&narrow, "table"); err != nil {
+		t.Fatal(err)
+	}
+	// The default table fits a 100-column terminal.
+	for _, l := range strings.Split(strings.TrimSpace(narrow.String()), "\n") {
+		if n := utf8.RuneCountInString(l); n > 100 {
+			t.Errorf("%d columns: %q", n, l)
+		}
+	}
+	if n := strings.Count(narrow.String(), "\n"); n != len(Catalog())+1 || !strings.Contains(narrow.String(), "gpu_power_usage_watts") {
+		t.Errorf("default table has %d lines for %d metrics", n, len(Catalog()))
+	}
+
 	var table bytes.Buffer
-	if err := WriteCatalog(&table, "table"); err != nil {
+	if err := WriteCatalog(&table, "wide"); err != nil {
 		t.Fatal(err)
 	}
 	lines := strings.Split(strings.TrimSpace(table.String()), "\n")
-	if len(lines) != len(catalog)+1 || !strings.HasPrefix(lines[0], "NAME") {
-		t.Fatalf("table has %d lines for %d metrics:\n%s", len(lines), len(catalog), table.String())
+	if len(lines) != len(Catalog())+1 || !strings.HasPrefix(lines[0], "NAME") {
+		t.Fatalf("table has %d lines for %d metrics:\n%s", len(lines), len(Catalog()), table.String())
 	}
 	// Aligned columns: TYPE starts at the same offset on every line.
 	col := strings.Index(lines[0], "TYPE")
@@ -84,7 +102,7 @@ func TestWriteCatalog(t *testing.T) {
 	}
 
 	var js bytes.Buffer
-	if err := WriteCatalog(&js, "json", WithMetricFilter(&MetricFilter{Disable: []string{"gpu_up"}})); err != nil {
+	if err := WriteCatalog(&js, "json", WithMetricFilter(&MetricFilter{Disable: []string{"*"}})); err != nil {
 		t.Fatal(err)
 	}
 	var entries []struct {
@@ -96,11 +114,14 @@ func TestWriteCatalog(t *testing.T) {
 	if err := json.Unmarshal(js.Bytes(), &entries); err != nil {
 		t.Fatal(err)
 	}
-	if len(entries) != len(catalog) {
-		t.Fatalf("json has %d entries, catalog %d", len(entries), len(catalog))
+	if len(entries) != len(Catalog()) {
+		t.Fatalf("json has %d entries, catalog %d", len(entries), len(Catalog()))
 	}
-	if entries[0].Name != "gpu_up" || !entries[0].Default || entries[0].Enabled == nil || *entries[0].Enabled {
-		t.Errorf("gpu_up under a filter that disables it: %+v", entries[0])
+	for _, e := range entries {
+		alwaysOn := e.Name == "gpu_up" || strings.HasPrefix(e.Name, "gpuwatch_")
+		if e.Enabled == nil || *e.Enabled != alwaysOn {
+			t.Errorf("%s under disable [*]: %+v, want enabled=%v", e.Name, e, alwaysOn)
+		}
 	}
 
 	if err := WriteCatalog(&js, "yaml"); err == nil || !strings.Contains(err.Error(), "markdown") {

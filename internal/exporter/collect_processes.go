@@ -7,8 +7,9 @@ import (
 )
 
 // The processes collector: how many processes each GPU has, and the GPU
-// memory and utilization of each owner (user, container, pod, Slurm job),
-// summed over the owner's processes on that GPU. Aggregating per owner keeps
+// memory and utilization of each owner (user, container with its compose
+// project and service, pod, Slurm job), summed over the owner's processes
+// on that GPU. Aggregating per owner keeps
 // cardinality bounded by workloads, not by PIDs; Options.PIDLabels opts in
 // to one series per process.
 func init() {
@@ -18,10 +19,12 @@ func init() {
 // ownerKey is what the gpu_process_* series are aggregated by. pid and
 // command stay zero unless PID labels are on.
 type ownerKey struct {
-	dev                                       int // position in Snapshot.Devices
-	user, container, pod, namespace, slurmJob string
-	pid                                       uint32
-	command                                   string
+	dev                            int // position in Snapshot.Devices
+	user, container                string
+	composeProject, composeService string
+	pod, namespace, slurmJob       string
+	pid                            uint32
+	command                        string
 }
 
 type ownerAgg struct {
@@ -78,9 +81,14 @@ func collectProcesses(em *emitter, s *snapshot.Snapshot, pidLabels bool) {
 			dev:       dev,
 			user:      o.User,
 			container: containerLabel(&o.Container),
-			pod:       o.Pod.Name,
-			namespace: o.Pod.Namespace,
-			slurmJob:  o.Slurm.JobID,
+			// Compose labels let PromQL sum per compose service without
+			// joining an info series on the container name, which is
+			// not unique across hosts.
+			composeProject: o.Container.ComposeProject,
+			composeService: o.Container.ComposeService,
+			pod:            o.Pod.Name,
+			namespace:      o.Pod.Namespace,
+			slurmJob:       o.Slurm.JobID,
 		}
 		if pidLabels {
 			k.pid, k.command = p.PID, o.Command
@@ -107,9 +115,10 @@ func collectProcesses(em *emitter, s *snapshot.Snapshot, pidLabels bool) {
 	}
 	em.procCounts, em.procAggs = counts, aggs
 
+	// A driver that cannot list processes gets no count, rather than 0.
 	for i := range s.Devices {
 		d := &s.Devices[i]
-		if d.Up {
+		if d.Up && !s.Driver.Unavailable(snapshot.GroupProcesses) {
 			em.setDevice(d)
 			em.dev(mProcesses, float64(counts[i]))
 		}
@@ -118,11 +127,12 @@ func collectProcesses(em *emitter, s *snapshot.Snapshot, pidLabels bool) {
 		a := &aggs[i]
 		d := &s.Devices[a.key.dev]
 		em.lv[0], em.lv[1] = itoa(d.Index), d.UUID
-		em.lv[2], em.lv[3], em.lv[4], em.lv[5], em.lv[6] = a.key.user, a.key.container, a.key.pod, a.key.namespace, a.key.slurmJob
-		n := 7
+		em.lv[2], em.lv[3], em.lv[4], em.lv[5] = a.key.user, a.key.container, a.key.composeProject, a.key.composeService
+		em.lv[6], em.lv[7], em.lv[8] = a.key.pod, a.key.namespace, a.key.slurmJob
+		n := 9
 		if pidLabels {
-			em.lv[7], em.lv[8] = strconv.FormatUint(uint64(a.key.pid), 10), a.key.command
-			n = 9
+			em.lv[9], em.lv[10] = strconv.FormatUint(uint64(a.key.pid), 10), a.key.command
+			n = 11
 		}
 		// em.emit may repair invalid UTF-8 in em.lv in place; the
 		// repaired values serve the next metric just as well.

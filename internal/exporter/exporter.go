@@ -50,6 +50,11 @@ type Options struct {
 	// cardinality by the number of processes: opt in only where processes
 	// are few and long-lived.
 	PIDLabels bool
+	// Compat selects the naming schemes: gpuwatch's own names, dcgm-exporter's
+	// DCGM_FI_* names, or both. The zero value means NativeOnly.
+	Compat Compat
+	// Hostname is the Hostname label of the dcgm-exporter series.
+	Hostname string
 }
 
 // collector renders one group. device runs for every device that is up;
@@ -57,8 +62,11 @@ type Options struct {
 type collector struct {
 	device   func(em *emitter, s *snapshot.Snapshot, d *snapshot.Device)
 	snapshot func(em *emitter, s *snapshot.Snapshot, pidLabels bool)
-	// alsoDown: the device function also runs for a GPU that is down.
-	alsoDown bool
+	// whileDown: the device collector also runs for a device that is
+	// down, because its values are not read from the device but kept
+	// beside it (XID counts). A GPU that fell off the bus keeps the
+	// XID 79 that announced it, so alerts can still see it.
+	whileDown bool
 }
 
 // collectors by group, filled by the init functions of collect_*.go.
@@ -91,10 +99,11 @@ type Exporter struct {
 	pidLabels bool
 	groups    []string    // enabled groups, in snapshot.AllGroups order
 	device    []collector // enabled collectors with a device function
-	down      []collector // those of them that also report a GPU that is down
 	snapshot  []collector // enabled collectors with a snapshot function
 	enabled   []bool      // by metricDef.id
 	emitters  *freeList[*emitter]
+	dcgm      bool   // render dcgm-exporter's names too (Options.Compat)
+	hostname  string // their Hostname label
 }
 
 // New builds an Exporter. It fails on an unknown collector name.
@@ -109,7 +118,12 @@ func New(src Source, opts Options) (*Exporter, error) {
 		}
 		on[g] = v
 	}
-	e := &Exporter{src: src, pidLabels: opts.PIDLabels, enabled: make([]bool, len(catalog))}
+	compat := opts.Compat
+	if compat == (Compat{}) {
+		compat = NativeOnly
+	}
+	e := &Exporter{src: src, pidLabels: opts.PIDLabels, enabled: make([]bool, len(catalog)),
+		dcgm: compat.DCGM, hostname: opts.Hostname}
 	for _, g := range snapshot.AllGroups {
 		if !on[g] {
 			continue
@@ -118,16 +132,13 @@ func New(src Source, opts Options) (*Exporter, error) {
 		c := collectors[g]
 		if c.device != nil {
 			e.device = append(e.device, c)
-			if c.alsoDown {
-				e.down = append(e.down, c)
-			}
 		}
 		if c.snapshot != nil {
 			e.snapshot = append(e.snapshot, c)
 		}
 	}
 	for _, m := range catalog {
-		e.enabled[m.id] = (m.Collector == CollectorExporter || on[m.Collector]) && opts.Metrics.enabled(m)
+		e.enabled[m.id] = compat.selects(m) && (m.Collector == CollectorExporter || on[m.Collector]) && opts.Metrics.enabled(m)
 	}
 	e.emitters = newFreeList(retainedBuffers, func() *emitter { return newEmitter(e.enabled) })
 	return e, nil
@@ -198,14 +209,13 @@ func (e *Exporter) render(em *emitter, snap *snapshot.Snapshot, err error) {
 		d := &snap.Devices[i]
 		em.setDevice(d)
 		em.dev(mUp, bool01(d.Up))
-		if !d.Up {
-			for _, c := range e.down {
+		for _, c := range e.device {
+			if d.Up || c.whileDown {
 				c.device(em, snap, d)
 			}
-			continue
 		}
-		for _, c := range e.device {
-			c.device(em, snap, d)
+		if e.dcgm {
+			e.collectDCGM(em, snap, d)
 		}
 	}
 	for _, c := range e.snapshot {
@@ -228,6 +238,7 @@ func (e *Exporter) collectExporter(em *emitter, snap *snapshot.Snapshot) {
 		em.global(mCollectorDuration, st.Duration.Seconds(), g)
 		em.global(mCollectorSuccess, bool01(st.Err == nil), g)
 	}
+	collectDriver(em, &snap.Driver)
 	if len(snap.AttributionErrors) > 0 && em.on(mAttributionErrors) {
 		keys := em.keys[:0]
 		for k := range snap.AttributionErrors {

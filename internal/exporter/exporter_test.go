@@ -120,7 +120,7 @@ func both(t *testing.T, e *Exporter, check func(t *testing.T, mfs []*dto.MetricF
 func TestEveryCatalogMetricIsProduced(t *testing.T) {
 	for _, pid := range []bool{false, true} {
 		t.Run(fmt.Sprintf("pid_labels=%v", pid), func(t *testing.T) {
-			e := newExporter(t, fullSnapshot(8, 18), Options{Metrics: allOn, PIDLabels: pid})
+			e := newExporter(t, fullSnapshot(8, 18), Options{Metrics: allOn, PIDLabels: pid, Compat: Compat{Native: true, DCGM: true}})
 			both(t, e, func(t *testing.T, mfs []*dto.MetricFamily) {
 				got := map[string]*dto.MetricFamily{}
 				for _, mf := range mfs {
@@ -171,6 +171,9 @@ func TestDefaultsLeaveOptInMetricsOut(t *testing.T) {
 	both(t, e, func(t *testing.T, mfs []*dto.MetricFamily) {
 		names := familyNames(mfs)
 		for _, m := range catalog {
+			if m.Compat != "" {
+				continue // only with Options.Compat; see compat_test.go
+			}
 			if got := slices.Contains(names, m.Name); got != m.Default {
 				t.Errorf("%s produced=%v, default=%v", m.Name, got, m.Default)
 			}
@@ -189,7 +192,7 @@ func TestAbsentReadingsProduceNoSeries(t *testing.T) {
 		}
 		sort.Strings(gpu0)
 		u := `uuid="GPU-4090-0000"`
-		owner := `container="",gpu="0",namespace="",pod="",slurm_job="",user="",` + u
+		owner := `compose_project="",compose_service="",container="",gpu="0",namespace="",pod="",slurm_job="",user="",` + u
 		want := []string{
 			`gpu_info{architecture="ada",brand="geforce",compute_capability="",compute_mode="",cuda_driver_version="12.4",driver_version="550.90.07",ecc_mode="",gpu="0",mig_mode="",name="NVIDIA GeForce RTX 4090",pci_bus_id="",persistence_mode="",serial="",` + u + `,vbios_version=""} 1`,
 			`gpu_memory_total_bytes{gpu="0",` + u + `} 2.5769803776e+10`,
@@ -255,7 +258,7 @@ func TestLabelValuesAreEscaped(t *testing.T) {
 	want := `
 # HELP gpu_process_memory_used_bytes GPU memory used by the owner's processes on the GPU (summed per owner; per process with pid labels).
 # TYPE gpu_process_memory_used_bytes gauge
-gpu_process_memory_used_bytes{command="a\"b\\c\nd",container="é\"\\",gpu="0",namespace="",pid="1",pod="",slurm_job="",user="bad` + "\uFFFD" + `utf8",uuid="GPU-4090-0000"} 5
+gpu_process_memory_used_bytes{command="a\"b\\c\nd",compose_project="",compose_service="",container="é\"\\",gpu="0",namespace="",pid="1",pod="",slurm_job="",user="bad` + "\uFFFD" + `utf8",uuid="GPU-4090-0000"} 5
 `
 	if err := testutil.CollectAndCompare(e, strings.NewReader(want), "gpu_process_memory_used_bytes"); err != nil {
 		t.Error(err)
@@ -273,7 +276,7 @@ gpu_process_memory_used_bytes{command="a\"b\\c\nd",container="é\"\\",gpu="0",na
 	if err := e.WriteText(context.Background(), &buf); err != nil {
 		t.Fatal(err)
 	}
-	line := `gpu_process_memory_used_bytes{gpu="0",uuid="GPU-4090-0000",user="bad` + "\uFFFD" + `utf8",container="é\"\\",pod="",namespace="",slurm_job="",pid="1",command="a\"b\\c\nd"} 5` + "\n"
+	line := `gpu_process_memory_used_bytes{gpu="0",uuid="GPU-4090-0000",user="bad` + "\uFFFD" + `utf8",container="é\"\\",compose_project="",compose_service="",pod="",namespace="",slurm_job="",pid="1",command="a\"b\\c\nd"} 5` + "\n"
 	if !strings.Contains(buf.String(), line) {
 		t.Errorf("text output lacks %q:\n%s", line, buf.String())
 	}
@@ -339,9 +342,9 @@ func TestProcessesAggregatePerOwner(t *testing.T) {
 	uuid0 := snap.Devices[0].UUID
 	both(t, e, func(t *testing.T, mfs []*dto.MetricFamily) {
 		s := series(mfs)
-		alice := `container="trainer",gpu="0",namespace="",pod="",slurm_job="",user="alice",uuid="` + uuid0 + `"}`
-		bob := `container="a1b2c3d4e5f6",gpu="0",namespace="research",pod="llm-0",slurm_job="",user="bob",uuid="` + uuid0 + `"}`
-		carol := `container="",gpu="0",namespace="",pod="",slurm_job="4242",user="carol",uuid="` + uuid0 + `"}`
+		alice := `compose_project="lab",compose_service="trainer",container="trainer",gpu="0",namespace="",pod="",slurm_job="",user="alice",uuid="` + uuid0 + `"}`
+		bob := `compose_project="",compose_service="",container="a1b2c3d4e5f6",gpu="0",namespace="research",pod="llm-0",slurm_job="",user="bob",uuid="` + uuid0 + `"}`
+		carol := `compose_project="",compose_service="",container="",gpu="0",namespace="",pod="",slurm_job="4242",user="carol",uuid="` + uuid0 + `"}`
 		checks := map[string]float64{
 			"gpu_process_memory_used_bytes{" + alice:        2 << 30, // two processes of 1 GiB
 			"gpu_process_sm_utilization_ratio{" + alice:     0.2,
@@ -371,7 +374,7 @@ func TestPIDLabelsGiveOneSeriesPerProcess(t *testing.T) {
 		if len(mem) != len(snap.Processes) {
 			t.Errorf("%d per-process series, want %d", len(mem), len(snap.Processes))
 		}
-		key := `gpu_process_memory_used_bytes{command="python train.py",container="trainer",gpu="0",namespace="",pid="1000",pod="",slurm_job="",user="alice",uuid="` + snap.Devices[0].UUID + `"}`
+		key := `gpu_process_memory_used_bytes{command="python train.py",compose_project="lab",compose_service="trainer",container="trainer",gpu="0",namespace="",pid="1000",pod="",slurm_job="",user="alice",uuid="` + snap.Devices[0].UUID + `"}`
 		if s[key] != 1<<30 {
 			t.Errorf("%s = %v, want 1 GiB", key, s[key])
 		}

@@ -5,12 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"path"
 	"sort"
 	"strings"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/gpuwatch/gpuwatch/internal/configfile"
 )
 
 // MetricFilter turns single metrics on or off, from the --metrics.config
@@ -23,7 +24,9 @@ import (
 //	enable:  ["gpu_nvlink_up", "gpu_bar1_memory_*"]
 //
 // Patterns are metric names or path.Match globs. A pattern that matches no
-// catalog metric is an error, so a typo never silently does nothing.
+// catalog metric is an error, so a typo never silently does nothing. The
+// exporter's own series (gpu_up, gpuwatch_*) cannot be disabled: a glob
+// leaves them on, and naming one in disable is an error.
 type MetricFilter struct {
 	Enable  []string
 	Disable []string
@@ -37,7 +40,7 @@ type filterFile struct {
 
 // LoadMetricFilter reads and validates a --metrics.config file.
 func LoadMetricFilter(file string) (*MetricFilter, error) {
-	data, err := os.ReadFile(file)
+	data, err := configfile.Read(file)
 	if err != nil {
 		return nil, err
 	}
@@ -57,6 +60,10 @@ func ParseMetricFilter(name string, data []byte) (*MetricFilter, error) {
 		}
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
+	var extra yaml.Node
+	if err := dec.Decode(&extra); !errors.Is(err, io.EOF) {
+		return nil, fmt.Errorf("%s: only one YAML document is allowed (found a second after ---)", name)
+	}
 	f := &MetricFilter{}
 	var err error
 	if f.Enable, err = patternList(name, "enable", &ff.Enable); err != nil {
@@ -64,6 +71,11 @@ func ParseMetricFilter(name string, data []byte) (*MetricFilter, error) {
 	}
 	if f.Disable, err = patternList(name, "disable", &ff.Disable); err != nil {
 		return nil, err
+	}
+	for i, p := range f.Disable {
+		if m := alwaysOn(p); m != "" {
+			return nil, fmt.Errorf("%s:%d: disable: %s is always exported (with gpu_up and the other gpuwatch_* series a scrape must carry) and cannot be disabled", name, ff.Disable.Content[i].Line, m)
+		}
 	}
 	return f, nil
 }
@@ -95,6 +107,17 @@ func patternList(file, key string, n *yaml.Node) ([]string, error) {
 	return out, nil
 }
 
+// alwaysOn returns the name of the always-on metric a disable pattern
+// names exactly (not by a glob, which just leaves it on), or "".
+func alwaysOn(p string) string {
+	for _, m := range catalog {
+		if m.Collector == CollectorExporter && m.Name == p {
+			return m.Name
+		}
+	}
+	return ""
+}
+
 // checkPattern fails when a pattern is malformed or matches no metric, and
 // then suggests the closest names.
 func checkPattern(p string) error {
@@ -114,9 +137,13 @@ func checkPattern(p string) error {
 }
 
 // enabled applies the filter to one metric; a nil filter keeps the default.
+//
+// The exporter's own series (gpu_up, gpuwatch_*) are always on: alerts on
+// a GPU being down or a collector failing must not vanish with a broad
+// disable glob such as "*".
 func (f *MetricFilter) enabled(m *metricDef) bool {
 	on := m.Default
-	if f == nil {
+	if f == nil || m.Collector == CollectorExporter {
 		return on
 	}
 	if matchAny(f.Disable, m.Name) {

@@ -21,6 +21,8 @@ func TestParseMetricFilterErrors(t *testing.T) {
 		{"not strings", "enable: [[a]]\n", []string{"m.yml:1", "must be strings"}},
 		{"not a mapping", "- gpu_up\n", []string{"m.yml"}},
 		{"syntax", "enable: [gpu_up\n", []string{"m.yml"}},
+		{"second document", "enable: [gpu_up]\n---\ndisable: [no_such_metric]\n", []string{"m.yml", "only one YAML document"}},
+		{"always-on named", "disable:\n  - gpu_power_usage_watts\n  - gpu_up\n", []string{"m.yml:3", "gpu_up is always exported", "cannot be disabled"}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -52,9 +54,18 @@ func TestLoadMetricFilter(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, m := range catalog {
-		want := m.Name == "gpu_up" || strings.HasPrefix(m.Name, "gpu_power_")
+		want := m.Collector == CollectorExporter || strings.HasPrefix(m.Name, "gpu_power_")
 		if got := f.enabled(m); got != want {
 			t.Errorf("%s enabled=%v, want %v (allow-list)", m.Name, got, want)
+		}
+	}
+	everything, err := ParseMetricFilter("all.yml", []byte("disable: [\"*\"]\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range catalog {
+		if want := m.Collector == CollectorExporter; everything.enabled(m) != want {
+			t.Errorf("disable [*]: %s enabled=%v, want %v (the exporter's own series stay)", m.Name, !want, want)
 		}
 	}
 	for _, empty := range []string{"", "enable:\n", "# nothing\n"} {

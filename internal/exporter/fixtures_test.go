@@ -67,7 +67,9 @@ func h100Device(i, nvlinks int) snapshot.Device {
 			{Reason: "hw_slowdown"}, {Reason: "sync_boost"}, {Reason: "sw_thermal_slowdown"},
 			{Reason: "hw_thermal_slowdown"}, {Reason: "hw_power_brake_slowdown"}, {Reason: "display_clock_setting"},
 		},
-		Power: snapshot.Power{Usage: some(512.3 + f), EnforcedLimit: some(700), Energy: some(9.87654321e8 + f)},
+		Power: snapshot.Power{Usage: some(512.3 + f), EnforcedLimit: some(700), Energy: some(9.87654321e8 + f),
+			DefaultLimit: some(700), MinLimit: some(200), MaxLimit: some(700)},
+		MIGModePending: snapshot.Some(false),
 		PCIe: snapshot.PCIe{
 			TxBytes: someU(123456789012 + uint64(i)), RxBytes: someU(98765432109), LinkGen: someI(5), LinkWidth: someI(16),
 			MaxLinkGen: someI(5), MaxLinkWidth: someI(16), ReplayCounter: someU(0),
@@ -113,6 +115,8 @@ func fullSnapshot(n, nvlinks int) *snapshot.Snapshot {
 	s := &snapshot.Snapshot{
 		Time:          time.Date(2025, 6, 1, 12, 0, 0, 0, time.UTC),
 		DriverVersion: "550.90.07", CUDADriverVersion: "12.4", NVMLVersion: "12.550.90.07",
+		Driver: snapshot.Driver{Version: "550.90.07", Branch: "R550", Library: "/usr/lib/x86_64-linux-gnu/libnvidia-ml.so.550.90.07",
+			Limits: []snapshot.DriverLimit{{Group: "pcie", Reason: "partial: no PCIe traffic counters"}}},
 		AttributionErrors: map[string]uint64{"docker": 3, "slurm": 0, "kubelet": 1},
 		Groups:            allGroupsOK(),
 	}
@@ -143,7 +147,8 @@ func fullSnapshot(n, nvlinks int) *snapshot.Snapshot {
 		}
 	}
 	owners := []snapshot.Owner{
-		{User: "alice", Command: "python train.py", Container: snapshot.Container{Runtime: "docker", ID: "4f9a1c2b3d4e5f60718293a4b5c6d7e8f9", Name: "trainer"}},
+		{User: "alice", Command: "python train.py", Container: snapshot.Container{Runtime: "docker", ID: "4f9a1c2b3d4e5f60718293a4b5c6d7e8f9", Name: "trainer",
+			ComposeProject: "lab", ComposeService: "trainer"}},
 		{User: "bob", Command: "torchrun", Pod: snapshot.Pod{Name: "llm-0", Namespace: "research", Container: "main"},
 			Container: snapshot.Container{Runtime: "containerd", ID: "a1b2c3d4e5f6a7b8c9d0"}},
 		{User: "carol", Command: "srun ./md", Slurm: snapshot.SlurmJob{JobID: "4242", User: "carol", Partition: "gpu"}},

@@ -22,7 +22,7 @@ func testSnapshot() *snapshot.Snapshot {
 					Pod:       snapshot.Pod{Name: "llm-0", Namespace: "inference", Container: "vllm"}}},
 			{GPU: 3, GPUUUID: "GPU-3", PID: 301, Type: "compute", UsedMemory: snapshot.Some[uint64](4 << 30),
 				Owner: snapshot.Owner{UID: "1234", Command: "evil\n\x1b[31mname", Container: snapshot.Container{Name: "a\"b\nc"}}},
-			{GPU: 1, GPUUUID: "GPU-1", PID: 200, Type: "compute", GPUInstanceID: snapshot.Some(1), ComputeInstanceID: snapshot.Some(0), MIGUUID: "MIG-x"},
+			{GPU: 1, GPUUUID: "GPU-1", PID: 200, Type: "compute+mps", GPUInstanceID: snapshot.Some(1), ComputeInstanceID: snapshot.Some(0), MIGUUID: "MIG-x"},
 		},
 	}
 }
@@ -41,7 +41,7 @@ func TestTableShowsOwnersOrderedByGPUAndMemory(t *testing.T) {
 			t.Errorf("line %d = %q, want prefix %q", i, lines[i], want)
 		}
 	}
-	for _, want := range []string{"alice", "20.0GiB", "75%", "vllm", "inference/llm-0/vllm", "42 (bob@gpu)"} {
+	for _, want := range []string{"alice", "20.0GiB", "75%", "vllm", "inference/llm-0/vllm", "42 (bob@gpu)", "200  compute+mps "} {
 		if !strings.Contains(b.String(), want) {
 			t.Errorf("table lacks %q:\n%s", want, b.String())
 		}
@@ -107,5 +107,46 @@ func TestEmptySnapshotGivesHeaderAndEmptyList(t *testing.T) {
 	}
 	if !strings.Contains(b.String(), `"processes": []`) {
 		t.Fatalf("empty list not rendered as []: %s", b.String())
+	}
+}
+
+func TestFilterNamingAnAbsentGPUIsAnError(t *testing.T) {
+	s := &snapshot.Snapshot{Devices: make([]snapshot.Device, 8)}
+	for _, tc := range []struct {
+		gpus []int
+		want string
+	}{
+		{[]int{99}, "--gpu=99: no such GPU (this host has GPUs 0-7)"},
+		{[]int{0, -1}, "--gpu=-1: GPU indexes start at 0"},
+		{[]int{8}, "--gpu=8"},
+	} {
+		err := Filter{GPUs: tc.gpus}.Check(s)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("Check(%v) = %v, want %q", tc.gpus, err, tc.want)
+		}
+	}
+	if err := (Filter{GPUs: []int{0, 7}}).Check(s); err != nil {
+		t.Errorf("GPUs 0 and 7 of 8: %v", err)
+	}
+	if err := (Filter{GPUs: []int{0}}).Check(&snapshot.Snapshot{}); err == nil || !strings.Contains(err.Error(), "no GPU") {
+		t.Errorf("no GPUs: %v", err)
+	}
+}
+
+func TestJSONSaysWhichClock(t *testing.T) {
+	for _, simulated := range []bool{false, true} {
+		var b bytes.Buffer
+		if err := WriteJSON(&b, testSnapshot(), Filter{SimulatedClock: simulated}); err != nil {
+			t.Fatal(err)
+		}
+		var doc struct {
+			Clock string `json:"clock"`
+		}
+		if err := json.Unmarshal(b.Bytes(), &doc); err != nil {
+			t.Fatal(err)
+		}
+		if want := map[bool]string{false: "wall", true: "simulated"}[simulated]; doc.Clock != want {
+			t.Errorf("simulated %v: clock %q, want %q", simulated, doc.Clock, want)
+		}
 	}
 }

@@ -11,6 +11,8 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/pprof"
+	"path"
+	"strings"
 	"time"
 
 	"github.com/prometheus/exporter-toolkit/web"
@@ -37,8 +39,8 @@ type Options struct {
 
 // Handler builds the exporter's HTTP handler.
 func Handler(opts Options) (http.Handler, error) {
-	if opts.TelemetryPath == "" || opts.TelemetryPath[0] != '/' {
-		return nil, fmt.Errorf("telemetry path %q must start with /", opts.TelemetryPath)
+	if err := CheckTelemetryPath(opts.TelemetryPath, opts.Pprof); err != nil {
+		return nil, err
 	}
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
@@ -70,7 +72,7 @@ func Handler(opts Options) (http.Handler, error) {
 		mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
 		mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
 	}
-	if opts.TelemetryPath != "/" {
+	{
 		landing, err := web.NewLandingPage(web.LandingConfig{
 			Name:        "gpuwatch",
 			Description: "NVIDIA GPU exporter: device health and who is using each GPU",
@@ -89,23 +91,94 @@ func Handler(opts Options) (http.Handler, error) {
 	return mux, nil
 }
 
-// Run serves handler on the addresses in flags until ctx ends, then shuts
-// down gracefully.
-func Run(ctx context.Context, handler http.Handler, flags *web.FlagConfig, logger *slog.Logger) error {
+// Limits bound what one client can hold of the server.
+type Limits struct {
+	// IdleTimeout closes a keep-alive connection idle this long. It should
+	// exceed the scrape interval, so that Prometheus reuses its connection.
+	IdleTimeout time.Duration
+	// WriteTimeout bounds one request from the end of its headers to the
+	// end of its answer, so a client that never reads its answer cannot
+	// hold a goroutine and a connection; it must exceed a scrape's time.
+	WriteTimeout time.Duration
+	// MaxConnections caps open connections (see connLimiter); 0: no cap.
+	MaxConnections int
+}
+
+// DefaultLimits fit Prometheus scraping every 15s to 2m.
+func DefaultLimits(collectionTimeout time.Duration) Limits {
+	return Limits{
+		IdleTimeout:    3 * time.Minute,
+		WriteTimeout:   collectionTimeout + writeMargin,
+		MaxConnections: 256,
+	}
+}
+
+// writeMargin is the time an answer may take to render and send beyond
+// its collection.
+const writeMargin = 30 * time.Second
+
+// readHeaderTimeout bounds a client sending its request (slowloris).
+const readHeaderTimeout = 10 * time.Second
+
+// newHTTPServer is the http.Server Run serves with.
+func newHTTPServer(handler http.Handler, limits Limits) *http.Server {
 	srv := &http.Server{
 		Handler:           handler,
-		ReadHeaderTimeout: 10 * time.Second,
+		ReadHeaderTimeout: readHeaderTimeout,
+		ReadTimeout:       readHeaderTimeout,
+		IdleTimeout:       limits.IdleTimeout,
+		WriteTimeout:      limits.WriteTimeout,
 	}
+	if limits.MaxConnections > 0 {
+		srv.ConnState = newConnLimiter(limits.MaxConnections).track
+	}
+	return srv
+}
+
+// CheckTelemetryPath refuses a telemetry path that would take another
+// endpoint's place or that http.ServeMux would read as a pattern rather
+// than a path (it would panic at start or serve metrics on every path).
+func CheckTelemetryPath(p string, pprof bool) error {
+	const flag = "--web.telemetry-path"
+	switch {
+	case p == "" || p[0] != '/':
+		return fmt.Errorf("%s %q must start with /", flag, p)
+	case p == "/":
+		return fmt.Errorf("%s %q would serve metrics on every path; use a path of its own such as /metrics", flag, p)
+	case strings.ContainsAny(p, "{} \t\n\r?#%"):
+		return fmt.Errorf("%s %q: only a plain path is allowed (no spaces, braces, ?, # or %%)", flag, p)
+	case path.Clean(p) != strings.TrimSuffix(p, "/") && path.Clean(p) != p:
+		return fmt.Errorf("%s %q is not a clean path (it would be redirected); use %q", flag, p, path.Clean(p))
+	}
+	reserved := []string{"/healthz", "/readyz"}
+	if pprof {
+		reserved = append(reserved, "/debug/pprof")
+	}
+	for _, r := range reserved {
+		if p == r || p == r+"/" || (r == "/debug/pprof" && strings.HasPrefix(p, r+"/")) {
+			return fmt.Errorf("%s %q is gpuwatch's own %s endpoint; choose another path such as /metrics", flag, p, r)
+		}
+	}
+	return nil
+}
+
+// Run serves handler on the addresses in flags until ctx ends, then shuts
+// down gracefully: scrapes in progress get up to drain to finish.
+func Run(ctx context.Context, handler http.Handler, flags *web.FlagConfig, limits Limits, drain time.Duration, logger *slog.Logger) error {
+	srv := newHTTPServer(handler, limits)
 	errc := make(chan error, 1)
 	go func() { errc <- web.ListenAndServe(srv, flags, logger) }()
 	select {
 	case err := <-errc:
 		return err
 	case <-ctx.Done():
-		shutdownCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		shutdownCtx, cancel := context.WithTimeout(context.Background(), drain)
 		defer cancel()
 		if err := srv.Shutdown(shutdownCtx); err != nil {
-			return err
+			// The drain ran out: what is still running is cut off. A
+			// requested shutdown is not a failure of gpuwatch.
+			logger.Warn("scrapes still running at shutdown were cut off", "drain", drain, "err", err)
+			_ = srv.Close()
 		}
 		if err := <-errc; err != nil && !errors.Is(err, http.ErrServerClosed) {
 			return err

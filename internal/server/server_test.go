@@ -2,6 +2,7 @@ package server
 
 import (
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -95,6 +96,44 @@ func TestPprofOnlyWhenAsked(t *testing.T) {
 		code, _ := get(t, h, "/debug/pprof/")
 		if want := map[bool]int{false: 404, true: 200}[on]; code != want {
 			t.Errorf("pprof=%v: /debug/pprof/ = %d, want %d", on, code, want)
+		}
+	}
+}
+
+// TestTelemetryPathCannotTakeAnotherEndpoint: these used to panic at start
+// (a duplicate ServeMux pattern) or serve metrics on every path.
+func TestTelemetryPathCannotTakeAnotherEndpoint(t *testing.T) {
+	metrics := promhttp.HandlerFor(prometheus.NewRegistry(), promhttp.HandlerOpts{})
+	for _, tc := range []struct {
+		path  string
+		pprof bool
+		want  string
+	}{
+		{"/healthz", false, "own /healthz endpoint"},
+		{"/readyz", false, "own /readyz endpoint"},
+		{"/debug/pprof/", true, "own /debug/pprof endpoint"},
+		{"/debug/pprof/cmdline", true, "own /debug/pprof endpoint"},
+		{"/", false, "every path"},
+		{"/metrics/{x}", false, "plain path"},
+		{"/a b", false, "plain path"},
+		{"/a/../metrics", false, "not a clean path"},
+	} {
+		var err error
+		func() {
+			defer func() {
+				if v := recover(); v != nil {
+					err = fmt.Errorf("panic: %v", v)
+				}
+			}()
+			_, err = Handler(Options{TelemetryPath: tc.path, Metrics: metrics, Pprof: tc.pprof})
+		}()
+		if err == nil || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), "--web.telemetry-path") || strings.Contains(err.Error(), "\n") {
+			t.Errorf("telemetry path %q: err = %v, want a one-line error saying %q", tc.path, err, tc.want)
+		}
+	}
+	for _, ok := range []string{"/metrics", "/gpu/metrics", "/debug/pprof/x"} {
+		if _, err := Handler(Options{TelemetryPath: ok, Metrics: metrics}); err != nil {
+			t.Errorf("telemetry path %q refused: %v", ok, err)
 		}
 	}
 }

@@ -21,7 +21,7 @@ const dashboardPath = "../../deploy/grafana/dashboards/slurm-gpu-cluster.json"
 // The core exporter's metrics the dashboard joins with (issue 2's names).
 var coreMetrics = map[string]bool{
 	"gpu_utilization_ratio": true, "gpu_memory_used_bytes": true,
-	"gpu_power_usage_watts": true, "gpu_slurm_job_info": true,
+	"gpu_power_usage_watts": true, "gpu_slurm_job_info": true, "gpu_up": true,
 }
 
 type dashPanel struct {
@@ -91,8 +91,8 @@ func TestDashboardShape(t *testing.T) {
 			t.Errorf("datasource variable: type %q query %s", v.Type, v.Query)
 		}
 	}
-	if !vars["datasource"] || !vars["job_id"] {
-		t.Fatalf("variables %v: want datasource and job_id", vars)
+	if !vars["datasource"] || !vars["cluster"] || !vars["instance"] || !vars["job_id"] {
+		t.Fatalf("variables %v: want datasource, cluster, instance and job_id", vars)
 	}
 	catalog := map[string]bool{}
 	for _, m := range Metrics {
@@ -177,7 +177,7 @@ func runPromtool(t *testing.T, promtool string, args ...string) {
 func TestDashboardPromQL(t *testing.T) {
 	promtool := requirePromtool(t)
 	d := loadDashboard(t)
-	values := map[string]string{"partition": ".*", "user": ".*", "job_id": ".*", "__rate_interval": "5m", "__interval": "1m"}
+	values := map[string]string{"cluster": ".*", "instance": ".*", "partition": ".*", "user": ".*", "job_id": ".*", "__rate_interval": "5m", "__interval": "1m"}
 	type rule struct {
 		Record string `json:"record"`
 		Expr   string `json:"expr"`
@@ -218,9 +218,9 @@ func TestDashboardJoins(t *testing.T) {
 		t.Fatalf("no panel %q target %q", title, ref)
 		return ""
 	}
-	all := map[string]string{"partition": ".*", "user": ".*"}
+	all := map[string]string{"cluster": ".*", "instance": ".*", "partition": ".*", "user": ".*"}
 	job := func(id string) map[string]string {
-		return map[string]string{"partition": ".*", "user": ".*", "job_id": id}
+		return map[string]string{"cluster": ".*", "instance": ".*", "partition": ".*", "user": ".*", "job_id": id}
 	}
 
 	series := []map[string]string{}

@@ -37,6 +37,8 @@ type Snapshot struct {
 	DriverVersion     string
 	CUDADriverVersion string // e.g. "12.4"
 	NVMLVersion       string
+	// Driver describes the loaded driver library and what it cannot serve.
+	Driver Driver
 
 	Devices   []Device
 	Processes []Process
@@ -51,6 +53,42 @@ type Snapshot struct {
 	// Groups reports, per collector group that was read, how long it took
 	// and whether it failed. Keys are the Group* constants.
 	Groups map[string]GroupStatus
+}
+
+// Driver is the loaded NVML library: its version and branch, where it was
+// loaded from, and the metric groups it cannot fully serve. It is fixed
+// while gpuwatch runs.
+type Driver struct {
+	Version string // "550.90.07"; "" when the driver does not say
+	Branch  string // "R550"
+	Library string // the path libnvidia-ml was loaded from, or "simulator"
+	// Limits lists, in group order, the enabled groups that the library
+	// cannot fully serve because it lacks functions or field IDs.
+	Limits []DriverLimit
+}
+
+// DriverLimit is one metric group the driver library limits.
+type DriverLimit struct {
+	Group string
+	// Unavailable is set when the library serves none of the group's
+	// readings; otherwise it serves some.
+	Unavailable bool
+	// Reason is "unavailable: no <readings>" (the whole group is off) or
+	// "partial: no <readings>".
+	Reason string
+	// Missing names the C functions (or field IDs) the library lacks.
+	Missing []string
+}
+
+// Unavailable reports whether the driver library serves none of group's
+// readings, so that an output can leave out even a count of zero.
+func (d *Driver) Unavailable(group string) bool {
+	for _, l := range d.Limits {
+		if l.Group == group {
+			return l.Unavailable
+		}
+	}
+	return false
 }
 
 // GroupStatus is the outcome of reading one collector group across all devices.
@@ -118,14 +156,18 @@ type Device struct {
 	XIDLastCode  Opt[uint64]
 	GPM          GPM
 	MIGInstances []MIGInstance
+	// MIGModePending is true when a MIG mode change (nvidia-smi -mig)
+	// waits for a GPU reset; absent on GPUs without MIG.
+	MIGModePending Opt[bool]
 }
 
 // Info holds the descriptive facts exported on gpu_info.
 type Info struct {
 	Name              string
-	Brand             string // e.g. "nvidia", "geforce", "tesla"
-	Architecture      string // e.g. "hopper", "ampere", "ada"
-	PCIBusID          string // "00000000:18:00.0"
+	Brand             string   // e.g. "nvidia", "geforce", "tesla"
+	Architecture      string   // e.g. "hopper", "ampere", "ada"
+	PCIBusID          string   // "00000000:18:00.0"
+	MinorNumber       Opt[int] // N of the device node /dev/nvidiaN
 	Serial            string
 	VBIOSVersion      string
 	ComputeCapability string // "9.0"
@@ -171,6 +213,9 @@ type Power struct {
 	Usage         Opt[float64] // watts
 	EnforcedLimit Opt[float64] // watts
 	Energy        Opt[float64] // joules since driver load; only grows
+	// DefaultLimit is the limit the board ships with; MinLimit and MaxLimit
+	// bound what an administrator may set (nvidia-smi -pl). Watts.
+	DefaultLimit, MinLimit, MaxLimit Opt[float64]
 }
 
 // PCIe link and traffic.

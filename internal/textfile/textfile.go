@@ -46,9 +46,43 @@ func Write(g prometheus.Gatherer, path string) error {
 	return gatherErr
 }
 
+// tempPattern is the name of path's temporary files, for os.CreateTemp.
+func tempPattern(path string) string { return "." + filepath.Base(path) + ".tmp-*" }
+
+// RemoveStaleTemps removes the temporary files of path that an earlier run
+// killed between create and rename (SIGKILL, OOM, power loss) left behind;
+// nothing else removes them. Call it before the first write. Only names of
+// gpuwatch's own pattern for this output are touched.
+func RemoveStaleTemps(path string) (int, error) {
+	dir := filepath.Dir(path)
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return 0, err
+	}
+	// Matched by prefix, not by glob: the output's name may hold glob
+	// characters.
+	prefix := strings.TrimSuffix(tempPattern(path), "*")
+	removed := 0
+	for _, e := range entries {
+		if !e.Type().IsRegular() || !strings.HasPrefix(e.Name(), prefix) {
+			continue
+		}
+		if err := os.Remove(filepath.Join(dir, e.Name())); err != nil {
+			return removed, err
+		}
+		removed++
+	}
+	return removed, nil
+}
+
+// WriteAtomic writes data to path through a synced temporary file in the
+// same directory and a rename, so a reader sees the old file or the whole new
+// one, never a part (gpuwatch report --output uses it too).
+func WriteAtomic(path string, data []byte) error { return writeAtomic(path, data) }
+
 func writeAtomic(path string, data []byte) error {
 	dir := filepath.Dir(path)
-	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
+	tmp, err := os.CreateTemp(dir, tempPattern(path))
 	if err != nil {
 		return fmt.Errorf("creating temporary file next to %s: %w", path, err)
 	}

@@ -113,3 +113,25 @@ func (g gatherAndCount) Gather() ([]*dto.MetricFamily, error) {
 	g.c.Inc()
 	return g.reg.Gather()
 }
+
+func TestRemoveStaleTempsRemovesOnlyItsOwn(t *testing.T) {
+	dir := t.TempDir()
+	out := filepath.Join(dir, "gpu.prom")
+	for _, name := range []string{".gpu.prom.tmp-123", ".gpu.prom.tmp-456", "other.prom", ".other.prom.tmp-1", "gpu.prom"} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte("x"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	n, err := RemoveStaleTemps(out)
+	if err != nil || n != 2 {
+		t.Fatalf("RemoveStaleTemps = %d, %v; want 2 removed", n, err)
+	}
+	left, _ := os.ReadDir(dir)
+	var names []string
+	for _, e := range left {
+		names = append(names, e.Name())
+	}
+	if got := strings.Join(names, " "); got != ".other.prom.tmp-1 gpu.prom other.prom" {
+		t.Errorf("left %q", got)
+	}
+}

@@ -58,7 +58,7 @@ func TestGolden(t *testing.T) {
 				// Nothing of this host may leak into the page: an empty
 				// /proc (the simulated PIDs then have no owner) and no
 				// container runtime or Slurm.
-				"--path.procfs="+t.TempDir(), "--slurm.jobs=false",
+				"--path.procfs="+t.TempDir(), "--slurm.jobs=false", "--sim.seed=golden",
 				"--docker.socket=", "--cri.socket=", "--kubelet.pod-resources-socket=")
 			// A GPM reading covers at least a second (NVML wants 100 ms
 			// between samples): let the window opened at start close, so

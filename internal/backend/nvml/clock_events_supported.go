@@ -15,7 +15,7 @@ import (
 func (d *deviceReader) supportedClockEvents(events []snapshot.ClockEvent) []snapshot.ClockEvent {
 	st := d.st
 	if !st.clockEventsSupportKnown {
-		mask, ret := d.supportedClockEventMask()
+		mask, ret := d.supportedClockEventReasons()
 		switch classify(ret) {
 		case succeeded:
 			st.clockEventsSupported, st.clockEventsSupportKnown = mask, true
@@ -36,31 +36,4 @@ func (d *deviceReader) supportedClockEvents(events []snapshot.ClockEvent) []snap
 		}
 	}
 	return out
-}
-
-// supportedClockEventMask asks for the supported reasons by the name the
-// loaded library has: nvmlDeviceGetSupportedClocksEventReasons since R535,
-// ...ThrottleReasons before (the same bits). go-nvml binds lazily, and
-// calling a function the library lacks ends the process, so the names are
-// looked up first; without either the answer is NOT_SUPPORTED.
-func (d *deviceReader) supportedClockEventMask() (uint64, nvml.Return) {
-	switch {
-	case d.r.hasSymbol("nvmlDeviceGetSupportedClocksEventReasons"):
-		return d.dev.GetSupportedClocksEventReasons()
-	case d.r.hasSymbol("nvmlDeviceGetSupportedClocksThrottleReasons"):
-		return d.dev.GetSupportedClocksThrottleReasons()
-	}
-	return 0, nvml.ERROR_NOT_SUPPORTED
-}
-
-// hasSymbol says whether the loaded library exports name. A binding
-// without the lookup (a test double) is taken to have everything.
-func (r *Reader) hasSymbol(name string) (ok bool) {
-	defer func() {
-		if recover() != nil {
-			ok = true
-		}
-	}()
-	ext := r.lib.Extensions()
-	return ext == nil || ext.LookupSymbol(name) == nil
 }

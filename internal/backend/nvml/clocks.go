@@ -24,11 +24,15 @@ func (d *deviceReader) readClocks() {
 	dev := &d.out.device
 	for _, domain := range clockDomains {
 		c := snapshot.Clock{Type: domain.name}
-		if mhz, ret := d.dev.GetClockInfo(domain.typ); d.ok(gClocks, "GetClockInfo", ret) {
-			c.Current = snapshot.Some(float64(mhz) * hertzPerMHz)
+		if d.can(callGetClockInfo) {
+			if mhz, ret := d.dev.GetClockInfo(domain.typ); d.ok(gClocks, "GetClockInfo", ret) {
+				c.Current = snapshot.Some(float64(mhz) * hertzPerMHz)
+			}
 		}
-		if mhz, ret := d.dev.GetMaxClockInfo(domain.typ); d.ok(gClocks, "GetMaxClockInfo", ret) {
-			c.Max = snapshot.Some(float64(mhz) * hertzPerMHz)
+		if d.can(callGetMaxClockInfo) {
+			if mhz, ret := d.dev.GetMaxClockInfo(domain.typ); d.ok(gClocks, "GetMaxClockInfo", ret) {
+				c.Max = snapshot.Some(float64(mhz) * hertzPerMHz)
+			}
 		}
 		if c.Current.Valid || c.Max.Valid {
 			if dev.Clocks == nil {
@@ -37,8 +41,10 @@ func (d *deviceReader) readClocks() {
 			dev.Clocks = append(dev.Clocks, c)
 		}
 	}
-	if p, ret := d.dev.GetPerformanceState(); d.ok(gClocks, "GetPerformanceState", ret) && p <= nvml.PSTATE_15 {
-		dev.PState = snapshot.Some(int(p))
+	if d.can(callGetPerformanceState) {
+		if p, ret := d.dev.GetPerformanceState(); d.ok(gClocks, "GetPerformanceState", ret) && p <= nvml.PSTATE_15 {
+			dev.PState = snapshot.Some(int(p))
+		}
 	}
 }
 
@@ -63,8 +69,8 @@ var clockEventReasons = [...]struct {
 // readClockEvents reports every reason the device supports with whether it
 // is active now; nil when the device cannot report reasons.
 func (d *deviceReader) readClockEvents() []snapshot.ClockEvent {
-	mask, ret := d.dev.GetCurrentClocksEventReasons()
-	if !d.ok(gClockEvents, "GetCurrentClocksEventReasons", ret) {
+	mask, ok := d.currentClockEventReasons()
+	if !ok {
 		return nil
 	}
 	events := make([]snapshot.ClockEvent, len(clockEventReasons))

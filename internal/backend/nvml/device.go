@@ -59,10 +59,12 @@ type deviceReader struct {
 	fields fieldBatch
 
 	// Facts read once per device read and shared by several groups.
-	migModeRead bool
-	migEnabled  bool
-	migListed   bool
-	migDevs     []migDevice
+	migModeRead  bool
+	migModeKnown bool
+	migEnabled   bool
+	migPending   bool // a mode change waits for a GPU reset
+	migListed    bool
+	migDevs      []migDevice
 }
 
 // readDevice reads device index into out. It never panics: a panic inside a
@@ -119,7 +121,12 @@ func (d *deviceReader) readAll() {
 	d.run(gPCIe, func() { d.readPCIe(&dev.PCIe) })
 	d.run(gECC, func() { d.readECC(&dev.ECC) })
 	d.run(gNVLink, func() { dev.NVLinks = d.readNVLinks() })
-	d.run(gMIG, func() { dev.MIGInstances = d.readMIGInstances() })
+	d.run(gMIG, func() {
+		dev.MIGInstances = d.readMIGInstances()
+		if _, known := d.migMode(gMIG); known {
+			dev.MIGModePending = snapshot.Some(d.migPending)
+		}
+	})
 	d.run(gGPM, d.readGPM)
 	d.run(gProcesses, func() { d.out.processes = d.readProcesses() })
 }
@@ -139,6 +146,10 @@ func (d *deviceReader) run(g groupID, fn func()) {
 	}()
 	fn()
 }
+
+// can reports whether the loaded library exports call c: a call it lacks
+// would end the process.
+func (d *deviceReader) can(c nvmlCall) bool { return d.r.caps.can(c) }
 
 // ok reports whether an NVML call succeeded, and files its failure: nothing
 // for NOT_SUPPORTED, device down for a lost GPU, the group's error otherwise.

@@ -15,27 +15,37 @@ func (d *deviceReader) readECC(e *snapshot.ECC) {
 	e.AggregateCorrected = d.eccCount(nvml.MEMORY_ERROR_TYPE_CORRECTED, nvml.AGGREGATE_ECC)
 	e.AggregateUncorrected = d.eccCount(nvml.MEMORY_ERROR_TYPE_UNCORRECTED, nvml.AGGREGATE_ECC)
 
-	if pages, ret := d.dev.GetRetiredPages(nvml.PAGE_RETIREMENT_CAUSE_MULTIPLE_SINGLE_BIT_ECC_ERRORS); d.ok(gECC, "GetRetiredPages", ret) {
-		e.RetiredPagesSingleBit = snapshot.Some(uint64(len(pages)))
+	if d.can(callGetRetiredPages) {
+		if pages, ret := d.dev.GetRetiredPages(nvml.PAGE_RETIREMENT_CAUSE_MULTIPLE_SINGLE_BIT_ECC_ERRORS); d.ok(gECC, "GetRetiredPages", ret) {
+			e.RetiredPagesSingleBit = snapshot.Some(uint64(len(pages)))
+		}
 	}
-	if pages, ret := d.dev.GetRetiredPages(nvml.PAGE_RETIREMENT_CAUSE_DOUBLE_BIT_ECC_ERROR); d.ok(gECC, "GetRetiredPages", ret) {
-		e.RetiredPagesDoubleBit = snapshot.Some(uint64(len(pages)))
+	if d.can(callGetRetiredPages) {
+		if pages, ret := d.dev.GetRetiredPages(nvml.PAGE_RETIREMENT_CAUSE_DOUBLE_BIT_ECC_ERROR); d.ok(gECC, "GetRetiredPages", ret) {
+			e.RetiredPagesDoubleBit = snapshot.Some(uint64(len(pages)))
+		}
 	}
-	if pending, ret := d.dev.GetRetiredPagesPendingStatus(); d.ok(gECC, "GetRetiredPagesPendingStatus", ret) {
-		e.RetiredPagesPending = snapshot.Some(pending == nvml.FEATURE_ENABLED)
+	if d.can(callGetRetiredPagesPendingStatus) {
+		if pending, ret := d.dev.GetRetiredPagesPendingStatus(); d.ok(gECC, "GetRetiredPagesPendingStatus", ret) {
+			e.RetiredPagesPending = snapshot.Some(pending == nvml.FEATURE_ENABLED)
+		}
 	}
 
-	if correctable, uncorrectable, pending, failure, ret := d.dev.GetRemappedRows(); d.ok(gECC, "GetRemappedRows", ret) {
-		e.RemappedRowsCorrectable = snapshot.Some(uint64(max(correctable, 0)))
-		e.RemappedRowsUncorrectable = snapshot.Some(uint64(max(uncorrectable, 0)))
-		e.RemappedRowsPending = snapshot.Some(pending)
-		e.RemappedRowsFailure = snapshot.Some(failure)
+	if d.can(callGetRemappedRows) {
+		if correctable, uncorrectable, pending, failure, ret := d.dev.GetRemappedRows(); d.ok(gECC, "GetRemappedRows", ret) {
+			e.RemappedRowsCorrectable = snapshot.Some(uint64(max(correctable, 0)))
+			e.RemappedRowsUncorrectable = snapshot.Some(uint64(max(uncorrectable, 0)))
+			e.RemappedRowsPending = snapshot.Some(pending)
+			e.RemappedRowsFailure = snapshot.Some(failure)
+		}
 	}
 }
 
 func (d *deviceReader) eccCount(kind nvml.MemoryErrorType, counter nvml.EccCounterType) snapshot.Opt[uint64] {
-	if n, ret := d.dev.GetTotalEccErrors(kind, counter); d.ok(gECC, "GetTotalEccErrors", ret) {
-		return snapshot.Some(n)
+	if d.can(callGetTotalEccErrors) {
+		if n, ret := d.dev.GetTotalEccErrors(kind, counter); d.ok(gECC, "GetTotalEccErrors", ret) {
+			return snapshot.Some(n)
+		}
 	}
 	return snapshot.Opt[uint64]{}
 }

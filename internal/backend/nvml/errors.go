@@ -18,8 +18,9 @@ type outcome int
 const (
 	// succeeded: the value is valid.
 	succeeded outcome = iota
-	// absent: the device does not have this reading (NOT_SUPPORTED, or an
-	// older driver that lacks the function). Not an error.
+	// absent: the device does not have this reading (NOT_SUPPORTED). Not
+	// an error. (A function the driver lacks is never called: see
+	// capabilities.go.)
 	absent
 	// deviceGone: the GPU stopped answering; the whole device is reported down.
 	deviceGone
@@ -31,7 +32,7 @@ func classify(ret nvml.Return) outcome {
 	switch ret {
 	case nvml.SUCCESS:
 		return succeeded
-	case nvml.ERROR_NOT_SUPPORTED, nvml.ERROR_FUNCTION_NOT_FOUND:
+	case nvml.ERROR_NOT_SUPPORTED:
 		return absent
 	case nvml.ERROR_GPU_IS_LOST, nvml.ERROR_GPU_NOT_FOUND, nvml.ERROR_RESET_REQUIRED:
 		return deviceGone

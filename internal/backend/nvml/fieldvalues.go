@@ -23,13 +23,16 @@ type fieldBatch struct {
 // readFieldBatch builds the request from the enabled groups, makes the call
 // and splits its time between the groups in proportion to their fields.
 func (d *deviceReader) readFieldBatch() {
-	if d.gone != "" {
+	if d.gone != "" || !d.can(callGetFieldValues) {
 		return
 	}
 	b := &d.fields
 	b.values = d.st.fields[:0]
 	b.groups = d.st.fieldGroups[:0]
 	ask := func(g groupID, id uint32, scope uint32) {
+		if !d.r.caps.knowsField(id) {
+			return
+		}
 		b.values = append(b.values, nvml.FieldValue{FieldId: id, ScopeId: scope})
 		b.groups = append(b.groups, g)
 	}

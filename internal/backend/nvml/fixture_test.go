@@ -378,7 +378,7 @@ func newFakeConsumer(h *fakeHost, index int) *mock.Device {
 			return [...]uint32{30, 50}[fan], nvml.SUCCESS
 		},
 		GetMemoryInfo_v2Func: func() (nvml.Memory_v2, nvml.Return) {
-			return nvml.Memory_v2{}, nvml.ERROR_FUNCTION_NOT_FOUND // an old driver
+			return nvml.Memory_v2{}, nvml.ERROR_NOT_SUPPORTED // v1 stands in
 		},
 		GetMemoryInfoFunc: func() (nvml.Memory, nvml.Return) {
 			return nvml.Memory{Total: 24 * gib, Used: 1 * gib, Free: 23 * gib}, nvml.SUCCESS

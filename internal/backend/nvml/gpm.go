@@ -107,6 +107,9 @@ func (g *gpmDeviceState) free() {
 // instance (GPM is sampled per GPU instance, so the compute instances of one
 // GPU instance share its values).
 func (d *deviceReader) readGPM() {
+	if !d.r.caps.gpm() {
+		return // the driver predates GPM (R520)
+	}
 	gs := &d.st.gpm
 	if gs.support == gpmUnknown {
 		support, ret := d.dev.GpmQueryDeviceSupport()
@@ -133,6 +136,9 @@ func (d *deviceReader) readGPM() {
 		return
 	}
 
+	if !d.can(callGpmMigSampleGet) {
+		return
+	}
 	if gs.mig == nil {
 		gs.mig = make(map[int]*gpmSampler)
 	}
@@ -259,6 +265,9 @@ func (d *deviceReader) gpmCompute(older, newer nvml.GpmSample, wholeGPU bool) (v
 // that the first Read already reports GPM values. Failures are only logged:
 // Read retries, and reports them.
 func (r *Reader) primeGPM() {
+	if !r.caps.gpm() {
+		return
+	}
 	count, ret := r.lib.DeviceGetCount()
 	if ret != nvml.SUCCESS {
 		r.log.Warn("gpm: cannot count devices", "err", ret)

@@ -6,6 +6,8 @@ import (
 	"strings"
 
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
+
+	"github.com/gpuwatch/gpuwatch/internal/snapshot"
 )
 
 // versions are host-wide and fixed while the driver is loaded: read once.
@@ -35,14 +37,22 @@ func (r *Reader) readVersions() (versions, error) {
 			return false
 		}
 	}
-	if s, ret := r.lib.SystemGetDriverVersion(); note("SystemGetDriverVersion", ret) {
-		v.driver = s
+	if r.driver.Version != "" {
+		v.driver = r.driver.Version // read at start
+	} else if r.caps.can(callSystemGetDriverVersion) {
+		if s, ret := r.lib.SystemGetDriverVersion(); note("SystemGetDriverVersion", ret) {
+			v.driver = s
+		}
 	}
-	if n, ret := r.lib.SystemGetCudaDriverVersion(); note("SystemGetCudaDriverVersion", ret) {
-		v.cuda = cudaVersion(n)
+	if r.caps.can(callSystemGetCudaDriverVersion) {
+		if n, ret := r.lib.SystemGetCudaDriverVersion(); note("SystemGetCudaDriverVersion", ret) {
+			v.cuda = cudaVersion(n)
+		}
 	}
-	if s, ret := r.lib.SystemGetNVMLVersion(); note("SystemGetNVMLVersion", ret) {
-		v.nvml = s
+	if r.caps.can(callSystemGetNVMLVersion) {
+		if s, ret := r.lib.SystemGetNVMLVersion(); note("SystemGetNVMLVersion", ret) {
+			v.nvml = s
+		}
 	}
 	if firstErr == nil {
 		v.known = true
@@ -59,6 +69,7 @@ func cudaVersion(n int) string {
 // staticInfo is the part of Info that cannot change while the driver is loaded.
 type staticInfo struct {
 	name, brand, architecture, pciBusID, serial, vbios, computeCapability string
+	minor                                                                 snapshot.Opt[int]
 }
 
 // readInfo fills Device.Info: the static identity (cached after the first
@@ -78,21 +89,28 @@ func (d *deviceReader) readInfo() {
 	info.Brand = s.brand
 	info.Architecture = s.architecture
 	info.PCIBusID = s.pciBusID
+	info.MinorNumber = s.minor
 	info.Serial = s.serial
 	info.VBIOSVersion = s.vbios
 	info.ComputeCapability = s.computeCapability
 
-	if mode, ret := d.dev.GetPersistenceMode(); d.ok(gInfo, "GetPersistenceMode", ret) {
-		info.PersistenceMode = enabledDisabled(mode == nvml.FEATURE_ENABLED)
+	if d.can(callGetPersistenceMode) {
+		if mode, ret := d.dev.GetPersistenceMode(); d.ok(gInfo, "GetPersistenceMode", ret) {
+			info.PersistenceMode = enabledDisabled(mode == nvml.FEATURE_ENABLED)
+		}
 	}
-	if mode, ret := d.dev.GetComputeMode(); d.ok(gInfo, "GetComputeMode", ret) {
-		info.ComputeMode = computeModeName(mode)
+	if d.can(callGetComputeMode) {
+		if mode, ret := d.dev.GetComputeMode(); d.ok(gInfo, "GetComputeMode", ret) {
+			info.ComputeMode = computeModeName(mode)
+		}
 	}
 	if enabled, known := d.migMode(gInfo); known {
 		info.MIGMode = enabledDisabled(enabled)
 	}
-	if current, _, ret := d.dev.GetEccMode(); d.ok(gInfo, "GetEccMode", ret) {
-		info.ECCMode = enabledDisabled(current == nvml.FEATURE_ENABLED)
+	if d.can(callGetEccMode) {
+		if current, _, ret := d.dev.GetEccMode(); d.ok(gInfo, "GetEccMode", ret) {
+			info.ECCMode = enabledDisabled(current == nvml.FEATURE_ENABLED)
+		}
 	}
 }
 
@@ -101,26 +119,45 @@ func (d *deviceReader) readInfo() {
 func (d *deviceReader) readStaticInfo() (s *staticInfo, complete bool) {
 	s = &staticInfo{}
 	before := d.out.stats[gInfo].err
-	if v, ret := d.dev.GetName(); d.ok(gInfo, "GetName", ret) {
-		s.name = v
+	if d.can(callGetName) {
+		if v, ret := d.dev.GetName(); d.ok(gInfo, "GetName", ret) {
+			s.name = v
+		}
 	}
-	if v, ret := d.dev.GetBrand(); d.ok(gInfo, "GetBrand", ret) {
-		s.brand = brandName(v)
+	if d.can(callGetBrand) {
+		if v, ret := d.dev.GetBrand(); d.ok(gInfo, "GetBrand", ret) {
+			s.brand = brandName(v)
+		}
 	}
-	if v, ret := d.dev.GetArchitecture(); d.ok(gInfo, "GetArchitecture", ret) {
-		s.architecture = architectureName(v)
+	if d.can(callGetArchitecture) {
+		if v, ret := d.dev.GetArchitecture(); d.ok(gInfo, "GetArchitecture", ret) {
+			s.architecture = architectureName(v)
+		}
 	}
-	if v, ret := d.dev.GetPciInfo(); d.ok(gInfo, "GetPciInfo", ret) {
-		s.pciBusID = cString(v.BusId[:])
+	if d.can(callGetPciInfo) {
+		if v, ret := d.dev.GetPciInfo(); d.ok(gInfo, "GetPciInfo", ret) {
+			s.pciBusID = cString(v.BusId[:])
+		}
 	}
-	if v, ret := d.dev.GetSerial(); d.ok(gInfo, "GetSerial", ret) {
-		s.serial = v
+	if d.can(callGetMinorNumber) {
+		if v, ret := d.dev.GetMinorNumber(); d.ok(gInfo, "GetMinorNumber", ret) {
+			s.minor = snapshot.Opt[int]{Value: v, Valid: true}
+		}
 	}
-	if v, ret := d.dev.GetVbiosVersion(); d.ok(gInfo, "GetVbiosVersion", ret) {
-		s.vbios = v
+	if d.can(callGetSerial) {
+		if v, ret := d.dev.GetSerial(); d.ok(gInfo, "GetSerial", ret) {
+			s.serial = v
+		}
 	}
-	if major, minor, ret := d.dev.GetCudaComputeCapability(); d.ok(gInfo, "GetCudaComputeCapability", ret) {
-		s.computeCapability = strconv.Itoa(major) + "." + strconv.Itoa(minor)
+	if d.can(callGetVbiosVersion) {
+		if v, ret := d.dev.GetVbiosVersion(); d.ok(gInfo, "GetVbiosVersion", ret) {
+			s.vbios = v
+		}
+	}
+	if d.can(callGetCudaComputeCapability) {
+		if major, minor, ret := d.dev.GetCudaComputeCapability(); d.ok(gInfo, "GetCudaComputeCapability", ret) {
+			s.computeCapability = strconv.Itoa(major) + "." + strconv.Itoa(minor)
+		}
 	}
 	complete = d.gone == "" && d.out.stats[gInfo].err == before
 	return s, complete
@@ -132,14 +169,17 @@ func (d *deviceReader) readStaticInfo() (s *staticInfo, complete bool) {
 func (d *deviceReader) migMode(g groupID) (enabled, known bool) {
 	if !d.migModeRead {
 		d.migModeRead = true
-		current, _, ret := d.dev.GetMigMode()
-		if d.ok(g, "GetMigMode", ret) {
-			d.migEnabled = current == nvml.DEVICE_MIG_ENABLE
-			return d.migEnabled, true
+		if !d.can(callGetMigMode) {
+			return false, false
 		}
-		return false, false
+		current, pending, ret := d.dev.GetMigMode()
+		if d.ok(g, "GetMigMode", ret) {
+			d.migModeKnown = true
+			d.migEnabled = current == nvml.DEVICE_MIG_ENABLE
+			d.migPending = pending != current
+		}
 	}
-	return d.migEnabled, true
+	return d.migEnabled, d.migModeKnown
 }
 
 func enabledDisabled(on bool) string {

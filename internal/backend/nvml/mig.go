@@ -27,6 +27,9 @@ func (d *deviceReader) migDevices(g groupID) []migDevice {
 		return d.migDevs
 	}
 	d.migListed = true
+	if !d.r.caps.migDevices() {
+		return nil
+	}
 	if enabled, _ := d.migMode(g); !enabled {
 		return nil
 	}

@@ -15,6 +15,10 @@ func (d *deviceReader) discoverNVLinks() {
 	if d.st.nvlinksKnown {
 		return
 	}
+	if !d.can(callGetNvLinkState) {
+		d.st.nvlinksKnown = true
+		return
+	}
 	var links []int
 	complete := true
 	for link := range nvml.NVLINK_MAX_LINKS {
@@ -22,7 +26,7 @@ func (d *deviceReader) discoverNVLinks() {
 		switch ret {
 		case nvml.SUCCESS:
 			links = append(links, link)
-		case nvml.ERROR_NOT_SUPPORTED, nvml.ERROR_INVALID_ARGUMENT, nvml.ERROR_FUNCTION_NOT_FOUND:
+		case nvml.ERROR_NOT_SUPPORTED, nvml.ERROR_INVALID_ARGUMENT:
 		default:
 			complete = false
 			if !d.ok(gNVLink, "GetNvLinkState", ret) && d.gone != "" {
@@ -37,6 +41,9 @@ func (d *deviceReader) discoverNVLinks() {
 // nvlinkErrors reads a link's error counters. A switch rather than a table
 // of field pointers keeps the link struct on the stack.
 func (d *deviceReader) nvlinkErrors(l *snapshot.NVLink) {
+	if !d.can(callGetNvLinkErrorCounter) {
+		return
+	}
 	for _, c := range [...]nvml.NvLinkErrorCounter{
 		nvml.NVLINK_ERROR_DL_CRC_FLIT, nvml.NVLINK_ERROR_DL_CRC_DATA,
 		nvml.NVLINK_ERROR_DL_REPLAY, nvml.NVLINK_ERROR_DL_RECOVERY,

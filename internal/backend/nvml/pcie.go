@@ -21,19 +21,29 @@ func (d *deviceReader) readPCIe(p *snapshot.PCIe) {
 			p.RxBytes = snapshot.Some(d.st.pcieRx.widen(n))
 		}
 	}
-	if n, ret := d.dev.GetCurrPcieLinkGeneration(); d.ok(gPCIe, "GetCurrPcieLinkGeneration", ret) {
-		p.LinkGen = snapshot.Some(n)
+	if d.can(callGetCurrPcieLinkGeneration) {
+		if n, ret := d.dev.GetCurrPcieLinkGeneration(); d.ok(gPCIe, "GetCurrPcieLinkGeneration", ret) {
+			p.LinkGen = snapshot.Some(n)
+		}
 	}
-	if n, ret := d.dev.GetCurrPcieLinkWidth(); d.ok(gPCIe, "GetCurrPcieLinkWidth", ret) {
-		p.LinkWidth = snapshot.Some(n)
+	if d.can(callGetCurrPcieLinkWidth) {
+		if n, ret := d.dev.GetCurrPcieLinkWidth(); d.ok(gPCIe, "GetCurrPcieLinkWidth", ret) {
+			p.LinkWidth = snapshot.Some(n)
+		}
 	}
-	if n, ret := d.dev.GetMaxPcieLinkGeneration(); d.ok(gPCIe, "GetMaxPcieLinkGeneration", ret) {
-		p.MaxLinkGen = snapshot.Some(n)
+	if d.can(callGetMaxPcieLinkGeneration) {
+		if n, ret := d.dev.GetMaxPcieLinkGeneration(); d.ok(gPCIe, "GetMaxPcieLinkGeneration", ret) {
+			p.MaxLinkGen = snapshot.Some(n)
+		}
 	}
-	if n, ret := d.dev.GetMaxPcieLinkWidth(); d.ok(gPCIe, "GetMaxPcieLinkWidth", ret) {
-		p.MaxLinkWidth = snapshot.Some(n)
+	if d.can(callGetMaxPcieLinkWidth) {
+		if n, ret := d.dev.GetMaxPcieLinkWidth(); d.ok(gPCIe, "GetMaxPcieLinkWidth", ret) {
+			p.MaxLinkWidth = snapshot.Some(n)
+		}
 	}
-	if n, ret := d.dev.GetPcieReplayCounter(); d.ok(gPCIe, "GetPcieReplayCounter", ret) && n >= 0 {
-		p.ReplayCounter = snapshot.Some(uint64(n))
+	if d.can(callGetPcieReplayCounter) {
+		if n, ret := d.dev.GetPcieReplayCounter(); d.ok(gPCIe, "GetPcieReplayCounter", ret) && n >= 0 {
+			p.ReplayCounter = snapshot.Some(uint64(n))
+		}
 	}
 }

@@ -34,6 +34,9 @@ func (d *deviceReader) readProcesses() []snapshot.Process {
 	var onMIG map[key]bool
 	for _, m := range d.migDevices(gProcesses) {
 		for _, kind := range processKinds {
+			if !d.can(kind.need) {
+				continue
+			}
 			list, ret := kind.list(m.handle)
 			if !d.ok(gProcesses, kind.call, ret) {
 				continue
@@ -55,6 +58,9 @@ func (d *deviceReader) readProcesses() []snapshot.Process {
 	for _, kind := range processKinds {
 		if d.migEnabled && d.st.migParentDenied {
 			break
+		}
+		if !d.can(kind.need) {
+			continue
 		}
 		list, ret := kind.list(d.dev)
 		if d.migEnabled && ret == nvml.ERROR_NO_PERMISSION {
@@ -87,7 +93,7 @@ func (d *deviceReader) readProcesses() []snapshot.Process {
 	}
 
 	procs = mergeContexts(procs)
-	if len(procs) > 0 {
+	if len(procs) > 0 && d.can(callGetProcessUtilization) {
 		d.readProcessUtilization(procs)
 	}
 	return procs
@@ -96,10 +102,14 @@ func (d *deviceReader) readProcesses() []snapshot.Process {
 var processKinds = [...]struct {
 	name string
 	call string
+	need nvmlCall
 	list func(nvml.Device) ([]nvml.ProcessInfo, nvml.Return)
 }{
-	{"compute", "GetComputeRunningProcesses", nvml.Device.GetComputeRunningProcesses},
-	{"graphics", "GetGraphicsRunningProcesses", nvml.Device.GetGraphicsRunningProcesses},
+	{"compute", "GetComputeRunningProcesses", callGetComputeRunningProcesses, nvml.Device.GetComputeRunningProcesses},
+	{"graphics", "GetGraphicsRunningProcesses", callGetGraphicsRunningProcesses, nvml.Device.GetGraphicsRunningProcesses},
+	// MPS clients; a client also in the compute list is merged into one
+	// process of type "compute+mps" (see mergeContexts).
+	{processTypeMPS, "GetMPSComputeRunningProcesses", callGetMPSComputeRunningProcesses, nvml.Device.GetMPSComputeRunningProcesses},
 }
 
 func newProcess(gpu int, uuid, kind string, info nvml.ProcessInfo) snapshot.Process {

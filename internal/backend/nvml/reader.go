@@ -31,6 +31,9 @@ type Options struct {
 	// Parallel is how many devices are read concurrently. Default
 	// min(2*NumCPU, 8).
 	Parallel int
+	// Library names the driver library in Snapshot.Driver.Library. Default:
+	// the path libnvidia-ml was loaded from.
+	Library string
 	// WaitForGPM makes the first Read wait until the GPM windows opened by
 	// New span a second (see gpmMinWindow), so that a one-shot reading
 	// (textfile, ps) has GPM values. A server leaves it off: its first
@@ -43,8 +46,13 @@ type Options struct {
 // process-utilization timestamp), so one Reader should serve all scrapes.
 // Read is safe for concurrent use.
 type Reader struct {
-	lib      nvml.Interface
-	groups   groupSet
+	lib    nvml.Interface
+	groups groupSet
+	// caps says which calls the loaded library exports; no call outside
+	// it is ever made (it would end the process).
+	caps capabilities
+	// driver is fixed after New and copied into every snapshot.
+	driver   snapshot.Driver
 	now      func() time.Time
 	log      *slog.Logger
 	parallel int
@@ -102,14 +110,17 @@ func New(lib nvml.Interface, opts Options) (*Reader, error) {
 	case nvml.ERROR_LIBRARY_NOT_FOUND:
 		return nil, fmt.Errorf("nvml init: %w", ErrLibraryNotFound)
 	default:
-		return nil, fmt.Errorf("nvml init: %w", ret)
+		return nil, initError(lib, ret)
+	}
+	if err := r.inspectDriver(opts.Library); err != nil {
+		return nil, err
 	}
 
 	if r.groups[gGPM] {
 		r.primeGPM()
 	}
-	if r.groups[gXID] {
-		r.xid, r.xidSetupErr = startXIDWatcher(lib, r.log)
+	if r.groups[gXID] && r.caps.xid() {
+		r.xid, r.xidSetupErr = startXIDWatcher(lib, &r.caps, r.log)
 	}
 	return r, nil
 }
@@ -152,7 +163,7 @@ func (r *Reader) Read(ctx context.Context) (*snapshot.Snapshot, error) {
 		return nil, errClosed
 	}
 
-	snap := &snapshot.Snapshot{Time: r.now()}
+	snap := &snapshot.Snapshot{Time: r.now(), Driver: r.driver}
 	var stats groupStats
 
 	if r.groups[gInfo] {
@@ -246,6 +257,7 @@ func (r *Reader) readDevices(ctx context.Context, count int) ([]*deviceResult, e
 	results := make([]*deviceResult, count)
 	done := make(chan finished, count) // buffered: an abandoned read never blocks on it
 	slots := make(chan struct{}, max(r.parallel, 1))
+	hold := slotHold(ctx, count, cap(slots))
 	pending := 0
 	for i := range count {
 		if !r.blocked.start(i) {
@@ -262,9 +274,16 @@ func (r *Reader) readDevices(ctx context.Context, count int) ([]*deviceResult, e
 				// reports this device as not answering.
 				return
 			}
+			// A read that outlasts hold gives its slot up and runs on
+			// without one: a hung GPU must not keep a healthy one from
+			// being read before the deadline.
+			var release sync.Once
+			freeSlot := func() { release.Do(func() { <-slots }) }
+			timer := time.AfterFunc(hold, freeSlot)
 			res := new(deviceResult)
 			r.readDevice(i, res)
-			<-slots
+			timer.Stop()
+			freeSlot()
 			done <- finished{i, res}
 		}()
 	}
@@ -288,6 +307,22 @@ func (r *Reader) readDevices(ctx context.Context, count int) ([]*deviceResult, e
 		}
 	}
 	return results, nil
+}
+
+// slotHold is how long one device read may keep its slot. The slots bound
+// concurrent NVML work for throughput, not for safety: the reads running
+// without a slot are at most one per device (blockedReads). Reads are
+// split into rounds of one slot each, and each round may take half its
+// share of the budget before its slots are handed on, so even when every
+// GPU hangs each one gets started before the deadline.
+func slotHold(ctx context.Context, count, slots int) time.Duration {
+	const floor = 10 * time.Millisecond
+	deadline, ok := ctx.Deadline()
+	if !ok {
+		return time.Second
+	}
+	rounds := (count + slots - 1) / max(slots, 1)
+	return max(time.Until(deadline)/time.Duration(2*max(rounds, 1)), floor)
 }
 
 // notAnswering is the reading of a device whose read did not return in time.

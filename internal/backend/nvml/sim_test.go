@@ -203,7 +203,7 @@ func TestSimDGXH100EveryGroupPlausible(t *testing.T) {
 			t.Errorf("process %d on gpu %d: MIG uuid %q", p.PID, p.GPU, p.MIGUUID)
 		}
 	}
-	if len(snap.Processes) != 9 || perGPU[6] != 2 || perGPU[7] != 1 {
+	if len(snap.Processes) != 8 || perGPU[5] != 0 || perGPU[6] != 2 || perGPU[7] != 1 {
 		t.Errorf("processes per GPU = %v", perGPU)
 	}
 	if p := snap.Processes[0]; p.PID != 71201 || p.UsedMemory.Value != 74*gib {
@@ -523,7 +523,7 @@ func TestSimConcurrentReads(t *testing.T) {
 						return
 					}
 				}
-				if len(snap.Devices) != 8 || len(snap.Processes) != 9 {
+				if len(snap.Devices) != 8 || len(snap.Processes) != 8 {
 					t.Errorf("snapshot has %d devices, %d processes", len(snap.Devices), len(snap.Processes))
 					return
 				}

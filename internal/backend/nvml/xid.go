@@ -33,8 +33,9 @@ const (
 // GPU_IS_LOST it is built again without the lost GPU (whose registration
 // now fails), so that the other GPUs' XIDs keep arriving.
 type xidWatcher struct {
-	lib nvml.Interface
-	log *slog.Logger
+	lib  nvml.Interface
+	caps *capabilities // the watcher is started only when caps.xid()
+	log  *slog.Logger
 
 	// set and devices belong to the run goroutine once it started.
 	set nvml.EventSet
@@ -66,9 +67,10 @@ type xidCounts struct {
 // report XIDs and starts the watcher. It returns nil without an error when
 // no device supports XID events (e.g. the simulator's consumer profile) and
 // an error, to report in the xid group's status, for other failures.
-func startXIDWatcher(lib nvml.Interface, log *slog.Logger) (*xidWatcher, error) {
+func startXIDWatcher(lib nvml.Interface, caps *capabilities, log *slog.Logger) (*xidWatcher, error) {
 	w := &xidWatcher{
 		lib:    lib,
+		caps:   caps,
 		log:    log,
 		counts: make(map[string]*xidCounts),
 		quit:   make(chan struct{}),
@@ -111,8 +113,10 @@ func (w *xidWatcher) build() (set nvml.EventSet, devices []xidDevice, err error)
 		}
 		// When the device says which events it supports, respect it;
 		// otherwise let RegisterEvents decide.
-		if types, ret := dev.GetSupportedEventTypes(); ret == nvml.SUCCESS && types&nvml.EventTypeXidCriticalError == 0 {
-			continue
+		if w.caps.can(callGetSupportedEventTypes) {
+			if types, ret := dev.GetSupportedEventTypes(); ret == nvml.SUCCESS && types&nvml.EventTypeXidCriticalError == 0 {
+				continue
+			}
 		}
 		switch ret := dev.RegisterEvents(nvml.EventTypeXidCriticalError, set); classify(ret) {
 		case succeeded:

@@ -5,13 +5,15 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"reflect"
 	"regexp"
 	"strings"
 	"time"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/gpuwatch/gpuwatch/internal/configfile"
+	"github.com/gpuwatch/gpuwatch/internal/nvmlbranch"
 )
 
 // Config is the simulator's YAML configuration. Its schema is a public
@@ -27,6 +29,15 @@ type Config struct {
 	// PinTime, when set, freezes the simulated elapsed time: every reading,
 	// counter and fault is evaluated at this instant. Used by golden tests.
 	PinTime *Duration `yaml:"pin_time"`
+	// Driver, when set, names the NVIDIA driver branch the simulated
+	// library is ("R535"; see nvmlbranch): it exports only that branch's
+	// functions and knows only its field IDs. Empty: every function.
+	Driver string `yaml:"driver"`
+	// Seed makes this simulated host's GPU UUIDs and serials its own, so
+	// that two simulated hosts with one profile do not share UUIDs (every
+	// PromQL join on uuid would mix them). gpuwatch sets it to the host
+	// name unless told otherwise; empty keeps the profile's own UUIDs.
+	Seed string `yaml:"seed"`
 
 	// source is the file (or name) the config was parsed from, for errors.
 	source string
@@ -51,6 +62,8 @@ type ProcessSpec struct {
 	// Type is "compute" (default), "graphics", or "compute+graphics" for a
 	// process holding both contexts (NVML then lists it in both process
 	// lists, each time with all of its memory).
+	// "mps" is a client of an MPS server, listed only by
+	// GetMPSComputeRunningProcesses; "compute+mps" one listed by both.
 	Type string `yaml:"type"`
 
 	line int // line in the config file, 0 for profile defaults
@@ -74,6 +87,10 @@ type Fault struct {
 	// HangFor has passed (forever when HangFor is absent).
 	HangAfter *Duration `yaml:"hang_after"`
 	HangFor   *Duration `yaml:"hang_for"`
+	// MIGModePending: the GPU's MIG mode was changed (nvidia-smi -mig) and
+	// waits for a GPU reset, so GetMigMode reports a pending mode other
+	// than the current one. Needs a MIG-capable GPU.
+	MIGModePending bool `yaml:"mig_mode_pending"`
 
 	line int
 }
@@ -108,7 +125,7 @@ func (d Duration) MarshalYAML() (any, error) { return d.String(), nil }
 
 // LoadConfig reads and parses a YAML config file.
 func LoadConfig(path string) (Config, error) {
-	data, err := os.ReadFile(path)
+	data, err := configfile.Read(path)
 	if err != nil {
 		return Config{}, fmt.Errorf("sim config: %w", err)
 	}
@@ -223,6 +240,16 @@ func (c *Config) where(list string, i, line int) string {
 
 // validateShape checks what does not depend on the profile.
 func (c *Config) validateShape() error {
+	if c.Driver != "" {
+		if _, ok := nvmlbranch.Lookup(c.Driver); !ok {
+			src := c.source
+			if src == "" {
+				src = "sim config"
+			}
+			return fmt.Errorf("%s: driver %q is not a known driver branch (one of %s)",
+				src, c.Driver, strings.Join(nvmlbranch.Names(), ", "))
+		}
+	}
 	for i, p := range c.Processes {
 		at := c.where("processes", i, p.line)
 		if p.PID == 0 {
@@ -231,16 +258,16 @@ func (c *Config) validateShape() error {
 		if p.GPU < 0 {
 			return fmt.Errorf("%s: gpu %d is negative", at, p.GPU)
 		}
-		if p.SMUtilization < 0 || p.SMUtilization > 1 {
+		if !(p.SMUtilization >= 0 && p.SMUtilization <= 1) { // NaN fails both
 			return fmt.Errorf("%s: sm_utilization %g is not a ratio between 0 and 1", at, p.SMUtilization)
 		}
-		if p.MemoryUtilization < 0 || p.MemoryUtilization > 1 {
+		if !(p.MemoryUtilization >= 0 && p.MemoryUtilization <= 1) {
 			return fmt.Errorf("%s: memory_utilization %g is not a ratio between 0 and 1", at, p.MemoryUtilization)
 		}
 		switch p.Type {
-		case "", "compute", "graphics", "compute+graphics":
+		case "", "compute", "graphics", "compute+graphics", "mps", "compute+mps":
 		default:
-			return fmt.Errorf("%s: type %q is not \"compute\", \"graphics\" or \"compute+graphics\"", at, p.Type)
+			return fmt.Errorf("%s: type %q is not \"compute\", \"graphics\", \"compute+graphics\", \"mps\" or \"compute+mps\"", at, p.Type)
 		}
 		if p.ComputeInstance != nil && p.GPUInstance == nil {
 			return fmt.Errorf("%s: compute_instance needs gpu_instance", at)
@@ -251,14 +278,14 @@ func (c *Config) validateShape() error {
 		if f.GPU < 0 {
 			return fmt.Errorf("%s: gpu %d is negative", at, f.GPU)
 		}
-		if f.LostAfter == nil && len(f.Unsupported) == 0 && f.XID == 0 && f.HangAfter == nil {
+		if f.LostAfter == nil && len(f.Unsupported) == 0 && f.XID == 0 && f.HangAfter == nil && !f.MIGModePending {
 			if f.At != nil {
 				return fmt.Errorf("%s: 'at' needs an 'xid'", at)
 			}
 			if f.HangFor != nil {
 				return fmt.Errorf("%s: 'hang_for' needs a 'hang_after'", at)
 			}
-			return fmt.Errorf("%s: a fault needs lost_after, unsupported, xid or hang_after", at)
+			return fmt.Errorf("%s: a fault needs lost_after, unsupported, xid, hang_after or mig_mode_pending", at)
 		}
 		if f.HangFor != nil && f.HangAfter == nil {
 			return fmt.Errorf("%s: 'hang_for' needs a 'hang_after'", at)

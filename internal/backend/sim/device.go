@@ -39,6 +39,8 @@ type device struct {
 	nvlinkUp   bool
 	processes  []simProcess
 	migEnabled bool
+	// migPending: a MIG mode change waits for a reset (fault mig_mode_pending).
+	migPending bool
 	gpuInsts   []*gpuInstance
 	migDevices []*migDevice // in MIG device index order
 }
@@ -56,7 +58,7 @@ func newDevice(s *Sim, index int) *device {
 	m := p.model
 	d := &device{
 		sim: s, model: m, index: index,
-		uuid:      "GPU-" + stableUUID(p.name, fmt.Sprint(index)),
+		uuid:      "GPU-" + s.stableUUID(p.name, fmt.Sprint(index)),
 		features:  m.features,
 		lostAfter: -1,
 		hangAfter: -1,
@@ -67,7 +69,7 @@ func newDevice(s *Sim, index int) *device {
 	}
 	d.unmodelledDevice = deviceSafetyNet(d)
 	if m.serialPrefix != "" {
-		d.serial = fmt.Sprintf("%s%08d", m.serialPrefix, stableNumber(p.name, fmt.Sprint(index))%100000000)
+		d.serial = fmt.Sprintf("%s%08d", m.serialPrefix, stableNumber(s.hostParts(p.name, fmt.Sprint(index))...)%100000000)
 	}
 	bus := p.busIDs[index%len(p.busIDs)]
 	domain := uint32(index / len(p.busIDs))
@@ -84,6 +86,19 @@ func newDevice(s *Sim, index int) *device {
 		d.buildMIG(layout)
 	}
 	return d
+}
+
+// stableUUID derives an identifier of this simulated host from its parts:
+// the same in every run with the same seed, different on another host.
+func (s *Sim) stableUUID(parts ...string) string { return stableUUID(s.hostParts(parts...)...) }
+
+// hostParts puts the host's seed before parts; without a seed the parts are
+// kept as they are, so the profile's own identifiers stay what they were.
+func (s *Sim) hostParts(parts ...string) []string {
+	if s.seed == "" {
+		return parts
+	}
+	return append([]string{"seed", s.seed}, parts...)
 }
 
 // stableUUID derives a UUID-formatted string from its parts, so that UUIDs
@@ -264,16 +279,22 @@ func (d *device) GetComputeMode() (nvml.ComputeMode, nvml.Return) {
 }
 
 // GetMigMode reports current and pending mode; MIG-capable cards not in
-// MIG mode answer DISABLE, others NOT_SUPPORTED.
+// MIG mode answer DISABLE, others NOT_SUPPORTED. The pending mode differs
+// only with the mig_mode_pending fault (a change waiting for a reset).
 func (d *device) GetMigMode() (int, int, nvml.Return) {
 	_, r := d.begin(featMIG)
 	if r != nvml.SUCCESS {
 		return 0, 0, r
 	}
+	current := nvml.DEVICE_MIG_DISABLE
 	if d.migEnabled {
-		return nvml.DEVICE_MIG_ENABLE, nvml.DEVICE_MIG_ENABLE, r
+		current = nvml.DEVICE_MIG_ENABLE
 	}
-	return nvml.DEVICE_MIG_DISABLE, nvml.DEVICE_MIG_DISABLE, r
+	pending := current
+	if d.migPending {
+		pending = nvml.DEVICE_MIG_ENABLE + nvml.DEVICE_MIG_DISABLE - current
+	}
+	return current, pending, r
 }
 
 func (d *device) IsMigDeviceHandle() (bool, nvml.Return) {

@@ -110,6 +110,10 @@
 //
 //	profile: dgx-h100          # required, unless --sim.profile gives it
 //	pin_time: 1h               # optional: freeze the clock 1h after start
+//	driver: R535               # optional: answer as that driver branch's
+//	                           # library (see "Driver branches" below)
+//	seed: node-7               # optional: this host's GPU UUIDs and serials
+//	                           # (gpuwatch defaults it to the host name)
 //	processes:                 # GPU processes the simulated driver reports;
 //	                           # replaces the profile's defaults ([] = none)
 //	  - gpu: 0                 # device index
@@ -118,7 +122,9 @@
 //	    sm_utilization: 0.6    # ratio 0-1 (NVML reports percent)
 //	    memory_utilization: 0.3
 //	    type: compute          # compute (default), graphics, or compute+graphics
-//	                           # (then in both process lists, as in NVML)
+//	                           # (then in both process lists, as in NVML);
+//	                           # mps (an MPS client, in the MPS list only)
+//	                           # or compute+mps (in both)
 //	  - {gpu: 0, pid: 77, gpu_instance: 7, compute_instance: 0}
 //	                           # on a MIG-enabled GPU gpu_instance is
 //	                           # required; compute_instance defaults to 0
@@ -127,6 +133,7 @@
 //	  - {gpu: 4, hang_after: 1m, hang_for: 20s}    # every call blocks meanwhile
 //	  - {gpu: 1, unsupported: [power, fan_speed]}  # those reads: NOT_SUPPORTED
 //	  - {gpu: 2, xid: 79, at: 10s}                 # one XID event at 10s
+//	  - {gpu: 0, mig_mode_pending: true}           # a MIG mode change awaits a reset
 //
 // Durations are Go durations ("500ms", "30s", "1h30m"). A fault entry may
 // combine kinds. New checks the config against the profile: a GPU index
@@ -187,6 +194,22 @@
 //	vbios                   GetVbiosVersion
 //	mig                     GetMigMode, MIG device handles and instances
 //	events                  GetSupportedEventTypes, RegisterEvents
+//
+// # Driver branches
+//
+// Without a driver key the simulated library has every function of the
+// go-nvml it is built with. With driver: RNNN (one of nvmlbranch.Names:
+// R470 R510 R525 R535 R550 R570 R575 R580) it is that branch's
+// libnvidia-ml.so.1: Extensions().LookupSymbol finds only the functions
+// the branch exports; a field ID the branch does not know answers a
+// per-field ERROR_INVALID_ARGUMENT; the version calls report a released
+// driver of the branch. Sim.Library returns the library a program should
+// use: on it, calling a go-nvml method that needs a C function the branch
+// lacks panics with a *MissingFunctionError, because a real process dies
+// there (go-nvml binds lazily: "symbol lookup error: undefined symbol").
+// gpuwatch --backend=sim uses Sim.Library. The guard is generated
+// (guard_gen.go, by internal/genguard) from go-nvml's interfaces, and
+// which C symbols each method calls comes from nvmlbranch.
 //
 // # Calls the simulator does not model
 //

@@ -32,6 +32,10 @@ func (d *device) GetFieldValues(values []nvml.FieldValue) nvml.Return {
 			v.NvmlReturn = uint32(nvml.ERROR_GPU_IS_LOST)
 			continue
 		}
+		if !d.sim.knowsField(v.FieldId) { // a field ID newer than the simulated driver
+			v.NvmlReturn = uint32(nvml.ERROR_INVALID_ARGUMENT)
+			continue
+		}
 		v.NvmlReturn = uint32(d.fieldValue(t, v))
 		if v.NvmlReturn == uint32(nvml.SUCCESS) {
 			populated = true

@@ -97,7 +97,7 @@ func (d *device) buildMIG(layout []migGPUInstance) {
 			}
 			m := &migDevice{
 				parent: d, gi: gi, ci: ci, ciID: c.id, ciSlices: int(ciInfo.SliceCount),
-				uuid: "MIG-" + stableUUID(d.sim.profile.name, fmt.Sprint(d.index), "gi", fmt.Sprint(l.id), "ci", fmt.Sprint(c.id)),
+				uuid: "MIG-" + d.sim.stableUUID(d.sim.profile.name, fmt.Sprint(d.index), "gi", fmt.Sprint(l.id), "ci", fmt.Sprint(c.id)),
 				name: d.model.name + " MIG " + name,
 			}
 			m.unmodelledDevice = migDeviceSafetyNet(m)

@@ -16,7 +16,10 @@ type simProcess struct {
 	// compute and graphics say which contexts the process holds; NVML
 	// lists it in each matching process list.
 	compute, graphics bool
-	mig               *migDevice // nil unless the process runs in a MIG instance
+	// mps: the process is a client of an MPS server, listed by
+	// GetMPSComputeRunningProcesses (see mps.go).
+	mps bool
+	mig *migDevice // nil unless the process runs in a MIG instance
 }
 
 // noInstance is what NVML puts in ProcessInfo's instance IDs outside MIG.
@@ -35,8 +38,9 @@ func (s *Sim) placeProcesses(cfg *Config, procs []ProcessSpec) error {
 		sp := simProcess{
 			pid: p.PID, usedMemory: p.UsedMemoryBytes,
 			sm: p.SMUtilization, mem: p.MemoryUtilization,
-			compute:  p.Type != "graphics",
+			compute:  p.Type != "graphics" && p.Type != "mps",
 			graphics: p.Type == "graphics" || p.Type == "compute+graphics",
+			mps:      p.Type == "mps" || p.Type == "compute+mps",
 		}
 		for _, q := range d.processes {
 			if q.pid == p.PID {
@@ -114,15 +118,6 @@ func (d *device) parentProcesses(graphics bool) ([]nvml.ProcessInfo, nvml.Return
 		return nil, nvml.ERROR_NO_PERMISSION
 	}
 	return d.runningProcesses(graphics, nil)
-}
-
-// GetMPSComputeRunningProcesses: the simulated host runs no MPS server.
-func (d *device) GetMPSComputeRunningProcesses() ([]nvml.ProcessInfo, nvml.Return) {
-	_, r := d.begin(featProcesses)
-	if r != nvml.SUCCESS {
-		return nil, r
-	}
-	return []nvml.ProcessInfo{}, r
 }
 
 // runningProcesses lists the compute or graphics processes of the device,

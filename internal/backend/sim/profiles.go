@@ -65,7 +65,7 @@ var profiles = map[string]*profile{
 	},
 	"dgx-h100": {
 		name:        "dgx-h100",
-		description: "DGX H100: eight H100 80GB HBM3 with 18 active NVLinks each; a training job, an inference server, GPU 7 in MIG mode (3g.40gb+2g.20gb+2x1g.10gb)",
+		description: "DGX H100: eight H100 80GB HBM3 with 18 active NVLinks each; a 4-GPU training job, a fine-tuning job, an inference server and a notebook, GPU 5 idle, GPU 7 in MIG mode (3g.40gb+2g.20gb+2x1g.10gb)",
 		model:       h100SXM, count: 8, busIDs: dgxH100Buses, nvlinkActive: true,
 		// GPU 7 is split for small jobs, as `nvidia-smi mig -cgi 9,14,19,19 -C`
 		// would: one 3g.40gb, one 2g.20gb and two 1g.10gb instances, each with
@@ -85,9 +85,10 @@ var profiles = map[string]*profile{
 			{GPU: 1, PID: 71202, UsedMemoryBytes: 74 * gib, SMUtilization: 0.77, MemoryUtilization: 0.45},
 			{GPU: 2, PID: 71203, UsedMemoryBytes: 74 * gib, SMUtilization: 0.78, MemoryUtilization: 0.46},
 			{GPU: 3, PID: 71204, UsedMemoryBytes: 74 * gib, SMUtilization: 0.76, MemoryUtilization: 0.44},
-			// A 2-GPU fine-tuning job.
+			// A fine-tuning job on GPU 4. GPU 5 is idle: the demo
+			// (internal/demo) has a Slurm job hold it, the "allocated but
+			// idle" case operators look for.
 			{GPU: 4, PID: 83310, UsedMemoryBytes: 52 * gib, SMUtilization: 0.55, MemoryUtilization: 0.30},
-			{GPU: 5, PID: 83311, UsedMemoryBytes: 52 * gib, SMUtilization: 0.54, MemoryUtilization: 0.30},
 			// An inference server holding its KV cache, plus a notebook.
 			{GPU: 6, PID: 90412, UsedMemoryBytes: 70 * gib, SMUtilization: 0.35, MemoryUtilization: 0.52},
 			{GPU: 6, PID: 91877, UsedMemoryBytes: 3 * gib, SMUtilization: 0.02, MemoryUtilization: 0.01},

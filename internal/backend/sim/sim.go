@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
+
+	"github.com/gpuwatch/gpuwatch/internal/nvmlbranch"
 )
 
 // Epoch is the simulated clock's zero: Sim.Now() is Epoch + elapsed time.
@@ -31,6 +33,11 @@ type Sim struct {
 
 	profile *profile
 	devices []*device
+	branch  *nvmlbranch.Branch // the simulated driver branch; nil: every function
+
+	missingMu    sync.Mutex
+	missingCalls []string // calls the guard refused (guard.go)
+	seed         string   // Config.Seed
 
 	start time.Time // real time at New, origin of the unpinned clock
 	// pinned holds the pinned elapsed time in nanoseconds, or -1.
@@ -61,8 +68,11 @@ func New(cfg Config) (*Sim, error) {
 		}
 		return nil, err
 	}
-	s := &Sim{profile: p, start: time.Now(), clockChanged: make(chan struct{})}
+	s := &Sim{profile: p, seed: cfg.Seed, start: time.Now(), clockChanged: make(chan struct{})}
 	s.unmodelledLibrary = librarySafetyNet(s)
+	if cfg.Driver != "" {
+		s.branch, _ = nvmlbranch.Lookup(cfg.Driver) // validateShape checked it
+	}
 	s.pinned.Store(-1)
 	if cfg.PinTime != nil {
 		s.pinned.Store(int64(*cfg.PinTime))
@@ -110,6 +120,12 @@ func (s *Sim) applyFaults(cfg *Config) error {
 				return fmt.Errorf("%s: %w", cfg.where("faults", i, f.line), err)
 			}
 			d.features &^= setOf(feat)
+		}
+		if f.MIGModePending {
+			if !d.features.has(featMIG) {
+				return fmt.Errorf("%s: mig_mode_pending: gpu %d (%s) has no MIG", cfg.where("faults", i, f.line), f.GPU, d.model.name)
+			}
+			d.migPending = true
 		}
 		if f.XID != 0 {
 			var at time.Duration
@@ -189,33 +205,29 @@ func (s *Sim) Shutdown() nvml.Return {
 // ErrorString is NVML's text for a return code.
 func (s *Sim) ErrorString(r nvml.Return) string { return r.Error() }
 
-// Extensions answers symbol lookups: the simulated driver has every symbol.
-func (s *Sim) Extensions() nvml.ExtendedInterface { return everySymbol{} }
-
-// everySymbol is the simulated driver's symbol table: it has them all.
-type everySymbol struct{}
-
-func (everySymbol) LookupSymbol(string) error { return nil }
+// Extensions answers symbol lookups as the simulated driver branch's
+// library would (every symbol without a branch; see driver.go).
+func (s *Sim) Extensions() nvml.ExtendedInterface { return driverSymbols{s.branch} }
 
 func (s *Sim) SystemGetDriverVersion() (string, nvml.Return) {
 	if !s.initialized() {
 		return "", nvml.ERROR_UNINITIALIZED
 	}
-	return DriverVersion, nvml.SUCCESS
+	return s.driverVersion(), nvml.SUCCESS
 }
 
 func (s *Sim) SystemGetNVMLVersion() (string, nvml.Return) {
 	if !s.initialized() {
 		return "", nvml.ERROR_UNINITIALIZED
 	}
-	return NVMLVersion, nvml.SUCCESS
+	return s.nvmlVersion(), nvml.SUCCESS
 }
 
 func (s *Sim) SystemGetCudaDriverVersion() (int, nvml.Return) {
 	if !s.initialized() {
 		return 0, nvml.ERROR_UNINITIALIZED
 	}
-	return CUDADriverVersion, nvml.SUCCESS
+	return s.cudaDriverVersion(), nvml.SUCCESS
 }
 
 func (s *Sim) SystemGetCudaDriverVersion_v2() (int, nvml.Return) {

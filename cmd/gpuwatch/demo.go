@@ -1,0 +1,41 @@
+package main
+
+import (
+	"log/slog"
+
+	"github.com/gpuwatch/gpuwatch/internal/backend/sim"
+	"github.com/gpuwatch/gpuwatch/internal/demo"
+)
+
+// ownSources reports whether the user named any attribution source. With
+// --backend=sim and none named, the demo (internal/demo) gives the
+// simulated processes owners to find; naming one (a fixture /proc, a
+// runtime socket, Slurm) means the user brings their own.
+func (f *commonFlags) ownSources() bool {
+	a, s := f.attribution.set, f.slurm.set
+	return a.procfs || a.rootfs || a.docker || a.cri || a.kubelet || s.jobs || s.scontrol || s.squeue
+}
+
+// startDemo starts the demo's procfs, passwd, runtimes, kubelet and Slurm
+// for the simulated host.
+func (f *commonFlags) startDemo(logger *slog.Logger, s *sim.Sim) (*demo.Env, error) {
+	opts := demo.Options{Node: f.slurm.nodeName, Logger: logger}
+	for _, p := range s.Processes() {
+		opts.Processes = append(opts.Processes, demo.Process{GPU: p.GPU, GPUUUID: p.GPUUUID, PID: p.PID})
+	}
+	for i, uuid := range s.GPUUUIDs() {
+		opts.GPUs = append(opts.GPUs, demo.GPU{Index: i, UUID: uuid})
+	}
+	env, err := demo.Start(opts)
+	if err != nil {
+		return nil, err
+	}
+	logger.Debug("demo owners", "dir", env.Dir, "workloads", len(env.Workloads))
+	return env, nil
+}
+
+// useDemo points attribution at the demo's files and sockets.
+func (a *attributionFlags) useDemo(env *demo.Env) {
+	a.procfs, a.rootfs = env.ProcRoot, env.RootFS
+	a.dockerSocket, a.criSocket, a.kubeletSock = env.DockerSocket, env.CRISocket, env.KubeletSocket
+}

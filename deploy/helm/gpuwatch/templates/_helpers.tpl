@@ -1,0 +1,101 @@
+{{/* Chart name, truncated to the 63 characters a label value may hold. */}}
+{{- define "gpuwatch.name" -}}
+{{- default .Chart.Name .Values.nameOverride | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{/* Object name: the release name, plus the chart's unless it already contains it. */}}
+{{- define "gpuwatch.fullname" -}}
+{{- if .Values.fullnameOverride }}
+{{- .Values.fullnameOverride | trunc 63 | trimSuffix "-" }}
+{{- else }}
+{{- $name := default .Chart.Name .Values.nameOverride }}
+{{- if contains $name .Release.Name }}
+{{- .Release.Name | trunc 63 | trimSuffix "-" }}
+{{- else }}
+{{- printf "%s-%s" .Release.Name $name | trunc 63 | trimSuffix "-" }}
+{{- end }}
+{{- end }}
+{{- end }}
+
+{{- define "gpuwatch.selectorLabels" -}}
+app.kubernetes.io/name: {{ include "gpuwatch.name" . }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+{{- end }}
+
+{{- define "gpuwatch.labels" -}}
+helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" | trunc 63 | trimSuffix "-" }}
+{{ include "gpuwatch.selectorLabels" . }}
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+app.kubernetes.io/component: exporter
+{{- end }}
+
+{{- define "gpuwatch.serviceAccountName" -}}
+{{- if .Values.serviceAccount.create }}
+{{- default (include "gpuwatch.fullname" .) .Values.serviceAccount.name }}
+{{- else }}
+{{- default "default" .Values.serviceAccount.name }}
+{{- end }}
+{{- end }}
+
+{{- define "gpuwatch.image" -}}
+{{- if .Values.image.digest }}
+{{- printf "%s@%s" .Values.image.repository .Values.image.digest }}
+{{- else }}
+{{- printf "%s:%s" .Values.image.repository (default .Chart.AppVersion .Values.image.tag) }}
+{{- end }}
+{{- end }}
+
+{{/* True when gpuwatch reads a web configuration file. */}}
+{{- define "gpuwatch.webConfigEnabled" -}}
+{{- if or .Values.webConfig.existingSecret .Values.webConfig.tls.enabled .Values.webConfig.basicAuth.enabled }}true{{ end }}
+{{- end }}
+
+{{- define "gpuwatch.webConfigSecretName" -}}
+{{- default (printf "%s-web-config" (include "gpuwatch.fullname" .)) .Values.webConfig.existingSecret }}
+{{- end }}
+
+{{/* http or https, for the probes and the monitors. */}}
+{{- define "gpuwatch.scheme" -}}
+{{- if .Values.webConfig.tls.enabled }}https{{ else }}http{{ end }}
+{{- end }}
+
+{{/*
+Relabelings shared by the ServiceMonitor and the PodMonitor. prometheus-operator sets
+namespace, pod, container, service and endpoint target labels; gpuwatch's GPU-owner series
+carry pod, namespace and container labels of their own (the workload's), which would
+otherwise be renamed exported_pod and so on, or, with honorLabels, be replaced by gpuwatch's
+own pod wherever the owner label is empty. Dropping the target's copies keeps the owner's.
+The node name becomes instance (stable across pod restarts) and node.
+*/}}
+{{- define "gpuwatch.relabelings" -}}
+- action: replace
+  sourceLabels: [__meta_kubernetes_pod_node_name]
+  targetLabel: instance
+- action: replace
+  sourceLabels: [__meta_kubernetes_pod_node_name]
+  targetLabel: node
+- action: labeldrop
+  regex: (pod|namespace|container|service|endpoint)
+{{- end }}
+
+{{/*
+TLS and basic auth of a ServiceMonitor or PodMonitor endpoint, when gpuwatch serves them.
+*/}}
+{{- define "gpuwatch.monitorAuth" -}}
+{{- $v := .Values }}
+{{- if $v.webConfig.tls.enabled }}
+tlsConfig:
+  {{- toYaml $v.scrapeClient.tlsConfig | nindent 2 }}
+{{- end }}
+{{- if $v.webConfig.basicAuth.enabled }}
+{{- $s := $v.scrapeClient.basicAuthSecret }}
+basicAuth:
+  username:
+    name: {{ required "scrapeClient.basicAuthSecret.name: name the Secret holding the scrape user and password" $s.name }}
+    key: {{ $s.usernameKey }}
+  password:
+    name: {{ $s.name }}
+    key: {{ $s.passwordKey }}
+{{- end }}
+{{- end }}

@@ -1,0 +1,139 @@
+package demo
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"time"
+
+	"google.golang.org/grpc"
+	runtimev1 "k8s.io/cri-api/pkg/apis/runtime/v1"
+	podresourcesv1 "k8s.io/kubelet/pkg/apis/podresources/v1"
+)
+
+// Options describe the simulated host the demo serves.
+type Options struct {
+	Processes []Process
+	GPUs      []GPU
+	// Node is the host's Slurm node name (--slurm.node-name).
+	Node string
+	// Logger receives the servers' errors. Default: discard.
+	Logger *slog.Logger
+}
+
+// Env is a running demo: the paths and sockets to point attribution at,
+// and the Slurm commands. Close stops the servers and removes the files.
+type Env struct {
+	Dir           string // the temporary directory holding everything
+	ProcRoot      string // --path.procfs
+	RootFS        string // --path.rootfs
+	DockerSocket  string // --docker.socket, unix:///…
+	CRISocket     string // --cri.socket
+	KubeletSocket string // --kubelet.pod-resources-socket
+	Slurm         *SlurmCommands
+	Workloads     []Workload
+
+	closers []func()
+}
+
+// Start writes the demo's procfs tree and passwd and starts its servers.
+func Start(opts Options) (env *Env, err error) {
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	// Short: a unix socket path must fit in 108 bytes.
+	dir, err := os.MkdirTemp("", "gpuwatch-demo-")
+	if err != nil {
+		return nil, fmt.Errorf("demo: %w", err)
+	}
+	env = &Env{
+		Dir:       dir,
+		ProcRoot:  filepath.Join(dir, "proc"),
+		RootFS:    filepath.Join(dir, "root"),
+		Workloads: plan(opts.Processes, opts.GPUs),
+	}
+	env.closers = append(env.closers, func() { _ = os.RemoveAll(dir) })
+	defer func() {
+		if err != nil {
+			env.Close()
+			env = nil
+		}
+	}()
+	if err := os.MkdirAll(env.ProcRoot, 0o755); err != nil {
+		return nil, fmt.Errorf("demo: %w", err)
+	}
+	if err := writeProcfs(env.ProcRoot, env.Workloads); err != nil {
+		return nil, fmt.Errorf("demo procfs: %w", err)
+	}
+	if err := writePasswd(env.RootFS); err != nil {
+		return nil, fmt.Errorf("demo passwd: %w", err)
+	}
+
+	docker := filepath.Join(dir, "docker.sock")
+	if err := env.serveHTTP(docker, NewDockerAPI(env.Workloads), opts.Logger); err != nil {
+		return nil, err
+	}
+	env.DockerSocket = "unix://" + docker
+	env.CRISocket = filepath.Join(dir, "containerd.sock")
+	if err := env.serveGRPC(env.CRISocket, func(s *grpc.Server) {
+		runtimev1.RegisterRuntimeServiceServer(s, NewCRI(env.Workloads))
+	}, opts.Logger); err != nil {
+		return nil, err
+	}
+	env.KubeletSocket = filepath.Join(dir, "kubelet.sock")
+	if err := env.serveGRPC(env.KubeletSocket, func(s *grpc.Server) {
+		podresourcesv1.RegisterPodResourcesListerServer(s, NewKubelet(env.Workloads, opts.GPUs))
+	}, opts.Logger); err != nil {
+		return nil, err
+	}
+	env.Slurm = NewSlurmCommands(env.Workloads, opts.Node)
+	return env, nil
+}
+
+func (e *Env) serveHTTP(socket string, h http.Handler, logger *slog.Logger) error {
+	l, err := net.Listen("unix", socket)
+	if err != nil {
+		return fmt.Errorf("demo: %w", err)
+	}
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+	go func() {
+		if err := srv.Serve(l); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			logger.Warn("demo Docker API stopped", "err", err)
+		}
+	}()
+	e.closers = append(e.closers, func() { _ = srv.Close() })
+	return nil
+}
+
+// ServeGRPC serves a gRPC server on a new unix socket until stop is called.
+func ServeGRPC(socket string, register func(*grpc.Server)) (stop func(), err error) {
+	l, err := net.Listen("unix", socket)
+	if err != nil {
+		return nil, err
+	}
+	srv := grpc.NewServer()
+	register(srv)
+	go func() { _ = srv.Serve(l) }()
+	return srv.Stop, nil
+}
+
+func (e *Env) serveGRPC(socket string, register func(*grpc.Server), _ *slog.Logger) error {
+	stop, err := ServeGRPC(socket, register)
+	if err != nil {
+		return fmt.Errorf("demo: %w", err)
+	}
+	e.closers = append(e.closers, stop)
+	return nil
+}
+
+// Close stops the servers and removes the demo's files.
+func (e *Env) Close() {
+	for i := len(e.closers) - 1; i >= 0; i-- {
+		e.closers[i]()
+	}
+	e.closers = nil
+}

@@ -1,0 +1,87 @@
+package demo
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"strings"
+
+	"github.com/gpuwatch/gpuwatch/internal/slurm"
+)
+
+// SlurmCommands answers the two Slurm commands a compute node's job lookups
+// run, printing what Slurm 22.05 prints, so that the real parsers read it:
+//
+//	squeue -h -w NODE -t RUNNING -o %i
+//	scontrol show job -d -o JOBID
+//	scontrol ping, scontrol show node -o NODE (gpuwatch doctor)
+//
+// It is a slurm.CommandRunner; anything else fails as an unknown command.
+type SlurmCommands struct {
+	node string
+	jobs []Workload
+}
+
+var _ slurm.CommandRunner = (*SlurmCommands)(nil)
+
+// NewSlurmCommands runs the Slurm workloads on node.
+func NewSlurmCommands(workloads []Workload, node string) *SlurmCommands {
+	s := &SlurmCommands{node: node}
+	for _, w := range workloads {
+		if w.Kind == KindSlurm {
+			s.jobs = append(s.jobs, w)
+		}
+	}
+	return s
+}
+
+// Run implements slurm.CommandRunner.
+func (s *SlurmCommands) Run(_ context.Context, path string, args ...string) ([]byte, error) {
+	cmd := filepath.Base(path)
+	line := path + " " + strings.Join(args, " ")
+	switch {
+	case cmd == "squeue" && len(args) == 7 && args[0] == "-h" && args[1] == "-w" && args[3] == "-t" && args[4] == "RUNNING" && args[5] == "-o" && args[6] == "%i":
+		var b strings.Builder
+		if args[2] == s.node {
+			for _, j := range s.jobs {
+				b.WriteString(j.JobID + "\n")
+			}
+		}
+		return []byte(b.String()), nil
+	case cmd == "scontrol" && len(args) == 1 && args[0] == "ping":
+		return []byte("Slurmctld(primary) at demo-controller is UP\n"), nil
+	case cmd == "scontrol" && len(args) == 4 && args[0] == "show" && args[1] == "node" && args[2] == "-o":
+		if args[3] != s.node {
+			return nil, &slurm.CommandError{Command: line, Err: errors.New("exit status 1"), Stderr: "Node " + args[3] + " not found"}
+		}
+		return []byte(fmt.Sprintf("NodeName=%s Arch=x86_64 CPUTot=224 State=MIXED Gres=gpu:8 Partitions=gpu\n", s.node)), nil
+	case cmd == "scontrol" && len(args) == 5 && args[0] == "show" && args[1] == "job" && args[2] == "-d" && args[3] == "-o":
+		for _, j := range s.jobs {
+			if j.JobID == args[4] {
+				return []byte(s.showJob(j)), nil
+			}
+		}
+		return nil, &slurm.CommandError{Command: line, Err: errors.New("exit status 1"), Stderr: "slurm_load_jobs error: Invalid job id specified"}
+	}
+	return nil, &slurm.CommandError{Command: line, Err: errors.New("exit status 1"), Stderr: "the demo answers only squeue -w and scontrol show job"}
+}
+
+// Demo marks the demo's Slurm: its commands need not be on PATH.
+func (s *SlurmCommands) Demo() {}
+
+// showJob is one job as `scontrol show job -d -o` prints it.
+func (s *SlurmCommands) showJob(j Workload) string {
+	n := len(j.GPUs)
+	cpus := 8 * n
+	return fmt.Sprintf("JobId=%s JobName=%s UserId=%s(%d) GroupId=%s(%d) MCS_label=N/A Priority=4294901700 Nice=0 Account=%s QOS=normal "+
+		"JobState=RUNNING Reason=None Dependency=(null) Requeue=1 Restarts=0 BatchFlag=1 Reboot=0 ExitCode=0:0 RunTime=02:13:07 "+
+		"TimeLimit=1-00:00:00 Partition=%s NodeList=%s BatchHost=%s NumNodes=1 NumCPUs=%d NumTasks=%d CPUs/Task=8 "+
+		"TRES=cpu=%d,mem=%dG,node=1,billing=%d,gres/gpu=%d Socks/Node=* JOB_GRES=gpu:%d "+
+		"Nodes=%s CPU_IDs=0-%d Mem=%d GRES=gpu:%d(IDX:%s) MinCPUsNode=8 Features=(null) "+
+		"Command=/home/%s/jobs/%s.sbatch WorkDir=/home/%s\n",
+		j.JobID, j.JobName, j.User.Name, j.User.UID, j.User.Name, j.User.UID, j.Account,
+		j.Partition, s.node, s.node, cpus, n, cpus, 64*n, cpus, n, n,
+		s.node, cpus-1, 65536*n, n, joinInts(j.GPUs),
+		j.User.Name, j.JobName, j.User.Name)
+}

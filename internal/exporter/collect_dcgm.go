@@ -1,0 +1,230 @@
+package exporter
+
+import (
+	"github.com/gpuwatch/gpuwatch/internal/snapshot"
+)
+
+// The dcgm-exporter compatible series (--compat=dcgm): the same readings as
+// the native collectors, renamed, converted to dcgm-exporter's units and
+// labelled as dcgm-exporter labels them. Whole-GPU readings carry empty
+// GPU_I_* labels; on a MIG-enabled GPU, memory and profiling come per GPU
+// instance instead, as dcgm-exporter reports them.
+
+const (
+	mib          = 1 << 20
+	hertzPerMHz  = 1e6
+	percent      = 100
+	mJPerJoule   = 1000
+	dcgmDevicePx = "nvidia"
+)
+
+// throttleReasonBits are NVML's nvmlClocksEventReason* bits by the reason
+// names the snapshot uses, for DCGM_FI_DEV_CLOCK_THROTTLE_REASONS.
+var throttleReasonBits = map[string]uint64{
+	"gpu_idle":                    0x1,
+	"applications_clocks_setting": 0x2,
+	"sw_power_cap":                0x4,
+	"hw_slowdown":                 0x8,
+	"sync_boost":                  0x10,
+	"sw_thermal_slowdown":         0x20,
+	"hw_thermal_slowdown":         0x40,
+	"hw_power_brake_slowdown":     0x80,
+	"display_clock_setting":       0x100,
+}
+
+// dcgmSeries writes the series of one device, or of one MIG instance of it,
+// once per workload that holds it (once with empty workload labels when
+// none does), as dcgm-exporter's pod and HPC job mappings do.
+type dcgmSeries struct {
+	em     *emitter
+	lv     []string // dcgmLabels values; identity filled by setDevice
+	owners []*snapshot.Allocation
+}
+
+func (w *dcgmSeries) emit(m *metricDef, v float64) {
+	if !w.em.on(m) {
+		return
+	}
+	if len(w.owners) == 0 {
+		w.em.emit(m, v, w.lv)
+		return
+	}
+	for _, a := range w.owners {
+		w.lv[dcgmLabelContainer], w.lv[dcgmLabelNamespace], w.lv[dcgmLabelPod] = a.Pod.Container, a.Pod.Namespace, a.Pod.Name
+		w.lv[dcgmLabelHPCJob] = a.Slurm.JobID
+		w.em.emit(m, v, w.lv)
+	}
+	w.lv[dcgmLabelContainer], w.lv[dcgmLabelNamespace], w.lv[dcgmLabelPod], w.lv[dcgmLabelHPCJob] = "", "", "", ""
+}
+
+func dcgmOpt[T number](w *dcgmSeries, m *metricDef, o snapshot.Opt[T], scale float64) {
+	if o.Valid {
+		w.emit(m, float64(o.Value)*scale)
+	}
+}
+
+func dcgmOptBool(w *dcgmSeries, m *metricDef, o snapshot.Opt[bool]) {
+	if o.Valid {
+		w.emit(m, bool01(o.Value))
+	}
+}
+
+// collectDCGM renders one device that is up.
+func (e *Exporter) collectDCGM(em *emitter, s *snapshot.Snapshot, d *snapshot.Device) {
+	lv := em.lv[:len(dcgmLabels)]
+	clear(lv)
+	lv[0], lv[1], lv[2] = itoa(d.Index), d.UUID, d.Info.PCIBusID
+	if d.Info.MinorNumber.Valid {
+		lv[3] = dcgmDevicePx + itoa(d.Info.MinorNumber.Value)
+	}
+	lv[4], lv[5], lv[6] = d.Info.Name, e.hostname, s.DriverVersion
+	w := dcgmSeries{em: em, lv: lv, owners: e.dcgmOwners(s, d, "")}
+
+	t := &d.Temperature
+	dcgmOpt(&w, dGPUTemp, t.GPU, 1)
+	dcgmOpt(&w, dMemoryTemp, t.Memory, 1)
+	dcgmOpt(&w, dSlowdownTemp, t.SlowdownThreshold, 1)
+	dcgmOpt(&w, dShutdownTemp, t.ShutdownThreshold, 1)
+
+	p := &d.Power
+	dcgmOpt(&w, dPowerUsage, p.Usage, 1)
+	dcgmOpt(&w, dPowerLimit, p.EnforcedLimit, 1)
+	dcgmOpt(&w, dEnergy, p.Energy, mJPerJoule)
+
+	for _, c := range d.Clocks {
+		switch c.Type {
+		case "sm":
+			dcgmOpt(&w, dSMClock, c.Current, 1/hertzPerMHz)
+		case "memory":
+			dcgmOpt(&w, dMemClock, c.Current, 1/hertzPerMHz)
+		}
+	}
+	if d.ClockEvents != nil {
+		var mask uint64
+		for _, ev := range d.ClockEvents {
+			if ev.Active {
+				mask |= throttleReasonBits[ev.Reason]
+			}
+		}
+		w.emit(dThrottleReasons, float64(mask))
+	}
+
+	u := &d.Utilization
+	dcgmOpt(&w, dGPUUtil, u.GPU, percent)
+	dcgmOpt(&w, dMemCopyUtil, u.Memory, percent)
+	dcgmOpt(&w, dEncUtil, u.Encoder, percent)
+	dcgmOpt(&w, dDecUtil, u.Decoder, percent)
+	dcgmOpt(&w, dFanSpeed, d.FanSpeed, percent)
+
+	m := &d.Memory
+	dcgmOpt(&w, dFBReserved, m.Reserved, 1.0/mib)
+	if len(d.MIGInstances) == 0 {
+		dcgmOpt(&w, dFBTotal, m.Total, 1.0/mib)
+		dcgmOpt(&w, dFBFree, m.Free, 1.0/mib)
+		dcgmOpt(&w, dFBUsed, m.Used, 1.0/mib)
+		dcgmGPM(&w, &d.GPM)
+	}
+
+	dcgmOpt(&w, dXIDErrors, d.XIDLastCode, 1)
+
+	pc := &d.PCIe
+	dcgmOpt(&w, dPCIeReplay, pc.ReplayCounter, 1)
+	dcgmOpt(&w, dPCIeLinkGen, pc.LinkGen, 1)
+	dcgmOpt(&w, dPCIeLinkWidth, pc.LinkWidth, 1)
+
+	ecc := &d.ECC
+	dcgmOpt(&w, dECCSBEVol, ecc.VolatileCorrected, 1)
+	dcgmOpt(&w, dECCDBEVol, ecc.VolatileUncorrected, 1)
+	dcgmOpt(&w, dECCSBEAgg, ecc.AggregateCorrected, 1)
+	dcgmOpt(&w, dECCDBEAgg, ecc.AggregateUncorrected, 1)
+	dcgmOpt(&w, dRetiredSBE, ecc.RetiredPagesSingleBit, 1)
+	dcgmOpt(&w, dRetiredDBE, ecc.RetiredPagesDoubleBit, 1)
+	dcgmOptBool(&w, dRetiredPending, ecc.RetiredPagesPending)
+	dcgmOpt(&w, dRemapCorrectable, ecc.RemappedRowsCorrectable, 1)
+	dcgmOpt(&w, dRemapUncorrectable, ecc.RemappedRowsUncorrectable, 1)
+	dcgmOptBool(&w, dRemapFailure, ecc.RemappedRowsFailure)
+	dcgmOptBool(&w, dRemapPending, ecc.RemappedRowsPending)
+
+	dcgmNVLinkErrors(&w, d.NVLinks)
+	e.collectDCGMInstances(&w, s, d)
+}
+
+// collectDCGMInstances writes memory and profiling once per GPU instance of
+// a MIG-enabled GPU. A GPU instance holding several compute instances
+// reports the same memory through each of them; it is written once.
+func (e *Exporter) collectDCGMInstances(w *dcgmSeries, s *snapshot.Snapshot, d *snapshot.Device) {
+	seen := -1
+	for i := range d.MIGInstances {
+		mi := &d.MIGInstances[i]
+		if mi.GPUInstanceID == seen {
+			continue
+		}
+		seen = mi.GPUInstanceID
+		w.lv[dcgmLabelGIProfile], w.lv[dcgmLabelGIID] = mi.Profile, itoa(mi.GPUInstanceID)
+		w.owners = e.dcgmOwners(s, d, mi.UUID)
+		dcgmOpt(w, dFBTotal, mi.MemoryTotal, 1.0/mib)
+		dcgmOpt(w, dFBUsed, mi.MemoryUsed, 1.0/mib)
+		if mi.MemoryTotal.Valid && mi.MemoryUsed.Valid && mi.MemoryTotal.Value >= mi.MemoryUsed.Value {
+			w.emit(dFBFree, float64(mi.MemoryTotal.Value-mi.MemoryUsed.Value)/mib)
+		}
+		dcgmGPM(w, &mi.GPM)
+	}
+	w.lv[dcgmLabelGIProfile], w.lv[dcgmLabelGIID] = "", ""
+}
+
+func dcgmGPM(w *dcgmSeries, g *snapshot.GPM) {
+	dcgmOpt(w, dProfSMActive, g.SMActive, 1)
+	dcgmOpt(w, dProfSMOccupancy, g.SMOccupancy, 1)
+	dcgmOpt(w, dProfTensor, g.TensorActive, 1)
+	dcgmOpt(w, dProfDRAM, g.DRAMActive, 1)
+	dcgmOpt(w, dProfFP64, g.FP64Active, 1)
+	dcgmOpt(w, dProfFP32, g.FP32Active, 1)
+	dcgmOpt(w, dProfFP16, g.FP16Active, 1)
+}
+
+// dcgmNVLinkErrors writes the per-GPU totals of the link error counters,
+// which is how dcgm-exporter's *_COUNT_TOTAL fields report them.
+func dcgmNVLinkErrors(w *dcgmSeries, links []snapshot.NVLink) {
+	if len(links) == 0 {
+		return
+	}
+	sum := func(get func(*snapshot.NVLink) snapshot.Opt[uint64]) snapshot.Opt[uint64] {
+		var total snapshot.Opt[uint64]
+		for i := range links {
+			if v := get(&links[i]); v.Valid {
+				total.Value += v.Value
+				total.Valid = true
+			}
+		}
+		return total
+	}
+	dcgmOpt(w, dNVLinkCRCFlit, sum(func(l *snapshot.NVLink) snapshot.Opt[uint64] { return l.CRCFlitErrors }), 1)
+	dcgmOpt(w, dNVLinkCRCData, sum(func(l *snapshot.NVLink) snapshot.Opt[uint64] { return l.CRCDataErrors }), 1)
+	dcgmOpt(w, dNVLinkReplay, sum(func(l *snapshot.NVLink) snapshot.Opt[uint64] { return l.ReplayErrors }), 1)
+	dcgmOpt(w, dNVLinkRecovery, sum(func(l *snapshot.NVLink) snapshot.Opt[uint64] { return l.RecoveryErrors }), 1)
+}
+
+// dcgmOwners lists the workloads that hold a GPU (migUUID empty) or one MIG
+// instance of it, each once: a pod holding several time-sliced replicas of a
+// GPU is listed by the kubelet once per replica.
+func (e *Exporter) dcgmOwners(s *snapshot.Snapshot, d *snapshot.Device, migUUID string) []*snapshot.Allocation {
+	var out []*snapshot.Allocation
+	for i := range s.Allocations {
+		a := &s.Allocations[i]
+		sameGPU := a.GPUUUID == d.UUID || (a.GPUUUID == "" && a.GPU == d.Index)
+		if !sameGPU || a.MIGUUID != migUUID {
+			continue
+		}
+		dup := false
+		for _, o := range out {
+			if o.Pod == a.Pod && o.Slurm.JobID == a.Slurm.JobID {
+				dup = true
+				break
+			}
+		}
+		if !dup {
+			out = append(out, a)
+		}
+	}
+	return out
+}

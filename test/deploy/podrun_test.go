@@ -1,0 +1,388 @@
+package deploy
+
+import (
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"fmt"
+	"io"
+	"math/big"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	podresourcesv1 "k8s.io/kubelet/pkg/apis/podresources/v1"
+
+	"github.com/gpuwatch/gpuwatch/internal/testenv"
+)
+
+// TestDaemonSetCommandLineServes starts the built gpuwatch with the
+// container arguments and environment the chart renders, its volumes laid
+// out under a temporary root the way the kubelet would mount them (host
+// paths linked, Secrets written as files), and then asks what the kubelet
+// and Prometheus would ask: the liveness and readiness probes as declared,
+// and /metrics with the TLS and basic auth of the rendered web
+// configuration. The simulator stands in for the GPU (--backend=sim).
+func TestDaemonSetCommandLineServes(t *testing.T) {
+	for _, c := range valuesCases {
+		if !c.knownArgs {
+			continue // extraArgs names flags of a later gpuwatch; rendering is checked above
+		}
+		t.Run(c.name, func(t *testing.T) {
+			r := renderDecoded(t, c)
+			ds := one[appsv1.DaemonSet](t, r)
+			root := shortTempDir(t) // unix socket paths under it must fit in 108 bytes
+			secrets := map[string]*corev1.Secret{}
+			for _, s := range all[corev1.Secret](r) {
+				secrets[s.Name] = s
+			}
+			// The kubelet's pod-resources directory holds a real gRPC server
+			// that allocated the simulated GPU 0 to a pod.
+			uuid := simGPU0UUID(t)
+			kubeletDir := shortTempDir(t)
+			serveKubelet(t, filepath.Join(kubeletDir, "kubelet.sock"), uuid)
+			hostPaths := map[string]string{"/var/lib/kubelet/pod-resources": kubeletDir}
+			mountVolumes(t, root, ds.Spec.Template.Spec, secrets, hostPaths)
+			port := testenv.FreePort(t)
+			ctr := ds.Spec.Template.Spec.Containers[0]
+			args := containerArgs(t, root, ctr.Args, port)
+			p := startGpuwatch(t, append(args, "--backend=sim", "--sim.profile=h100"), ctr.Env)
+
+			client := probeClient()
+			deadline := time.Now().Add(30 * time.Second)
+			for {
+				err := probe(client, ctr.ReadinessProbe, port)
+				if err == nil {
+					break
+				}
+				if p.exited() || time.Now().After(deadline) {
+					t.Fatalf("readiness probe still failing (gpuwatch exited: %v): %v\n%s", p.exited(), err, p.output())
+				}
+				time.Sleep(200 * time.Millisecond)
+			}
+			if err := probe(client, ctr.LivenessProbe, port); err != nil {
+				t.Fatalf("liveness probe: %v\n%s", err, p.output())
+			}
+			body := checkScrape(t, c, client, port)
+			allocation := `gpu_kubernetes_allocation_info{gpu="0",uuid="` + uuid + `",mig_uuid="",namespace="research",pod="trainer-0",container="train"} 1`
+			if wantAllocation := !containsSet(c, "attribution.enabled=false"); wantAllocation != strings.Contains(body, allocation) {
+				t.Errorf("pod-resources through the chart's mount: want %s in /metrics: %v\n%s", allocation, wantAllocation, grepLines(body, "gpu_kubernetes_allocation_info"))
+			}
+		})
+	}
+}
+
+// mountVolumes lays out the pod's volume mounts under root: a hostPath
+// becomes a symlink to the same path on this machine, or to its stand-in in
+// hostPaths (the runtime sockets are absent here, as on a node without
+// that runtime), a Secret volume a
+// directory of its files. TLS key pairs named by the chart but created by
+// the user (cert-manager) get a fresh self-signed pair.
+func mountVolumes(t *testing.T, root string, pod corev1.PodSpec, secrets map[string]*corev1.Secret, hostPaths map[string]string) {
+	volumes := map[string]corev1.Volume{}
+	for _, v := range pod.Volumes {
+		volumes[v.Name] = v
+	}
+	for _, m := range pod.Containers[0].VolumeMounts {
+		dst := filepath.Join(root, m.MountPath)
+		if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		v := volumes[m.Name]
+		switch {
+		case v.HostPath != nil:
+			target := v.HostPath.Path
+			if standIn, ok := hostPaths[target]; ok {
+				target = standIn
+			}
+			if err := os.Symlink(target, dst); err != nil {
+				t.Fatal(err)
+			}
+		case v.Secret != nil:
+			if err := os.MkdirAll(dst, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			s, ok := secrets[v.Secret.SecretName]
+			if !ok {
+				writeKeyPair(t, dst) // the user's kubernetes.io/tls Secret
+				continue
+			}
+			for name, content := range s.StringData {
+				// Paths inside the file name other mounts: they live under root too.
+				content = strings.ReplaceAll(content, "/etc/gpuwatch/", root+"/etc/gpuwatch/")
+				if err := os.WriteFile(filepath.Join(dst, name), []byte(content), 0o600); err != nil {
+					t.Fatal(err)
+				}
+			}
+		default:
+			t.Fatalf("volume %q: no way to lay out %+v", m.Name, v.VolumeSource)
+		}
+	}
+}
+
+// containerArgs rewrites the rendered arguments for this machine: paths in
+// the container's filesystem move under root, and gpuwatch listens on a
+// free loopback port instead of the container port.
+func containerArgs(t *testing.T, root string, args []string, port int) []string {
+	var out []string
+	sawListen := false
+	for _, a := range args {
+		name, value, ok := strings.Cut(a, "=")
+		switch {
+		case name == "--web.listen-address":
+			sawListen = true
+			a = fmt.Sprintf("%s=127.0.0.1:%d", name, port)
+		case ok && strings.HasPrefix(value, "/"):
+			a = name + "=" + filepath.Join(root, value)
+		}
+		out = append(out, a)
+	}
+	if !sawListen {
+		t.Fatalf("no --web.listen-address in %v", args)
+	}
+	return out
+}
+
+// probe does what the kubelet does for an httpGet or tcpSocket probe
+// (HTTPS probes skip certificate checks, as the kubelet's do). The
+// container's named port is the one gpuwatch listens on here.
+func probe(client *http.Client, p *corev1.Probe, port int) error {
+	addr := fmt.Sprintf("127.0.0.1:%d", port)
+	switch {
+	case p.HTTPGet != nil:
+		url := fmt.Sprintf("%s://%s%s", strings.ToLower(string(p.HTTPGet.Scheme)), addr, p.HTTPGet.Path)
+		resp, err := client.Get(url)
+		if err != nil {
+			return err
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode < 200 || resp.StatusCode >= 400 {
+			return fmt.Errorf("GET %s: %s: %s", url, resp.Status, body)
+		}
+		return nil
+	case p.TCPSocket != nil:
+		conn, err := net.DialTimeout("tcp", addr, 2*time.Second)
+		if err != nil {
+			return err
+		}
+		return conn.Close()
+	}
+	return fmt.Errorf("probe %+v: neither httpGet nor tcpSocket", p)
+}
+
+// checkScrape fetches /metrics as the ServiceMonitor's Prometheus would and
+// returns the page.
+func checkScrape(t *testing.T, c valuesCase, client *http.Client, port int) string {
+	scheme := "http"
+	if containsSet(c, "webConfig.tls.enabled=true") {
+		scheme = "https"
+	}
+	url := fmt.Sprintf("%s://127.0.0.1:%d/metrics", scheme, port)
+	get := func(auth bool) (int, string) {
+		req, _ := http.NewRequest(http.MethodGet, url, nil)
+		if auth {
+			req.SetBasicAuth(testUser, testPassword)
+		}
+		resp, err := client.Do(req)
+		if err != nil {
+			t.Fatalf("GET %s: %v", url, err)
+		}
+		defer resp.Body.Close()
+		body, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(body)
+	}
+	basicAuth := containsSet(c, "webConfig.basicAuth.enabled=true")
+	code, body := get(basicAuth)
+	if code != http.StatusOK || !strings.Contains(body, "gpu_up{") {
+		t.Fatalf("GET %s: %d, want 200 with gpu_up:\n%.300s", url, code, body)
+	}
+	if basicAuth {
+		if code, _ := get(false); code != http.StatusUnauthorized {
+			t.Errorf("GET %s without credentials: %d, want 401", url, code)
+		}
+	}
+	return body
+}
+
+// grepLines returns the lines of text containing s.
+func grepLines(text, s string) string {
+	var out []string
+	for _, line := range strings.Split(text, "\n") {
+		if strings.Contains(line, s) {
+			out = append(out, line)
+		}
+	}
+	return strings.Join(out, "\n")
+}
+
+// shortTempDir is a temporary directory with a short path.
+func shortTempDir(t *testing.T) string {
+	dir, err := os.MkdirTemp("", "gwd")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	return dir
+}
+
+// simGPU0UUID is the UUID the h100 simulator gives GPU 0.
+func simGPU0UUID(t *testing.T) string {
+	out := filepath.Join(t.TempDir(), "gpu.prom")
+	if msg, err := exec.Command(gpuwatchBin, "textfile", "--backend=sim", "--sim.profile=h100", "--output="+out).CombinedOutput(); err != nil {
+		t.Fatalf("gpuwatch textfile: %v\n%s", err, msg)
+	}
+	page, _ := os.ReadFile(out)
+	m := regexp.MustCompile(`gpu_up\{gpu="0",uuid="([^"]+)"\}`).FindSubmatch(page)
+	if m == nil {
+		t.Fatalf("no gpu_up for GPU 0 in:\n%s", page)
+	}
+	return string(m[1])
+}
+
+// fakeKubelet answers the kubelet's pod-resources List: one pod holding GPU 0.
+type fakeKubelet struct {
+	podresourcesv1.UnimplementedPodResourcesListerServer
+	uuid string
+}
+
+func (f *fakeKubelet) List(context.Context, *podresourcesv1.ListPodResourcesRequest) (*podresourcesv1.ListPodResourcesResponse, error) {
+	return &podresourcesv1.ListPodResourcesResponse{PodResources: []*podresourcesv1.PodResources{{
+		Name: "trainer-0", Namespace: "research",
+		Containers: []*podresourcesv1.ContainerResources{{
+			Name:    "train",
+			Devices: []*podresourcesv1.ContainerDevices{{ResourceName: "nvidia.com/gpu", DeviceIds: []string{f.uuid}}},
+		}},
+	}}}, nil
+}
+
+// serveKubelet serves the pod-resources API on a unix socket until the test ends.
+func serveKubelet(t *testing.T, socket, uuid string) {
+	l, err := net.Listen("unix", socket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := grpc.NewServer()
+	podresourcesv1.RegisterPodResourcesListerServer(srv, &fakeKubelet{uuid: uuid})
+	go func() { _ = srv.Serve(l) }()
+	t.Cleanup(srv.Stop)
+}
+
+func containsSet(c valuesCase, s string) bool {
+	for _, x := range c.set {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+func probeClient() *http.Client {
+	return &http.Client{
+		Timeout:   5 * time.Second,
+		Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}},
+	}
+}
+
+// writeKeyPair writes a self-signed tls.crt and tls.key into dir.
+func writeKeyPair(t *testing.T, dir string) {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(1),
+		Subject:      pkix.Name{CommonName: "gpuwatch"},
+		NotBefore:    time.Now().Add(-time.Hour),
+		NotAfter:     time.Now().Add(time.Hour),
+		IPAddresses:  []net.IP{net.ParseIP("127.0.0.1")},
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	keyDER, err := x509.MarshalECPrivateKey(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	write := func(name, typ string, b []byte) {
+		if err := os.WriteFile(filepath.Join(dir, name), pem.EncodeToMemory(&pem.Block{Type: typ, Bytes: b}), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("tls.crt", "CERTIFICATE", der)
+	write("tls.key", "EC PRIVATE KEY", keyDER)
+}
+
+// gpuwatchProcess is a running gpuwatch and its output.
+type gpuwatchProcess struct {
+	mu   sync.Mutex
+	buf  strings.Builder
+	done chan struct{} // closed when the process has exited
+}
+
+// exited reports whether the process has ended (it never should here).
+func (p *gpuwatchProcess) exited() bool {
+	select {
+	case <-p.done:
+		return true
+	default:
+		return false
+	}
+}
+
+func (p *gpuwatchProcess) Write(b []byte) (int, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.buf.Write(b)
+}
+
+func (p *gpuwatchProcess) output() string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.buf.String()
+}
+
+// startGpuwatch runs the binary with args and the container's literal
+// environment; it is stopped when the test ends.
+func startGpuwatch(t *testing.T, args []string, env []corev1.EnvVar) *gpuwatchProcess {
+	ctx, cancel := context.WithCancel(context.Background())
+	p := &gpuwatchProcess{done: make(chan struct{})}
+	cmd := exec.CommandContext(ctx, gpuwatchBin, args...)
+	cmd.Env = os.Environ()
+	for _, e := range env {
+		if e.ValueFrom != nil {
+			t.Fatalf("env %s: valueFrom cannot be reproduced here", e.Name)
+		}
+		cmd.Env = append(cmd.Env, e.Name+"="+e.Value)
+	}
+	cmd.Stdout, cmd.Stderr = p, p
+	if err := cmd.Start(); err != nil {
+		cancel()
+		t.Fatal(err)
+	}
+	go func() { _ = cmd.Wait(); close(p.done) }()
+	t.Cleanup(func() {
+		cancel()
+		<-p.done
+		if t.Failed() {
+			t.Logf("gpuwatch %s:\n%s", strings.Join(args, " "), p.output())
+		}
+	})
+	return p
+}

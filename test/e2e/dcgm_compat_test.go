@@ -1,0 +1,98 @@
+package e2e
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/gpuwatch/gpuwatch/internal/testenv"
+)
+
+// The --compat=dcgm tests: dcgm-exporter's names, units and labels, checked
+// as a golden page per profile, through promtool, and by running the queries
+// of dcgm-exporter's reference dashboard (Grafana 12239) and the usual
+// Prometheus Adapter rule against a real Prometheus.
+
+// dcgmGoldenArgs pin everything host-specific out of the page, as TestGolden does.
+func dcgmGoldenArgs(t *testing.T, profile string) []string {
+	return []string{"--backend=sim", "--sim.profile=" + profile, "--sim.pin-time=1h",
+		"--compat=dcgm", "--compat.hostname=golden-host", "--sim.seed=golden",
+		"--path.procfs=" + t.TempDir(), "--slurm.jobs=false",
+		"--docker.socket=", "--cri.socket=", "--kubelet.pod-resources-socket="}
+}
+
+// TestGoldenDCGM compares each profile's --compat=dcgm page with
+// testdata/golden/dcgm/PROFILE.prom (make golden rewrites them).
+func TestGoldenDCGM(t *testing.T) {
+	for _, profile := range profiles {
+		t.Run(profile, func(t *testing.T) {
+			base, _ := startGpuwatch(t, dcgmGoldenArgs(t, profile)...)
+			got := stableExposition(httpGet(t, base+"/metrics"))
+			for _, line := range strings.Split(got, "\n") {
+				if strings.HasPrefix(line, "gpu_") && !strings.HasPrefix(line, "gpu_up{") {
+					t.Fatalf("--compat=dcgm serves a native series: %s", line)
+				}
+			}
+			if !strings.Contains(got, "DCGM_FI_DEV_GPU_TEMP{") {
+				t.Fatalf("--compat=dcgm page lacks DCGM_FI_DEV_GPU_TEMP:\n%s", got)
+			}
+			path := filepath.Join("testdata", "golden", "dcgm", profile+".prom")
+			if *update {
+				if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+			want, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatalf("%v (create it with: make golden)", err)
+			}
+			if got != string(want) {
+				t.Errorf("--compat=dcgm /metrics for %s differs from %s; if intended, run `make golden` and review the diff.\n%s",
+					profile, path, firstDifference(string(want), got))
+			}
+		})
+	}
+}
+
+// dcgmNamingLint are the promtool lint findings that dcgm-exporter's own
+// names carry, and that a drop-in must therefore carry too: camelCase labels
+// (UUID, modelName, Hostname, GPU_I_ID), counters without _total, and
+// DCGM_FI_DEV_PCIE_REPLAY_COUNTER, a counter named "counter". Any
+// other finding, and any parse error, fails the test.
+var dcgmNamingLint = []string{
+	"label names should be written in 'snake_case' not 'camelCase'",
+	`counter metrics should have "_total" suffix`,
+	"metric name should not include type 'counter'",
+}
+
+func TestPromtoolCheckDCGM(t *testing.T) {
+	promtool := testenv.RequireTool(t, "promtool", "prometheus")
+	for _, profile := range profiles {
+		t.Run(profile, func(t *testing.T) {
+			base, _ := startGpuwatch(t, dcgmGoldenArgs(t, profile)...)
+			cmd := exec.Command(promtool, "check", "metrics")
+			cmd.Stdin = strings.NewReader(httpGet(t, base+"/metrics"))
+			out, _ := cmd.CombinedOutput()
+			for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+				if line == "" {
+					continue
+				}
+				known := false
+				for _, l := range dcgmNamingLint {
+					if strings.HasPrefix(line, "DCGM_FI_") && strings.HasSuffix(line, l) {
+						known = true
+					}
+				}
+				if !known {
+					t.Errorf("promtool check metrics: %s", line)
+				}
+			}
+		})
+	}
+}

@@ -1,0 +1,148 @@
+package e2e
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	dto "github.com/prometheus/client_model/go"
+)
+
+// TestDemoShowsEveryOwnerKind: the README's demo, run as a new user would
+// (no attribution flag), names unix users, a Docker Compose container, a
+// Kubernetes pod and Slurm jobs, in `gpuwatch ps` and in /metrics.
+func TestDemoShowsEveryOwnerKind(t *testing.T) {
+	demo := []string{"--backend=sim", "--sim.profile=dgx-h100"}
+	// A generous lookup budget: the one collection of ps must not miss an
+	// owner on a busy CI machine.
+	out, code := runGpuwatch(t, append([]string{"ps", "-o", "json", "--attribution.timeout=4s"}, demo...)...)
+	if code != 0 {
+		t.Fatalf("gpuwatch ps: %s", out)
+	}
+	var doc struct {
+		Clock     string `json:"clock"`
+		Processes []struct {
+			PID       int    `json:"pid"`
+			User      string `json:"user"`
+			Container struct {
+				Name           string `json:"name"`
+				ComposeProject string `json:"compose_project"`
+			} `json:"container"`
+			Pod struct {
+				Name      string `json:"name"`
+				Namespace string `json:"namespace"`
+			} `json:"pod"`
+			Slurm struct {
+				JobID   string `json:"job_id"`
+				Account string `json:"account"`
+			} `json:"slurm"`
+		} `json:"processes"`
+	}
+	if err := json.Unmarshal([]byte(out), &doc); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	if doc.Clock != "simulated" {
+		t.Errorf("ps JSON clock = %q, want simulated", doc.Clock)
+	}
+	kinds := map[string]bool{}
+	for _, p := range doc.Processes {
+		if p.User == "" {
+			t.Errorf("pid %d has no user", p.PID)
+		}
+		switch {
+		case p.Slurm.JobID != "" && p.Slurm.Account != "":
+			kinds["slurm"] = true
+		case p.Container.ComposeProject != "" && p.Container.Name != "":
+			kinds["compose"] = true
+		case p.Pod.Name != "" && p.Pod.Namespace != "":
+			kinds["pod"] = true
+		default:
+			kinds["user"] = true
+		}
+	}
+	if len(kinds) != 4 {
+		t.Errorf("ps shows owner kinds %v, want slurm, compose, pod and user:\n%s", kinds, out)
+	}
+
+	base, _ := startGpuwatch(t, demo...)
+	// A lookup that misses one scrape's budget on a busy machine serves
+	// the next scrape.
+	var fams map[string]*dto.MetricFamily
+	waitFor(t, 20*time.Second, "owners of every kind on /metrics", func() bool {
+		fams = parseMetrics(t, httpGet(t, base+"/metrics"))
+		return len(ownerKinds(fams)) == 4
+	})
+	if _, ok := sample(fams, "gpu_kubernetes_allocation_info", map[string]string{"gpu": "6", "namespace": "inference"}); !ok {
+		t.Error("no kubelet allocation of GPU 6")
+	}
+	if _, ok := sample(fams, "gpu_slurm_job_info", map[string]string{"gpu": "5"}); !ok {
+		t.Error("the idle GPU 5 is not held by a Slurm job")
+	}
+	for _, source := range []string{"procfs", "docker", "cri", "kubelet", "slurm"} {
+		if v, ok := sample(fams, "gpuwatch_attribution_errors_total", map[string]string{"source": source}); !ok || v != 0 {
+			t.Errorf("%s errors = %v (present %v)", source, v, ok)
+		}
+	}
+}
+
+// ownerKinds says which kinds of owner gpu_process_memory_used_bytes names.
+func ownerKinds(fams map[string]*dto.MetricFamily) map[string]bool {
+	found := map[string]bool{}
+	for _, m := range fams["gpu_process_memory_used_bytes"].GetMetric() {
+		labels := map[string]string{}
+		for _, l := range m.GetLabel() {
+			labels[l.GetName()] = l.GetValue()
+		}
+		switch {
+		case labels["slurm_job"] != "":
+			found["slurm"] = true
+		case labels["pod"] != "" && labels["namespace"] != "":
+			found["pod"] = true
+		case labels["container"] != "":
+			found["container"] = true
+		case labels["user"] != "":
+			found["user"] = true
+		}
+	}
+	return found
+}
+
+// TestLogsSpeakUp: one INFO line at start says what was found and which
+// owner sources are on; a socket given explicitly that is not there is a
+// warning at start, and its failures are warnings naming the flag.
+func TestLogsSpeakUp(t *testing.T) {
+	missing := "/nonexistent/kubelet.sock"
+	base, proc := startGpuwatch(t, "--backend=sim", "--sim.profile=dgx-h100", "--path.procfs="+t.TempDir(),
+		"--docker.socket=", "--cri.socket=", "--kubelet.pod-resources-socket="+missing, "--slurm.jobs=false")
+	waitFor(t, 15*time.Second, "the kubelet failure warning", func() bool {
+		_, _ = httpGetNoFail(base + "/metrics")
+		return strings.Contains(proc.output.String(), `msg="attribution source failing`)
+	})
+	out := proc.output.String()
+	for _, want := range []string{
+		`level=WARN source=attribution.go`, `msg="socket not found; its owner labels stay empty until it appears" flag=--kubelet.pod-resources-socket socket=` + missing,
+		`owner_source=kubelet failures=`, `check="--kubelet.pod-resources-socket=` + missing + `"`,
+		`level=INFO source=stack.go`, `msg="gpuwatch started"`, `backend=sim profile=dgx-h100`,
+		`gpus=8 models="8× NVIDIA H100 80GB HBM3" driver=550.90.07 branch=R550`, `mig_gpus=7`,
+		`owner_sources=procfs,kubelet absent=none`,
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("the log lacks %q:\n%s", want, out)
+		}
+	}
+	if n := strings.Count(out, `msg="gpuwatch started"`); n != 1 {
+		t.Errorf("%d start summaries, want 1", n)
+	}
+
+	// The demo: every source on, Slurm named once.
+	_, demo := startGpuwatch(t, "--backend=sim", "--sim.profile=dgx-h100")
+	waitFor(t, 15*time.Second, "the start summary", func() bool {
+		return strings.Contains(demo.output.String(), `msg="gpuwatch started"`)
+	})
+	out = demo.output.String()
+	if !strings.Contains(out, "owner_sources=procfs,docker,cri,kubelet,slurm absent=none") ||
+		!strings.Contains(out, "attribution sources [procfs cri docker kubelet slurm]") || !strings.Contains(out, "owners=\"demo") {
+		t.Errorf("demo start summary:\n%s", out)
+	}
+}

@@ -1,0 +1,110 @@
+package e2e
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gpuwatch/gpuwatch/internal/testenv"
+)
+
+// readmeQueries returns every PromQL expression in README.md's ```promql
+// blocks: each line that is not a comment.
+func readmeQueries(t *testing.T) []string {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join(testenv.RepoRoot(), "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	in := false
+	for _, line := range strings.Split(string(data), "\n") {
+		trimmed := strings.TrimSpace(line)
+		switch {
+		case trimmed == "```promql":
+			in = true
+		case strings.HasPrefix(trimmed, "```"):
+			in = false
+		case in && trimmed != "" && !strings.HasPrefix(trimmed, "#"):
+			out = append(out, trimmed)
+		}
+	}
+	return out
+}
+
+// promSeries runs an instant query and returns how many series it gave.
+func promSeries(promURL, query string) (int, error) {
+	resp, err := httpGetNoFail(promURL + "/api/v1/query?query=" + url.QueryEscape(query))
+	if err != nil {
+		return 0, err
+	}
+	var r struct {
+		Status string `json:"status"`
+		Error  string `json:"error"`
+		Data   struct {
+			Result []json.RawMessage `json:"result"`
+		} `json:"data"`
+	}
+	if err := json.Unmarshal([]byte(resp), &r); err != nil {
+		return 0, err
+	}
+	if r.Status != "success" {
+		return 0, &queryError{r.Error}
+	}
+	return len(r.Data.Result), nil
+}
+
+type queryError struct{ msg string }
+
+func (e *queryError) Error() string { return e.msg }
+
+// TestREADMEQueriesAgainstTheDemo runs every README example query against
+// a real Prometheus scraping the README's demo (no attribution flag: the
+// owners come from internal/demo): each must return data, as a new user
+// trying them would expect.
+func TestREADMEQueriesAgainstTheDemo(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts Prometheus; skipped with -short")
+	}
+	promBin := testenv.RequireTool(t, "prometheus", "prometheus")
+	queries := readmeQueries(t)
+	if len(queries) < 8 {
+		t.Fatalf("found %d README queries, want at least the 8 of 'Who uses each GPU': %q", len(queries), queries)
+	}
+	base, _ := startGpuwatch(t, "--backend=sim", "--sim.profile=dgx-h100")
+	dir := t.TempDir()
+	promPort := testenv.FreePort(t)
+	promConfig := filepath.Join(dir, "prometheus.yml")
+	writeFile(t, promConfig, fmt.Sprintf("global:\n  scrape_interval: 1s\n  scrape_timeout: 1s\nscrape_configs:\n  - job_name: gpuwatch\n    static_configs:\n      - targets: [%q]\n", base[len("http://"):]))
+	promURL := fmt.Sprintf("http://127.0.0.1:%d", promPort)
+	startProcess(t, promBin, "--config.file="+promConfig, "--storage.tsdb.path="+filepath.Join(dir, "tsdb"), "--web.listen-address="+promURL[len("http://"):])
+	waitFor(t, 60*time.Second, "Prometheus to scrape gpuwatch", func() bool {
+		v, ok := promQuery(t, promURL, `up{job="gpuwatch"}`)
+		return ok && v == 1
+	})
+	for _, q := range queries {
+		var n int
+		var err error
+		ok := true
+		deadline := time.Now().Add(15 * time.Second)
+		for {
+			n, err = promSeries(promURL, q)
+			if n > 0 {
+				break
+			}
+			if time.Now().After(deadline) {
+				ok = false
+				break
+			}
+			time.Sleep(200 * time.Millisecond)
+		}
+		if !ok {
+			t.Errorf("README query returned no data against the demo: %s (err %v)", q, err)
+		}
+	}
+}
