@@ -100,6 +100,11 @@ func TestNoCollectorFlagDropsTheGroup(t *testing.T) {
 	if strings.Contains(string(data), "gpu_power_usage_watts") || strings.Contains(string(data), `collector="power"`) {
 		t.Fatal("--no-collector.power left power series behind")
 	}
+	// A one-shot textfile waits for a whole GPM window (NVML needs 100 ms
+	// between samples; gpuwatch makes it a second), so it has GPM values.
+	if !strings.Contains(string(data), "gpu_gpm_sm_active_ratio{") {
+		t.Fatal("one-shot textfile on an H100 lacks gpu_gpm_sm_active_ratio")
+	}
 }
 
 func TestMetricsCommandListsTheCatalog(t *testing.T) {

@@ -312,8 +312,6 @@ var libraryCalls = map[string][]string{
 	snapshot.GroupInfo: {"SystemGetDriverVersion", "SystemGetCudaDriverVersion", "SystemGetNVMLVersion"},
 	snapshot.GroupXID:  {"EventSetCreate"},
 	snapshot.GroupGPM:  {"GpmSampleAlloc", "GpmMetricsGet"},
-	// A symbol lookup, not an NVML call: which name the library has.
-	snapshot.GroupClockEvents: {"Extensions"},
 }
 
 func TestDisabledGroupsMakeNoNVMLCalls(t *testing.T) {
