@@ -3,12 +3,13 @@
 # promtool, Slurm with munge, Podman, busybox (to build a container image
 # without a registry); for `make release` and test/release: debootstrap (the
 # Debian 11 build and install roots), rpm (rpm -qp on the .rpm), systemd
-# (systemd-analyze verify and the targets units are checked against).
+# (systemd-analyze verify and the targets units are checked against), qemu-user
+# (runs the arm64 release binary).
 # Debian packages, so it needs root (CI runs as root).
 # Safe to run again: it installs only what is missing.
 set -euo pipefail
 
-packages=(prometheus slurm-wlm munge podman busybox-static debootstrap rpm systemd)
+packages=(prometheus slurm-wlm munge podman busybox-static debootstrap rpm systemd qemu-user)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
