@@ -6,12 +6,13 @@
 # registry), gcc (cgo, and the stripped-down libnvidia-ml.so.1 the end-to-end
 # tests build); for `make release` and test/release: debootstrap (the Debian 11
 # build and install roots), rpm (rpm -qp on the .rpm), systemd
-# (systemd-analyze verify and the targets units are checked against).
+# (systemd-analyze verify and the targets units are checked against), qemu-user
+# (runs the arm64 release binary).
 # Debian packages, so it needs root (CI runs as root).
 # Safe to run again: it installs only what is missing.
 set -euo pipefail
 
-packages=(prometheus prometheus-node-exporter victoria-metrics chromium slurm-wlm munge podman busybox-static debootstrap rpm systemd gcc)
+packages=(prometheus prometheus-node-exporter victoria-metrics chromium slurm-wlm munge podman busybox-static debootstrap rpm systemd gcc qemu-user)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
