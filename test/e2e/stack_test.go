@@ -142,11 +142,13 @@ func TestStackDashboardsReturnData(t *testing.T) {
 		})
 	}
 
-	// The shipped rules run in that Prometheus: recorded series appear, and
-	// the lost GPU of node-b raises GPULost (pending for its `for`).
+	// The shipped rules run in that Prometheus: recorded series appear, the
+	// lost GPU of node-b raises GPULost (pending for its `for`), and the
+	// first XID 79 of its GPU 4 fires GPUXIDCritical.
 	for _, q := range []string{`user:gpu_process_memory_used_bytes:sum{user="alice"}`, `namespace_pod:gpu_allocated:count`,
 		`compose_service:gpu_process_memory_used_bytes:sum{compose_project="lab",compose_service="trainer"}`,
-		`ALERTS{alertname="GPULost",instance="node-b",gpu="6"}`} {
+		`ALERTS{alertname="GPULost",instance="node-b",gpu="6"}`,
+		`ALERTS{alertname="GPUXIDCritical",alertstate="firing",instance="node-b",gpu="4",xid="79"}`} {
 		waitFor(t, 20*time.Second, "Prometheus rules: "+q, func() bool { return hasData(t, promURL, q) })
 	}
 }
@@ -188,7 +190,9 @@ func startSimulatedFleet(t *testing.T, root, dir string) []simHost {
 	a100 := gpuUUIDs(t, "dgx-a100-mig")
 	kubeletB := fakeKubeletSocket(t, map[string]string{"users/idle-notebook": a100[7]})
 	simB := filepath.Join(dir, "node-b.yaml")
-	writeFile(t, simB, "profile: dgx-a100-mig\nfaults:\n  - {gpu: 4, xid: 79, at: 1s}\n  - {gpu: 6, lost_after: 2s}\n")
+	// The XID comes after the engines' first scrapes, so that Prometheus sees
+	// the first XID of code 79 happen and the shipped GPUXIDCritical fires.
+	writeFile(t, simB, "profile: dgx-a100-mig\nfaults:\n  - {gpu: 4, xid: 79, at: 12s}\n  - {gpu: 6, lost_after: 2s}\n")
 	b, _ := startGpuwatch(t, append(gpuCmd, "--backend=sim", "--sim.config="+simB,
 		"--kubelet.pod-resources-socket="+kubeletB, "--cri.socket=", "--slurm.jobs=false")...)
 
@@ -295,7 +299,7 @@ func waitForFleet(t *testing.T, base string, engine *process, hosts int) {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	waitFor(t, 30*time.Second, base+" to see node-b's XID and lost GPU", func() bool {
+	waitFor(t, 45*time.Second, base+" to see node-b's XID and lost GPU", func() bool {
 		return hasData(t, base, `gpu_xid_errors_total{instance="node-b"}`) && hasData(t, base, `gpu_up{instance="node-b"} == 0`)
 	})
 }
