@@ -56,10 +56,10 @@ func TestStackDashboardsReturnData(t *testing.T) {
 	root := testenv.RepoRoot()
 	dir := t.TempDir()
 
-	hosts := startSimulatedFleet(t, root, dir)
 	nodePort := testenv.FreePort(t)
 	startProcess(t, nodeBin, fmt.Sprintf("--web.listen-address=127.0.0.1:%d", nodePort),
 		"--collector.disable-defaults", "--collector.cpu", "--collector.meminfo", "--collector.loadavg")
+	hosts := startSimulatedFleet(t, root, dir)
 
 	// The file_sd lists, as deploy/compose/README.md tells to write them
 	// for several hosts; node_exporter runs beside node-a.
@@ -149,6 +149,10 @@ func TestStackDashboardsReturnData(t *testing.T) {
 	// The shipped rules run in that Prometheus: recorded series appear, the
 	// lost GPU of node-b raises GPULost (pending for its `for`), and the
 	// first XID 79 of its GPU 4 fires GPUXIDCritical.
+	// The alert can fire only if Prometheus scraped node-b before its XID.
+	if v, ok := promQuery(t, promURL, `min_over_time(gpu_xid_events_total{instance="node-b",gpu="4"}[5m])`); !ok || v != 0 {
+		t.Fatalf("Prometheus's first scrape of node-b came after its XID (earliest gpu_xid_events_total %v, present %v): the machine is too slow for the 15 s the fault waits", v, ok)
+	}
 	for _, q := range []string{`user:gpu_process_memory_used_bytes:sum{user!=""}`, `slurm_job:gpu_hours:1h`, `namespace_pod:gpu_allocated:count`,
 		`compose_service:gpu_process_memory_used_bytes:sum{compose_project="lab",compose_service="trainer"}`,
 		`ALERTS{alertname="GPULost",instance="node-b",gpu="6"}`,
@@ -164,26 +168,17 @@ type simHost struct{ name, addr string }
 //   - node-a runs the compose stack's gpuwatch-sim command as it is (a DGX
 //     H100 whose demo owners are users, compose services, pods and Slurm
 //     jobs, through the real attribution code);
-//   - node-b runs the compose stack's GPU command on a simulated DGX A100
-//     with MIG, an XID 79 and a GPU falling off the bus, and an idle GPU a
-//     pod holds;
 //   - node-c is a V100 (page retirement instead of row remapping) whose
-//     process runs in a compose service's container (Podman's API).
+//     process runs in a compose service's container (Podman's API);
+//   - node-b, started last, runs the compose stack's GPU command on a
+//     simulated DGX A100 with MIG, an XID 79 and a GPU falling off the bus,
+//     and an idle GPU a pod holds.
 func startSimulatedFleet(t *testing.T, root, dir string) []simHost {
 	t.Helper()
 	simCmd := composeCommand(t, root, "gpuwatch-sim")
 	gpuCmd := composeCommand(t, root, "gpuwatch")
 
 	a, _ := startGpuwatch(t, simCmd...)
-
-	a100 := gpuUUIDs(t, "dgx-a100-mig")
-	kubeletB := fakeKubeletSocket(t, map[string]string{"users/idle-notebook": a100[7]})
-	simB := filepath.Join(dir, "node-b.yaml")
-	// The XID comes after the engines' first scrapes, so that Prometheus sees
-	// the first XID of code 79 happen and the shipped GPUXIDCritical fires.
-	writeFile(t, simB, "profile: dgx-a100-mig\nfaults:\n  - {gpu: 4, xid: 79, at: 12s}\n  - {gpu: 6, lost_after: 2s}\n")
-	b, _ := startGpuwatch(t, append(gpuCmd, "--backend=sim", "--sim.config="+simB,
-		"--kubelet.pod-resources-socket="+kubeletB, "--cri.socket=", "--slurm.jobs=false")...)
 
 	// node-c's GPU process runs in a container of compose service lab/trainer,
 	// named by a real Podman API (created, as containers cannot start here).
@@ -198,6 +193,16 @@ func startSimulatedFleet(t *testing.T, root, dir string) []simHost {
 	writeFile(t, simC, "profile: v100\nprocesses:\n  - {gpu: 0, pid: "+pid+", used_memory_bytes: 1073741824, sm_utilization: 0.5}\n")
 	c, _ := startGpuwatch(t, "--backend=sim", "--sim.config="+simC, "--path.procfs="+proc,
 		"--docker.socket=unix://"+podman.Socket, "--attribution.timeout=5s", "--slurm.jobs=false")
+
+	a100 := gpuUUIDs(t, "dgx-a100-mig")
+	kubeletB := fakeKubeletSocket(t, map[string]string{"users/idle-notebook": a100[7]})
+	simB := filepath.Join(dir, "node-b.yaml")
+	// The XID comes after the engines' first scrapes, so that Prometheus sees
+	// the first XID of code 79 happen and the shipped GPUXIDCritical fires:
+	// node-b starts last, right before the engines, and the XID waits 15 s.
+	writeFile(t, simB, "profile: dgx-a100-mig\nfaults:\n  - {gpu: 4, xid: 79, at: 15s}\n  - {gpu: 6, lost_after: 2s}\n")
+	b, _ := startGpuwatch(t, append(gpuCmd, "--backend=sim", "--sim.config="+simB,
+		"--kubelet.pod-resources-socket="+kubeletB, "--cri.socket=", "--slurm.jobs=false")...)
 	return []simHost{{"node-a", strings.TrimPrefix(a, "http://")}, {"node-b", strings.TrimPrefix(b, "http://")}, {"node-c", strings.TrimPrefix(c, "http://")}}
 }
 
