@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/gpuwatch/gpuwatch/internal/snapshot"
 )
@@ -18,7 +19,7 @@ func TestCatalogConventions(t *testing.T) {
 	}
 	unitSuffix := map[string]string{
 		"bytes": "_bytes", "seconds": "_seconds", "joules": "_joules", "celsius": "_celsius",
-		"watts": "_watts", "hertz": "_hertz", "ratio": "_ratio",
+		"watts": "_watts", "hertz": "_hertz", "ratio": "_ratio", "bytes_per_second": "_bytes_per_second",
 	}
 	for _, m := range catalog {
 		if seen[m.Name] {
@@ -67,8 +68,22 @@ func TestCatalogConventions(t *testing.T) {
 }
 
 func TestWriteCatalog(t *testing.T) {
+	var narrow bytes.Buffer
+	if err := WriteCatalog(&narrow, "table"); err != nil {
+		t.Fatal(err)
+	}
+	// The default table fits a 100-column terminal.
+	for _, l := range strings.Split(strings.TrimSpace(narrow.String()), "\n") {
+		if n := utf8.RuneCountInString(l); n > 100 {
+			t.Errorf("%d columns: %q", n, l)
+		}
+	}
+	if n := strings.Count(narrow.String(), "\n"); n != len(Catalog())+1 || !strings.Contains(narrow.String(), "gpu_power_usage_watts") {
+		t.Errorf("default table has %d lines for %d metrics", n, len(Catalog()))
+	}
+
 	var table bytes.Buffer
-	if err := WriteCatalog(&table, "table"); err != nil {
+	if err := WriteCatalog(&table, "wide"); err != nil {
 		t.Fatal(err)
 	}
 	lines := strings.Split(strings.TrimSpace(table.String()), "\n")
