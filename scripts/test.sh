@@ -21,6 +21,12 @@ make --no-print-directory build
 if [ -z "$short" ]; then
   echo "== fake libnvidia-ml.so.1 per driver branch"
   make --no-print-directory fakenvml
+  echo "== release (make release image)"
+  # Release binaries for glibc >= 2.17, packages and the container image,
+  # checked by test/release below.
+  start=$SECONDS
+  make --no-print-directory release image
+  echo "release and image took $((SECONDS - start))s"
 fi
 
 echo "== go test"

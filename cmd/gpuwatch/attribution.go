@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"log/slog"
+	"os"
 	"strings"
 	"time"
 
@@ -67,33 +68,75 @@ func resolveSocket(flag string, candidates ...string) string {
 	return flag
 }
 
+// sourceReport is what the start log says about the attribution sources:
+// those in use, those looked for ("auto") and not found, and per source the
+// flag to check when it fails.
+type sourceReport struct {
+	on, absent []string
+	hints      map[string]string
+	how        string // the Attributor's own description
+	// What the flags resolved to, for gpuwatch doctor: socket per source
+	// ("" when off or absent), the procfs, and Slurm's job lookups.
+	sockets map[string]string
+	procfs  string
+	slurm   *slurmFlags // nil when Slurm job attribution is off
+}
+
+// socketSource resolves one socket flag, notes the outcome in rep and
+// warns when a socket given explicitly does not exist: a DaemonSet with a
+// wrong hostPath then says so at start, not only in a counter.
+func (rep *sourceReport) socketSource(logger *slog.Logger, source, flag, value string, candidates ...string) string {
+	socket := resolveSocket(value, candidates...)
+	if rep.sockets == nil {
+		rep.sockets = map[string]string{}
+	}
+	rep.sockets[source] = socket
+	switch {
+	case value == autoSocket && socket == "":
+		rep.absent = append(rep.absent, source)
+	case socket != "":
+		rep.on = append(rep.on, source)
+		rep.hints[source] = "--" + flag + "=" + value
+		path := strings.TrimPrefix(socket, "unix://")
+		if _, err := os.Stat(path); err != nil && !strings.HasPrefix(socket, "tcp://") {
+			logger.Warn("socket not found; its owner labels stay empty until it appears", "flag", "--"+flag, "socket", socket, "err", err)
+		}
+	}
+	return socket
+}
+
 // attributor builds the owner resolver from the flags. The returned closer
 // releases the gRPC connections of the Kubernetes resolvers.
-func (a *attributionFlags) attributor(logger *slog.Logger, jobs *slurm.JobLookup, slurmNode string) (*attribution.Attributor, func(), error) {
+func (a *attributionFlags) attributor(logger *slog.Logger, jobs *slurm.JobLookup, slurmNode string, rep *sourceReport) (*attribution.Attributor, func(), error) {
 	var closers []func() error
 	closeAll := func() {
 		for _, c := range closers {
 			_ = c()
 		}
 	}
+	rep.on = append(rep.on, attribution.SourceProcfs)
+	rep.procfs = a.procfs
+	rep.hints[attribution.SourceProcfs] = "--path.procfs=" + a.procfs
+	docker := rep.socketSource(logger, attribution.SourceDocker, "docker.socket", a.dockerSocket, defaultDockerSockets...)
+	if a.dockerSocket == autoSocket && docker != "" {
+		docker = "unix://" + docker
+	}
 	var resolvers []attribution.ContainerResolver
-	if socket := resolveSocket(a.criSocket, attribution.DefaultCRISockets...); socket != "" {
+	if socket := rep.socketSource(logger, attribution.SourceCRI, "cri.socket", a.criSocket, attribution.DefaultCRISockets...); socket != "" {
 		cri, err := attribution.NewCRIResolver(socket, a.timeout)
 		if err != nil {
 			return nil, nil, fmt.Errorf("--cri.socket: %w", err)
 		}
-		logger.Info("reading pod names from the CRI runtime", "socket", socket)
 		resolvers = append(resolvers, cri)
 		closers = append(closers, cri.Close)
 	}
 	var allocations []attribution.AllocationSource
-	if socket := resolveSocket(a.kubeletSock, attribution.DefaultKubeletPodResourcesSocket); socket != "" {
+	if socket := rep.socketSource(logger, attribution.SourceKubelet, "kubelet.pod-resources-socket", a.kubeletSock, attribution.DefaultKubeletPodResourcesSocket); socket != "" {
 		kubelet, err := attribution.NewKubeletResolver(socket, a.timeout, attribution.DefaultKubeletTTL)
 		if err != nil {
 			closeAll()
 			return nil, nil, fmt.Errorf("--kubelet.pod-resources-socket: %w", err)
 		}
-		logger.Info("reading GPU allocations from the kubelet", "socket", socket)
 		allocations = append(allocations, kubelet)
 		closers = append(closers, kubelet.Close)
 	}
@@ -101,11 +144,8 @@ func (a *attributionFlags) attributor(logger *slog.Logger, jobs *slurm.JobLookup
 	if jobs != nil {
 		slurmLookup = jobs.Lookup
 		allocations = append(allocations, &slurm.NodeAllocations{Lookup: jobs, Node: slurmNode})
-		logger.Info("attributing GPUs to Slurm jobs", "node", slurmNode)
-	}
-	docker := resolveSocket(a.dockerSocket, defaultDockerSockets...)
-	if a.dockerSocket == autoSocket && docker != "" {
-		docker = "unix://" + docker
+		rep.on = append(rep.on, attribution.SourceSlurm)
+		rep.hints[attribution.SourceSlurm] = "--slurm.node-name=" + slurmNode + " and scontrol/squeue reaching the controller"
 	}
 	at, err := attribution.New(attribution.Options{
 		Resolvers:          resolvers,
@@ -123,7 +163,7 @@ func (a *attributionFlags) attributor(logger *slog.Logger, jobs *slurm.JobLookup
 		closeAll()
 		return nil, nil, fmt.Errorf("process attribution: %w", err)
 	}
-	logger.Info("process attribution", "how", at.String())
+	rep.how = at.String()
 	closers = append(closers, at.Close)
 	return at, closeAll, nil
 }

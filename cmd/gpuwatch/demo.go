@@ -30,8 +30,7 @@ func (f *commonFlags) startDemo(logger *slog.Logger, s *sim.Sim) (*demo.Env, err
 	if err != nil {
 		return nil, err
 	}
-	logger.Info("simulated owners: the demo's procfs, Docker, CRI, kubelet and Slurm answer for the simulated processes; name any attribution source (e.g. --path.procfs=/proc) to use your own",
-		"dir", env.Dir, "workloads", len(env.Workloads))
+	logger.Debug("demo owners", "dir", env.Dir, "workloads", len(env.Workloads))
 	return env, nil
 }
 

@@ -23,11 +23,13 @@ type commonFlags struct {
 	// whole GPM window.
 	waitForGPM bool
 
-	backend     string
-	simProfile  string
-	simConfig   string
-	simPinTime  time.Duration
-	simSeed     string
+	backend    string
+	simProfile string
+	simConfig  string
+	simPinTime time.Duration
+	simSeed    string
+	// command is the subcommand that runs, for hints ("" or "serve").
+	command     string
 	collectors  map[string]*bool
 	metricsFile string
 	pidLabels   bool

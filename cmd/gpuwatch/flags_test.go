@@ -40,3 +40,26 @@ func TestREADMEDocumentsEveryFlag(t *testing.T) {
 		}
 	}
 }
+
+// TestValueErrorsNameTheFlag: a value kingpin cannot parse is reported
+// with the flag it was given to.
+func TestValueErrorsNameTheFlag(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--backend=bogus"}, "--backend=bogus: enum value must be one of nvml,sim, got 'bogus'"},
+		{[]string{"--collection.timeout", "abc"}, `--collection.timeout abc: time: invalid duration "abc"`},
+		{[]string{"ps", "-o", "yaml"}, "-o yaml: enum value must be one of table,json, got 'yaml'"},
+		{[]string{"--web.max-requests=x1"}, `--web.max-requests=x1: strconv.`},
+	} {
+		app, _ := newApp()
+		_, err := app.Parse(tc.args)
+		if err == nil {
+			t.Fatalf("%v parsed", tc.args)
+		}
+		if got := nameTheFlag(err, tc.args).Error(); !strings.HasPrefix(got, tc.want) {
+			t.Errorf("%v: %q, want it to start with %q", tc.args, got, tc.want)
+		}
+	}
+}

@@ -25,7 +25,7 @@ func run(args []string) int {
 	app, cmds := newApp()
 	chosen, err := app.Parse(args)
 	if err != nil {
-		fmt.Fprintf(os.Stderr, "gpuwatch: %v (see gpuwatch --help)\n", err)
+		fmt.Fprintf(os.Stderr, "gpuwatch: %v (see gpuwatch --help)\n", nameTheFlag(err, args))
 		return 2
 	}
 	for _, c := range cmds {
@@ -48,13 +48,17 @@ func newApp() (*kingpin.Application, []command) {
 		"Without a GPU, try the simulator: gpuwatch --backend=sim --sim.profile=dgx-h100")
 	app.Version(version.Print("gpuwatch"))
 	app.HelpFlag.Short('h')
+	useCommandUsage(app)
 
 	cfg := registerCommonFlags(app)
+	serve := newServeCommand(app, cfg)
 	return app, []command{
-		newServeCommand(app, cfg),
+		serve,
 		newTextfileCommand(app, cfg),
 		newMetricsCommand(app, cfg),
 		newPsCommand(app, cfg),
+		newDoctorCommand(app, cfg, serve),
+		newReportCommand(app),
 	}
 }
 

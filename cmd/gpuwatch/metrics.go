@@ -17,7 +17,8 @@ type metricsCommand struct {
 func newMetricsCommand(app *kingpin.Application, common *commonFlags) *metricsCommand {
 	c := &metricsCommand{common: common}
 	cmd := app.Command("metrics", "List every metric gpuwatch can export: name, type, unit, labels, default, NVML source and help; then which collector groups each driver branch serves.")
-	cmd.Flag("format", "Output format.").Default("table").EnumVar(&c.format, "table", "markdown", "json")
+	cmd.Flag("format", "Output format: table (name, default and help, fitting 100 columns), wide (every column: type, unit, labels, collector, NVML source), markdown or json.").
+		Default("table").EnumVar(&c.format, exporter.CatalogFormats...)
 	return c
 }
 

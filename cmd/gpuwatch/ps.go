@@ -19,7 +19,7 @@ type psCommand struct {
 func newPsCommand(app *kingpin.Application, common *commonFlags) *psCommand {
 	c := &psCommand{common: common}
 	cmd := app.Command("ps", "List every GPU process with its owner: GPU, PID, user, memory, SM use, container, pod, Slurm job. Answers \"who is on GPU 3?\": gpuwatch ps --gpu=3")
-	cmd.Flag("output", "Output format.").Short('o').Default("table").EnumVar(&c.output, "table", "json")
+	cmd.Flag("output", "Output format: table or json.").Short('o').Default("table").EnumVar(&c.output, "table", "json")
 	cmd.Flag("gpu", "Only processes on this GPU index; repeatable.").IntsVar(&c.gpus)
 	return c
 }
@@ -34,6 +34,7 @@ func (c *psCommand) run() error {
 	}
 	logger := promslog.New(c.common.log)
 	c.common.waitForGPM = true
+	c.common.command = "ps"
 	st, err := c.common.buildStack(logger)
 	if err != nil {
 		return err
@@ -43,7 +44,7 @@ func (c *psCommand) run() error {
 	if err != nil {
 		return err
 	}
-	filter := ps.Filter{GPUs: c.gpus}
+	filter := ps.Filter{GPUs: c.gpus, SimulatedClock: st.sim != nil}
 	if err := filter.Check(snap); err != nil {
 		return err
 	}

@@ -6,15 +6,19 @@ import (
 	"log/slog"
 	"net/http"
 	"os"
+	"strings"
+	"sync"
 
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
 	"github.com/prometheus/client_golang/prometheus"
 	versioncollector "github.com/prometheus/client_golang/prometheus/collectors/version"
+	"github.com/prometheus/common/version"
 
 	"github.com/gpuwatch/gpuwatch/internal/backend/none"
 	nvmlbackend "github.com/gpuwatch/gpuwatch/internal/backend/nvml"
 	"github.com/gpuwatch/gpuwatch/internal/backend/sim"
 	"github.com/gpuwatch/gpuwatch/internal/exporter"
+	"github.com/gpuwatch/gpuwatch/internal/healthlog"
 	"github.com/gpuwatch/gpuwatch/internal/pipeline"
 	"github.com/gpuwatch/gpuwatch/internal/selfstats"
 	"github.com/gpuwatch/gpuwatch/internal/snapshot"
@@ -29,6 +33,8 @@ type stack struct {
 	// closeReader releases the backend (NVML's Shutdown); nil when it holds nothing.
 	closeReader func() error
 	sim         *sim.Sim // with --backend=sim
+	sources     sourceReport
+	demo        bool // the simulated processes' owners come from internal/demo
 	closers     []func()
 	// extra are collectors beside the GPU exporter (the Slurm cluster
 	// collector), exported by both /metrics and the textfile.
@@ -70,7 +76,14 @@ func (s *stack) metricsHandler() http.Handler {
 	return s.exporter.TextHandler(runtime)
 }
 
-const simHint = "to try gpuwatch without a GPU, run: gpuwatch --backend=sim --sim.profile=dgx-h100"
+// simHint says how to run the chosen command on the simulator.
+func (f *commonFlags) simHint() string {
+	cmd := "gpuwatch"
+	if f.command != "" && f.command != "serve" {
+		cmd += " " + f.command
+	}
+	return "to try " + cmd + " without a GPU, run: " + cmd + " --backend=sim --sim.profile=dgx-h100"
+}
 
 // buildStack opens the backend the flags name and wires the outputs to it.
 func (f *commonFlags) buildStack(logger *slog.Logger) (*stack, error) {
@@ -85,7 +98,7 @@ func (f *commonFlags) buildStack(logger *slog.Logger) (*stack, error) {
 	if err != nil {
 		return nil, fmt.Errorf("--compat: %w", err)
 	}
-	st := &stack{reader: none.Reader{}}
+	st := &stack{reader: none.Reader{}, sources: sourceReport{hints: map[string]string{}}}
 	if f.backend != "none" {
 		reader, simulated, err := f.openReader(logger)
 		if err != nil {
@@ -98,7 +111,18 @@ func (f *commonFlags) buildStack(logger *slog.Logger) (*stack, error) {
 		_ = st.Close()
 		return nil, err
 	}
-	st.pipeline = pipeline.New(st.reader, pipeline.Options{Timeout: f.timeout}, enrichers...)
+	watcher := healthlog.New(healthlog.Options{Logger: logger, Hints: st.sources.hints})
+	var started sync.Once
+	st.pipeline = pipeline.New(st.reader, pipeline.Options{
+		Timeout: f.timeout,
+		OnCollect: func(snap *snapshot.Snapshot, err error) {
+			// The first collection, whichever command asked for it,
+			// tells the start log what was found.
+			started.Do(func() { st.logStart(logger, f, snap, err) })
+			watcher.Observe(snap, err)
+		},
+		RequireGPU: f.backend == "nvml",
+	}, enrichers...)
 	st.exporter, err = exporter.New(st.pipeline, exporter.Options{
 		Collectors: f.enabledCollectors(),
 		Metrics:    filter,
@@ -139,7 +163,7 @@ func (f *commonFlags) openReader(logger *slog.Logger) (*nvmlbackend.Reader, *sim
 	}
 	reader, err := nvmlbackend.New(lib, opts)
 	if errors.Is(err, nvmlbackend.ErrLibraryNotFound) {
-		return nil, nil, fmt.Errorf("cannot load libnvidia-ml.so.1 (is the NVIDIA driver installed and on the library path?); %s", simHint)
+		return nil, nil, fmt.Errorf("cannot load libnvidia-ml.so.1 (is the NVIDIA driver installed and on the library path?); %s", f.simHint())
 	}
 	if err != nil {
 		return nil, nil, fmt.Errorf("starting the %s backend: %w", f.backend, err)
@@ -161,6 +185,7 @@ func (f *commonFlags) enrichers(logger *slog.Logger, st *stack) ([]pipeline.Enri
 			return nil, err
 		}
 		st.closers = append(st.closers, env.Close)
+		st.demo = true
 		attr.useDemo(env)
 		slurmFlags.runner = env.Slurm
 	}
@@ -168,7 +193,13 @@ func (f *commonFlags) enrichers(logger *slog.Logger, st *stack) ([]pipeline.Enri
 	if err != nil {
 		return nil, err
 	}
-	at, closeAttribution, err := attr.attributor(logger, jobs, slurmFlags.nodeName)
+	if jobs == nil && slurmFlags.jobs == "auto" {
+		st.sources.absent = append(st.sources.absent, "slurm")
+	}
+	if jobs != nil {
+		st.sources.slurm = &slurmFlags
+	}
+	at, closeAttribution, err := attr.attributor(logger, jobs, slurmFlags.nodeName, &st.sources)
 	if err != nil {
 		return nil, err
 	}
@@ -210,6 +241,36 @@ func (f *commonFlags) simulator() (*sim.Sim, error) {
 		cfg.Seed, _ = os.Hostname()
 	}
 	return sim.New(cfg)
+}
+
+// logStart writes the one start summary: what gpuwatch runs on, what it
+// found on its first collection, and which owner sources are on.
+func (s *stack) logStart(logger *slog.Logger, f *commonFlags, snap *snapshot.Snapshot, err error) {
+	args := []any{"version", version.Info(), "backend", f.backend}
+	if s.sim != nil {
+		args = append(args, "profile", s.sim.Profile(), "sim_seed", s.sim.Seed())
+		if s.demo {
+			args = append(args, "owners", "demo (simulated procfs, Docker, CRI, kubelet, Slurm; name an attribution source such as --path.procfs to use your own)")
+		}
+	}
+	if err != nil {
+		logger.Warn("gpuwatch started, but the first GPU collection failed", append(args, "err", err)...)
+		return
+	}
+	args = append(args, healthlog.Describe(snap)...)
+	if s.sources.how != "" {
+		args = append(args, "owner_sources", strings.Join(s.sources.on, ","), "absent", listOrNone(s.sources.absent), "attribution", s.sources.how)
+	} else {
+		args = append(args, "owner_sources", "none (--no-attribution or --no-collector.processes)")
+	}
+	logger.Info("gpuwatch started", args...)
+}
+
+func listOrNone(v []string) string {
+	if len(v) == 0 {
+		return "none"
+	}
+	return strings.Join(v, ",")
 }
 
 // compatHostname is the Hostname label of dcgm-exporter's series: the flag,

@@ -642,6 +642,9 @@ func (a *Attributor) String() string {
 	if a.slurm != nil {
 		names = append(names, SourceSlurm)
 	}
+	// Slurm is both a job lookup and an allocation source: name it once.
+	slices.Sort(names[1:])
+	names = slices.Compact(names)
 	a.mu.Lock()
 	watched := a.watch != nil
 	a.mu.Unlock()

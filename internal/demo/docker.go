@@ -17,8 +17,8 @@ type dockerContainer struct {
 	} `json:"Config"`
 }
 
-// DockerAPI answers the Docker Engine API's container inspect, versioned
-// (/v1.41/containers/ID/json) or not, for the containers it holds.
+// DockerAPI answers the Docker Engine API's container inspect and list,
+// versioned (/v1.41/containers/ID/json) or not, for the containers it holds.
 type DockerAPI struct {
 	containers map[string]dockerContainer
 }
@@ -50,9 +50,17 @@ func (d *DockerAPI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			path = "/" + after
 		}
 	}
+	w.Header().Set("Content-Type", "application/json")
+	if path == "/containers/json" && r.Method == http.MethodGet {
+		list := []map[string]any{}
+		for _, c := range d.containers {
+			list = append(list, map[string]any{"Id": c.ID, "Names": []string{c.Name}, "Image": c.Config.Image, "Labels": c.Config.Labels, "State": "running"})
+		}
+		_ = json.NewEncoder(w).Encode(list)
+		return
+	}
 	id, ok := strings.CutPrefix(path, "/containers/")
 	id, ok2 := strings.CutSuffix(id, "/json")
-	w.Header().Set("Content-Type", "application/json")
 	if !ok || !ok2 || r.Method != http.MethodGet {
 		w.WriteHeader(http.StatusNotFound)
 		_ = json.NewEncoder(w).Encode(map[string]string{"message": "page not found"})

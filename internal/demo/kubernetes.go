@@ -50,6 +50,11 @@ func (c *CRI) ContainerStatus(_ context.Context, req *runtimev1.ContainerStatusR
 	return &runtimev1.ContainerStatusResponse{Status: st}, nil
 }
 
+// Version implements runtimev1.RuntimeServiceServer.
+func (c *CRI) Version(context.Context, *runtimev1.VersionRequest) (*runtimev1.VersionResponse, error) {
+	return &runtimev1.VersionResponse{Version: "0.1.0", RuntimeName: "containerd", RuntimeVersion: "v1.7.22 (gpuwatch demo)", RuntimeApiVersion: "v1"}, nil
+}
+
 // Kubelet answers the kubelet pod-resources API: which GPUs each pod of
 // the Kubernetes workloads holds, by GPU UUID under nvidia.com/gpu.
 type Kubelet struct {

@@ -15,6 +15,7 @@ import (
 //
 //	squeue -h -w NODE -t RUNNING -o %i
 //	scontrol show job -d -o JOBID
+//	scontrol ping, scontrol show node -o NODE (gpuwatch doctor)
 //
 // It is a slurm.CommandRunner; anything else fails as an unknown command.
 type SlurmCommands struct {
@@ -48,6 +49,13 @@ func (s *SlurmCommands) Run(_ context.Context, path string, args ...string) ([]b
 			}
 		}
 		return []byte(b.String()), nil
+	case cmd == "scontrol" && len(args) == 1 && args[0] == "ping":
+		return []byte("Slurmctld(primary) at demo-controller is UP\n"), nil
+	case cmd == "scontrol" && len(args) == 4 && args[0] == "show" && args[1] == "node" && args[2] == "-o":
+		if args[3] != s.node {
+			return nil, &slurm.CommandError{Command: line, Err: errors.New("exit status 1"), Stderr: "Node " + args[3] + " not found"}
+		}
+		return []byte(fmt.Sprintf("NodeName=%s Arch=x86_64 CPUTot=224 State=MIXED Gres=gpu:8 Partitions=gpu\n", s.node)), nil
 	case cmd == "scontrol" && len(args) == 5 && args[0] == "show" && args[1] == "job" && args[2] == "-d" && args[3] == "-o":
 		for _, j := range s.jobs {
 			if j.JobID == args[4] {
@@ -58,6 +66,9 @@ func (s *SlurmCommands) Run(_ context.Context, path string, args ...string) ([]b
 	}
 	return nil, &slurm.CommandError{Command: line, Err: errors.New("exit status 1"), Stderr: "the demo answers only squeue -w and scontrol show job"}
 }
+
+// Demo marks the demo's Slurm: its commands need not be on PATH.
+func (s *SlurmCommands) Demo() {}
 
 // showJob is one job as `scontrol show job -d -o` prints it.
 func (s *SlurmCommands) showJob(j Workload) string {

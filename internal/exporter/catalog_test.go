@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/gpuwatch/gpuwatch/internal/snapshot"
 )
@@ -67,8 +68,22 @@ func TestCatalogConventions(t *testing.T) {
 }
 
 func TestWriteCatalog(t *testing.T) {
+	var narrow bytes.Buffer
+	if err := WriteCatalog(&narrow, "table"); err != nil {
+		t.Fatal(err)
+	}
+	// The default table fits a 100-column terminal.
+	for _, l := range strings.Split(strings.TrimSpace(narrow.String()), "\n") {
+		if n := utf8.RuneCountInString(l); n > 100 {
+			t.Errorf("%d columns: %q", n, l)
+		}
+	}
+	if n := strings.Count(narrow.String(), "\n"); n != len(Catalog())+1 || !strings.Contains(narrow.String(), "gpu_power_usage_watts") {
+		t.Errorf("default table has %d lines for %d metrics", n, len(Catalog()))
+	}
+
 	var table bytes.Buffer
-	if err := WriteCatalog(&table, "table"); err != nil {
+	if err := WriteCatalog(&table, "wide"); err != nil {
 		t.Fatal(err)
 	}
 	lines := strings.Split(strings.TrimSpace(table.String()), "\n")

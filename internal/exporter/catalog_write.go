@@ -67,10 +67,11 @@ func WithMetricFilter(f *MetricFilter) CatalogOption {
 }
 
 // CatalogFormats are the formats WriteCatalog accepts.
-var CatalogFormats = []string{"table", "markdown", "json"}
+var CatalogFormats = []string{"table", "wide", "markdown", "json"}
 
-// WriteCatalog writes every metric in the catalog: "table" (aligned
-// columns for a terminal), "markdown" (docs/metrics.md) or "json".
+// WriteCatalog writes every metric in the catalog: "table" (name, default
+// and help, cut to fit a 100-column terminal), "wide" (every
+// column, unabridged), "markdown" (docs/metrics.md) or "json".
 func WriteCatalog(w io.Writer, format string, opts ...CatalogOption) error {
 	var v catalogView
 	for _, o := range opts {
@@ -78,6 +79,8 @@ func WriteCatalog(w io.Writer, format string, opts ...CatalogOption) error {
 	}
 	switch format {
 	case "table":
+		return v.writeNarrowTable(w)
+	case "wide":
 		return v.writeTable(w)
 	case "markdown":
 		return v.writeMarkdown(w)
@@ -122,6 +125,41 @@ func (v *catalogView) writeTable(w io.Writer) error {
 			r.Name, r.Type, unit, r.allLabels(","), r.Collector, onOff(r.on), r.Source, r.Help)
 	}
 	return tw.Flush()
+}
+
+// tableWidth is the terminal width the default table fits.
+const tableWidth = 100
+
+// writeNarrowTable writes name, default and as much of the help as fits in
+// tableWidth columns (the name's suffix says type and unit); "wide" has
+// the rest.
+func (v *catalogView) writeNarrowTable(w io.Writer) error {
+	rows := v.rows()
+	state := strings.ToUpper(v.stateColumn())
+	nameW := len("NAME")
+	for _, r := range rows {
+		nameW = max(nameW, len(r.Name))
+	}
+	helpW := max(tableWidth-nameW-len(state)-2*2, 10)
+	var b strings.Builder
+	line := func(name, on, help string) {
+		fmt.Fprintf(&b, "%-*s  %-*s  %s\n", nameW, name, len(state), on, cutRunes(help, helpW))
+	}
+	line("NAME", state, "HELP")
+	for _, r := range rows {
+		line(r.Name, onOff(r.on), r.Help)
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// cutRunes shortens s to n characters, ending in "…" when cut.
+func cutRunes(s string, n int) string {
+	r := []rune(s)
+	if len(r) <= n {
+		return s
+	}
+	return string(r[:n-1]) + "…"
 }
 
 func (v *catalogView) writeJSON(w io.Writer) error {

@@ -10,6 +10,8 @@ package pipeline
 import (
 	"context"
 	"errors"
+	"fmt"
+	"strings"
 	"sync"
 	"time"
 
@@ -38,6 +40,14 @@ type Options struct {
 	// MaxAge lets a finished snapshot answer callers that arrive within this
 	// age. Zero shares only collections that are still in flight.
 	MaxAge time.Duration
+	// OnCollect, when set, sees every collection's outcome once (the log's
+	// warnings about lost GPUs and failing sources). It must not modify
+	// the snapshot, and runs on the collection's goroutine.
+	OnCollect func(*snapshot.Snapshot, error)
+	// RequireGPU makes a collection that finds no GPU at all not ready
+	// (the driver backend: a GPU node without GPUs is broken; a
+	// simulated host always has some).
+	RequireGPU bool
 }
 
 // Pipeline is safe for concurrent use. Snapshots it returns are shared
@@ -83,8 +93,9 @@ func (p *Pipeline) Snapshot(ctx context.Context) (*snapshot.Snapshot, error) {
 	}
 }
 
-// Ready reports whether at least one collection has succeeded and the most
-// recent one did too; it backs /readyz.
+// Ready reports whether at least one collection has succeeded, the most
+// recent one did too, and it found a GPU that answers; it backs /readyz.
+// The error says why not.
 func (p *Pipeline) Ready() error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -93,8 +104,20 @@ func (p *Pipeline) Ready() error {
 		return p.lastErr
 	case !p.everGood:
 		return errors.New("no collection has completed yet")
+	case len(p.last.Devices) == 0:
+		if p.opts.RequireGPU {
+			return errors.New("no GPU found: the driver reports 0 devices")
+		}
+		return nil
 	}
-	return nil
+	var down []string
+	for _, d := range p.last.Devices {
+		if d.Up {
+			return nil
+		}
+		down = append(down, fmt.Sprintf("%d (%s)", d.Index, d.DownReason))
+	}
+	return fmt.Errorf("every GPU is down: %s", strings.Join(down, ", "))
 }
 
 func (p *Pipeline) fresh() *snapshot.Snapshot {
@@ -123,10 +146,13 @@ func (p *Pipeline) collect() (*snapshot.Snapshot, error) {
 		s.Duration = time.Since(start)
 	}
 	p.mu.Lock()
-	defer p.mu.Unlock()
 	p.lastErr = err
 	if err == nil {
 		p.last, p.lastAt, p.everGood = s, time.Now(), true
+	}
+	p.mu.Unlock()
+	if p.opts.OnCollect != nil {
+		p.opts.OnCollect(s, err)
 	}
 	return s, err
 }

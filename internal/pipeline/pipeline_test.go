@@ -125,3 +125,60 @@ func TestReadyReflectsFailures(t *testing.T) {
 		t.Fatalf("Ready = %v", err)
 	}
 }
+
+// fixedReader returns the same devices at every read.
+type fixedReader struct{ devices []snapshot.Device }
+
+func (r fixedReader) Read(context.Context) (*snapshot.Snapshot, error) {
+	return &snapshot.Snapshot{Devices: append([]snapshot.Device(nil), r.devices...)}, nil
+}
+
+// TestReadyNeedsAnAnsweringGPU: /readyz is not ready when every GPU is
+// down, or when the driver finds no GPU at all, and it says which.
+func TestReadyNeedsAnAnsweringGPU(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		devices    []snapshot.Device
+		requireGPU bool
+		want       string // "" for ready
+	}{
+		{"one of two down", []snapshot.Device{{Index: 0, DownReason: "gpu_is_lost"}, {Index: 1, Up: true}}, true, ""},
+		{"every GPU down", []snapshot.Device{{Index: 0, DownReason: "gpu_is_lost"}, {Index: 1, DownReason: "not_answering"}}, true,
+			"every GPU is down: 0 (gpu_is_lost), 1 (not_answering)"},
+		{"no GPU on a driver", nil, true, "no GPU found: the driver reports 0 devices"},
+		{"no GPU, not required", nil, false, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := New(fixedReader{tc.devices}, Options{RequireGPU: tc.requireGPU})
+			if _, err := p.Snapshot(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			err := p.Ready()
+			got := ""
+			if err != nil {
+				got = err.Error()
+			}
+			if got != tc.want {
+				t.Errorf("Ready() = %q, want %q", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestOnCollectSeesEveryCollection(t *testing.T) {
+	var seen []error
+	boom := errors.New("boom")
+	r := &countingReader{}
+	p := New(r, Options{OnCollect: func(s *snapshot.Snapshot, err error) {
+		if (s == nil) != (err != nil) {
+			t.Errorf("OnCollect(%v, %v)", s, err)
+		}
+		seen = append(seen, err)
+	}})
+	_, _ = p.Snapshot(context.Background())
+	r.err = boom
+	_, _ = p.Snapshot(context.Background())
+	if len(seen) != 2 || seen[0] != nil || seen[1] != boom {
+		t.Errorf("OnCollect saw %v", seen)
+	}
+}

@@ -21,6 +21,9 @@ import (
 type Filter struct {
 	// GPUs keeps only processes on these device indexes (nil = all).
 	GPUs []int
+	// SimulatedClock says that the snapshot's time is the simulator's
+	// clock (--backend=sim), not the wall clock; the JSON says so.
+	SimulatedClock bool
 }
 
 // Check fails when the filter names a GPU the snapshot does not have, so
@@ -211,7 +214,11 @@ func cell(s string) string {
 // Document is the JSON shape of `gpuwatch ps --output=json`. Absent readings
 // are omitted, never reported as zero.
 type Document struct {
-	Time      time.Time `json:"time"`
+	Time time.Time `json:"time"`
+	// Clock is "wall", or "simulated" when Time is the simulator's clock
+	// (which starts at 2026-01-01T00:00:00Z), so that a reader does not
+	// take a simulated time for a real one.
+	Clock     string    `json:"clock"`
 	Processes []Process `json:"processes"`
 }
 
@@ -238,7 +245,10 @@ type Process struct {
 
 // WriteJSON writes the processes as one indented JSON document.
 func WriteJSON(w io.Writer, s *snapshot.Snapshot, f Filter) error {
-	doc := Document{Time: s.Time.UTC(), Processes: []Process{}}
+	doc := Document{Time: s.Time.UTC(), Clock: "wall", Processes: []Process{}}
+	if f.SimulatedClock {
+		doc.Clock = "simulated"
+	}
 	for _, p := range selected(s, f) {
 		out := Process{
 			GPU: p.GPU, GPUUUID: p.GPUUUID, MIGUUID: p.MIGUUID, PID: p.PID, Type: p.Type,

@@ -132,3 +132,21 @@ func TestFilterNamingAnAbsentGPUIsAnError(t *testing.T) {
 		t.Errorf("no GPUs: %v", err)
 	}
 }
+
+func TestJSONSaysWhichClock(t *testing.T) {
+	for _, simulated := range []bool{false, true} {
+		var b bytes.Buffer
+		if err := WriteJSON(&b, testSnapshot(), Filter{SimulatedClock: simulated}); err != nil {
+			t.Fatal(err)
+		}
+		var doc struct {
+			Clock string `json:"clock"`
+		}
+		if err := json.Unmarshal(b.Bytes(), &doc); err != nil {
+			t.Fatal(err)
+		}
+		if want := map[bool]string{false: "wall", true: "simulated"}[simulated]; doc.Clock != want {
+			t.Errorf("simulated %v: clock %q, want %q", simulated, doc.Clock, want)
+		}
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"unicode/utf8"
 )
 
 // runGpuwatch runs the binary to completion and returns its combined output
@@ -40,6 +41,11 @@ func TestNoDriverSaysHowToRunTheSimulator(t *testing.T) {
 		if !strings.Contains(last, want) {
 			t.Errorf("error line %q lacks %q", last, want)
 		}
+	}
+	// The hint of a subcommand runs that subcommand.
+	out, code = runGpuwatch(t, "ps")
+	if code == 0 || !strings.Contains(out, "run: gpuwatch ps --backend=sim --sim.profile=dgx-h100") {
+		t.Errorf("gpuwatch ps without a driver (exit %d): %s", code, out)
 	}
 }
 
@@ -97,7 +103,17 @@ func TestNoCollectorFlagDropsTheGroup(t *testing.T) {
 }
 
 func TestMetricsCommandListsTheCatalog(t *testing.T) {
-	out, code := runGpuwatch(t, "metrics")
+	narrow, code := runGpuwatch(t, "metrics")
+	if code != 0 {
+		t.Fatalf("gpuwatch metrics failed: %s", narrow)
+	}
+	// The default table fits a 100-column terminal.
+	for _, line := range strings.Split(strings.TrimSpace(narrow), "\n") {
+		if n := utf8.RuneCountInString(line); n > 100 || !strings.Contains(narrow, "gpu_power_usage_watts") {
+			t.Errorf("%d columns: %q", n, line)
+		}
+	}
+	out, code := runGpuwatch(t, "metrics", "--format=wide")
 	if code != 0 {
 		t.Fatalf("gpuwatch metrics failed: %s", out)
 	}
@@ -112,5 +128,29 @@ func TestHelpExplainsTheSimulator(t *testing.T) {
 	out, code := runGpuwatch(t, "--help")
 	if code != 0 || !strings.Contains(out, "--backend=sim") || !strings.Contains(out, "--web.listen-address") {
 		t.Fatalf("--help (exit %d) does not explain the simulator and flags:\n%s", code, out)
+	}
+}
+
+// TestPsHelpShowsWhatPsUses: `gpuwatch ps --help` lists the flags ps reads
+// (backend, simulator, owners, logging, its own) and not serve's; -o lists
+// its choices.
+func TestPsHelpShowsWhatPsUses(t *testing.T) {
+	out, code := runGpuwatch(t, "ps", "--help")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, out)
+	}
+	for _, want := range []string{"--backend=", "--sim.profile=", "--path.procfs=", "--cri.socket=", "--attribution.timeout=",
+		"--slurm.node-name=", "--log.level=", "-o, --output=table", "table or json", "--gpu="} {
+		if !strings.Contains(out, want) {
+			t.Errorf("ps --help lacks %q", want)
+		}
+	}
+	for _, unwanted := range []string{"web.listen-address", "collector.gpm", "metrics.config", "collector.slurm", "slurm.sdiag-path", "--compat"} {
+		if strings.Contains(out, unwanted) {
+			t.Errorf("ps --help shows %s, which ps does not use", unwanted)
+		}
+	}
+	if all, _ := runGpuwatch(t, "--help"); !strings.Contains(all, "--web.listen-address") || !strings.Contains(all, "collector.gpm") {
+		t.Error("gpuwatch --help lost serve's flags")
 	}
 }

@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"encoding/json"
+	"strings"
 	"testing"
 	"time"
 
@@ -13,11 +14,14 @@ import (
 // Kubernetes pod and Slurm jobs, in `gpuwatch ps` and in /metrics.
 func TestDemoShowsEveryOwnerKind(t *testing.T) {
 	demo := []string{"--backend=sim", "--sim.profile=dgx-h100"}
-	out, code := runGpuwatch(t, append([]string{"ps", "-o", "json"}, demo...)...)
+	// A generous lookup budget: the one collection of ps must not miss an
+	// owner on a busy CI machine.
+	out, code := runGpuwatch(t, append([]string{"ps", "-o", "json", "--attribution.timeout=4s"}, demo...)...)
 	if code != 0 {
 		t.Fatalf("gpuwatch ps: %s", out)
 	}
 	var doc struct {
+		Clock     string `json:"clock"`
 		Processes []struct {
 			PID       int    `json:"pid"`
 			User      string `json:"user"`
@@ -37,6 +41,9 @@ func TestDemoShowsEveryOwnerKind(t *testing.T) {
 	}
 	if err := json.Unmarshal([]byte(out), &doc); err != nil {
 		t.Fatalf("%v\n%s", err, out)
+	}
+	if doc.Clock != "simulated" {
+		t.Errorf("ps JSON clock = %q, want simulated", doc.Clock)
 	}
 	kinds := map[string]bool{}
 	for _, p := range doc.Processes {
@@ -99,4 +106,43 @@ func ownerKinds(fams map[string]*dto.MetricFamily) map[string]bool {
 		}
 	}
 	return found
+}
+
+// TestLogsSpeakUp: one INFO line at start says what was found and which
+// owner sources are on; a socket given explicitly that is not there is a
+// warning at start, and its failures are warnings naming the flag.
+func TestLogsSpeakUp(t *testing.T) {
+	missing := "/nonexistent/kubelet.sock"
+	base, proc := startGpuwatch(t, "--backend=sim", "--sim.profile=dgx-h100", "--path.procfs="+t.TempDir(),
+		"--docker.socket=", "--cri.socket=", "--kubelet.pod-resources-socket="+missing, "--slurm.jobs=false")
+	waitFor(t, 15*time.Second, "the kubelet failure warning", func() bool {
+		_, _ = httpGetNoFail(base + "/metrics")
+		return strings.Contains(proc.output.String(), `msg="attribution source failing`)
+	})
+	out := proc.output.String()
+	for _, want := range []string{
+		`level=WARN source=attribution.go`, `msg="socket not found; its owner labels stay empty until it appears" flag=--kubelet.pod-resources-socket socket=` + missing,
+		`owner_source=kubelet failures=`, `check="--kubelet.pod-resources-socket=` + missing + `"`,
+		`level=INFO source=stack.go`, `msg="gpuwatch started"`, `backend=sim profile=dgx-h100`,
+		`gpus=8 models="8× NVIDIA H100 80GB HBM3" driver=550.90.07 branch=R550`, `mig_gpus=7`,
+		`owner_sources=procfs,kubelet absent=none`,
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("the log lacks %q:\n%s", want, out)
+		}
+	}
+	if n := strings.Count(out, `msg="gpuwatch started"`); n != 1 {
+		t.Errorf("%d start summaries, want 1", n)
+	}
+
+	// The demo: every source on, Slurm named once.
+	_, demo := startGpuwatch(t, "--backend=sim", "--sim.profile=dgx-h100")
+	waitFor(t, 15*time.Second, "the start summary", func() bool {
+		return strings.Contains(demo.output.String(), `msg="gpuwatch started"`)
+	})
+	out = demo.output.String()
+	if !strings.Contains(out, "owner_sources=procfs,docker,cri,kubelet,slurm absent=none") ||
+		!strings.Contains(out, "attribution sources [procfs cri docker kubelet slurm]") || !strings.Contains(out, "owners=\"demo") {
+		t.Errorf("demo start summary:\n%s", out)
+	}
 }

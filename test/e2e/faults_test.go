@@ -1,10 +1,14 @@
 package e2e
 
 import (
-	dto "github.com/prometheus/client_model/go"
+	"io"
+	"net/http"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
+
+	dto "github.com/prometheus/client_model/go"
 )
 
 // TestFaults runs a simulated DGX in real time with a GPU that is lost after
@@ -17,7 +21,7 @@ func TestFaults(t *testing.T) {
 faults:
   - {gpu: 3, lost_after: 2s}
   - {gpu: 1, unsupported: [power, fan_speed]}
-  - {gpu: 2, xid: 79, at: 1s}
+  - {gpu: 2, xid: 79, at: 4s}
 `)
 	base, proc := startGpuwatch(t, "--backend=sim", "--sim.config="+cfg)
 
@@ -69,6 +73,16 @@ faults:
 	if proc.exited() {
 		t.Fatal("gpuwatch exited after losing a GPU")
 	}
+	// The log says so, once each.
+	waitFor(t, 10*time.Second, "warnings about the lost GPU and the XID", func() bool {
+		out := proc.output.String()
+		return strings.Contains(out, `level=WARN source=healthlog.go`) &&
+			strings.Contains(out, `msg="GPU is down" gpu=3`) && strings.Contains(out, "reason=gpu_is_lost") &&
+			strings.Contains(out, `gpu=2`) && strings.Contains(out, `since_start=1×79`)
+	})
+	if n := strings.Count(proc.output.String(), `msg="GPU is down" gpu=3`); n != 1 {
+		t.Errorf("lost GPU warned about %d times, want once:\n%s", n, proc.output.String())
+	}
 }
 
 // TestHungGPU: the NVML calls of GPU 4 hang for three seconds. Scrapes keep
@@ -106,5 +120,40 @@ func TestHungGPU(t *testing.T) {
 	waitFor(t, 15*time.Second, "gpu_up{gpu=4} = 1 after the hang", func() bool { return up(scrape(), "4") == 1 })
 	if proc.exited() {
 		t.Fatal("gpuwatch exited")
+	}
+	out := proc.output.String()
+	if !strings.Contains(out, `msg="GPU did not answer within --collection.timeout; reported down (gpu_up 0) until it does" gpu=4`) ||
+		!strings.Contains(out, `msg="GPU is back" gpu=4`) {
+		t.Errorf("the log does not tell of GPU 4's timeout and return:\n%s", out)
+	}
+}
+
+// TestReadyzWhenEveryGPUIsDown: /readyz turns 503, saying why, once the
+// host's only GPU is lost (the process stays up: /healthz is 200).
+func TestReadyzWhenEveryGPUIsDown(t *testing.T) {
+	cfg := filepath.Join(t.TempDir(), "sim.yaml")
+	writeFile(t, cfg, "profile: h100\nfaults:\n  - {gpu: 0, lost_after: 2s}\n")
+	base, _ := startGpuwatch(t, "--backend=sim", "--sim.config="+cfg)
+	waitFor(t, 10*time.Second, "/readyz to answer 200", func() bool {
+		_, err := httpGetNoFail(base + "/readyz")
+		return err == nil
+	})
+	var body string
+	waitFor(t, 15*time.Second, "/readyz to answer 503 once GPU 0 is lost", func() bool {
+		_, _ = httpGetNoFail(base + "/metrics") // a collection
+		resp, err := http.Get(base + "/readyz")
+		if err != nil {
+			return false
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		body = string(b)
+		return resp.StatusCode == http.StatusServiceUnavailable
+	})
+	if want := "not ready: every GPU is down: 0 (gpu_is_lost)\n"; body != want {
+		t.Errorf("/readyz body = %q, want %q", body, want)
+	}
+	if _, err := httpGetNoFail(base + "/healthz"); err != nil {
+		t.Errorf("/healthz: %v", err)
 	}
 }

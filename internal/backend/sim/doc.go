@@ -84,6 +84,15 @@
 // PCIe byte counters are 32 bits wide, as on real drivers: they wrap at
 // 2^32 (about every 0.4 s on a busy Gen5 GPU).
 //
+// Processes: a process of type compute+graphics is in both process lists,
+// each time with all of its memory. On a MIG-enabled GPU the GPU's own
+// process lists answer NO_PERMISSION, as NVML does for an unprivileged
+// caller; the MIG device handles list their processes.
+// GetProcessUtilization answers from a buffer of samples taken every 1/6 s
+// over the last 2 s, each with its past timestamp, for the busy compute
+// processes: every buffered sample newer than lastSeenTimestamp, or
+// ERROR_NOT_FOUND.
+//
 // # Time
 //
 // The simulated clock is Epoch (2026-01-01T00:00:00Z) plus the elapsed

@@ -28,3 +28,9 @@ func (s *Sim) GPUUUIDs() []string {
 	}
 	return out
 }
+
+// Profile is the simulated host's profile name.
+func (s *Sim) Profile() string { return s.profile.name }
+
+// Seed is what makes this host's UUIDs its own (Config.Seed).
+func (s *Sim) Seed() string { return s.seed }

@@ -1,0 +1,99 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"os"
+	"os/exec"
+	"time"
+
+	"github.com/alecthomas/kingpin/v2"
+	"github.com/prometheus/common/promslog"
+	"github.com/prometheus/exporter-toolkit/web"
+
+	"github.com/gpuwatch/gpuwatch/internal/doctor"
+	"github.com/gpuwatch/gpuwatch/internal/slurm"
+)
+
+type doctorCommand struct {
+	common    *commonFlags
+	web       *web.FlagConfig
+	output    string
+	nvidiaSMI string
+}
+
+func newDoctorCommand(app *kingpin.Application, common *commonFlags, serve *serveCommand) *doctorCommand {
+	c := &doctorCommand{common: common, web: serve.web}
+	cmd := app.Command("doctor", "Check this host for what gpuwatch needs, with the flags given: driver, device access, procfs, cgroups, "+
+		"each owner source, Slurm, the web config, and readings against nvidia-smi. One line per check (✔ ok, ✘ failed, – not applicable), "+
+		"with the fix for each failure; exits 0 only when every check the flags need passes.")
+	cmd.Flag("output", "Output format: text or json.").Short('o').Default("text").EnumVar(&c.output, "text", "json")
+	cmd.Flag("doctor.nvidia-smi", "nvidia-smi to compare readings with; empty: nvidia-smi on PATH, if any.").StringVar(&c.nvidiaSMI)
+	return c
+}
+
+func (c *doctorCommand) name() string { return "doctor" }
+
+// errUnhealthy makes the exit status 1 once the report is printed.
+var errUnhealthy = errors.New("doctor: a check the chosen flags need failed")
+
+func (c *doctorCommand) run() error {
+	// The report says what the log would; keep it out of the way.
+	if c.common.log.Level != nil && c.common.log.Level.String() == "info" {
+		_ = c.common.log.Level.Set("error")
+	}
+	logger := promslog.New(c.common.log)
+	env := doctor.Env{
+		Backend:       c.common.backend,
+		Collectors:    c.common.enabledCollectors(),
+		DevRoot:       "/dev",
+		SelfProc:      "/proc",
+		CgroupRoot:    "/sys/fs/cgroup",
+		ProcRoot:      c.common.attribution.procfs,
+		Attribution:   c.common.attribution.enabled,
+		WebConfigFile: *c.web.WebConfigFile,
+		Runner:        slurm.ExecRunner{Timeout: c.common.attribution.timeout + 5*time.Second},
+		Timeout:       c.common.attribution.timeout,
+	}
+	if c.nvidiaSMI != "" {
+		env.NvidiaSMI = c.nvidiaSMI
+	} else if path, err := exec.LookPath("nvidia-smi"); err == nil {
+		env.NvidiaSMI = path
+	}
+	c.common.command = "doctor"
+	st, err := c.common.buildStack(logger)
+	if err != nil {
+		env.SnapshotErr = err
+		env.Attribution = false
+	} else {
+		defer st.Close()
+		ctx, cancel := context.WithTimeout(context.Background(), c.common.timeout+c.common.attribution.timeout)
+		env.Snapshot, env.SnapshotErr = st.pipeline.Snapshot(ctx)
+		cancel()
+		src := st.sources
+		env.Attribution = src.how != ""
+		if src.procfs != "" {
+			env.ProcRoot = src.procfs
+		}
+		env.DockerSocket, env.CRISocket, env.KubeletSocket = src.sockets["docker"], src.sockets["cri"], src.sockets["kubelet"]
+		if s := src.slurm; s != nil {
+			env.Slurm = &doctor.SlurmEnv{Scontrol: s.scontrol, Squeue: s.squeue, Node: s.nodeName, Runner: s.runner}
+			if s.runner == nil {
+				env.Slurm.Runner = slurm.ExecRunner{Timeout: s.timeout}
+			}
+		}
+	}
+	report := doctor.Run(env)
+	if c.output == "json" {
+		err = report.WriteJSON(os.Stdout)
+	} else {
+		err = report.WriteText(os.Stdout)
+	}
+	if err != nil {
+		return err
+	}
+	if !report.Healthy {
+		return errUnhealthy
+	}
+	return nil
+}

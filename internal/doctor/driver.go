@@ -1,0 +1,145 @@
+package doctor
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/gpuwatch/gpuwatch/internal/snapshot"
+)
+
+// checkDriver: the library loads, its version and branch, and the metric
+// groups that branch limits.
+func checkDriver(env Env) []Result {
+	if env.SnapshotErr != nil {
+		fix := "install the NVIDIA driver (libnvidia-ml.so.1 on the library path), or try gpuwatch with --backend=sim"
+		return []Result{fail("driver", env.SnapshotErr.Error(), fix, true)}
+	}
+	s := env.Snapshot
+	d := s.Driver
+	library := d.Library
+	if env.Backend == "sim" {
+		library = "simulator (--backend=sim)"
+	}
+	version := d.Version
+	if version == "" {
+		version = s.DriverVersion
+	}
+	found := fmt.Sprintf("library %s, driver %s", library, orUnknown(version))
+	if d.Branch != "" {
+		found += ", branch " + d.Branch
+	}
+	if s.CUDADriverVersion != "" {
+		found += ", CUDA " + s.CUDADriverVersion
+	}
+	out := []Result{ok("driver", found)}
+	if len(d.Limits) == 0 {
+		out = append(out, ok("driver limits", "the driver serves every enabled metric group"))
+	} else {
+		var parts []string
+		for _, l := range d.Limits {
+			parts = append(parts, l.Group+" ("+l.Reason+")")
+		}
+		out = append(out, fail("driver limits", "this driver branch limits: "+strings.Join(parts, "; "),
+			"a newer driver branch serves them (README, driver support); or turn the group off with --no-collector.GROUP", false))
+	}
+	return out
+}
+
+// checkDevices: per GPU, it answers and its device node is usable by this
+// user; persistence mode; MIG; the process list.
+func checkDevices(env Env) []Result {
+	if env.Snapshot == nil {
+		return nil
+	}
+	s := env.Snapshot
+	if len(s.Devices) == 0 {
+		return []Result{fail("GPUs", "the driver reports no GPU", "check `nvidia-smi -L` and dmesg for the driver's complaints", env.Backend == "nvml")}
+	}
+	var out []Result
+	var down []string
+	for _, d := range s.Devices {
+		if !d.Up {
+			down = append(down, fmt.Sprintf("%d (%s)", d.Index, d.DownReason))
+		}
+	}
+	if len(down) > 0 {
+		out = append(out, fail("GPUs", fmt.Sprintf("%d GPUs, down: %s", len(s.Devices), strings.Join(down, ", ")),
+			"a lost GPU needs a reset or reboot (nvidia-smi -r); see dmesg for XIDs", len(down) == len(s.Devices)))
+	} else {
+		out = append(out, ok("GPUs", fmt.Sprintf("%d GPUs, every one answers", len(s.Devices))))
+	}
+	out = append(out, checkDeviceNodes(env)...)
+
+	var persistOff, mig []string
+	for _, d := range s.Devices {
+		switch d.Info.PersistenceMode {
+		case "disabled":
+			persistOff = append(persistOff, fmt.Sprint(d.Index))
+		}
+		if d.Info.MIGMode == "enabled" {
+			mig = append(mig, fmt.Sprint(d.Index))
+		}
+	}
+	if len(persistOff) > 0 {
+		out = append(out, fail("persistence mode", "off on GPUs "+strings.Join(persistOff, ","),
+			"run nvidia-persistenced (or nvidia-smi -pm 1): without it the driver tears GPU state down between clients and each collection pays to bring it back", false))
+	} else {
+		out = append(out, ok("persistence mode", "on (or not reported) on every GPU"))
+	}
+	if len(mig) > 0 {
+		out = append(out, ok("MIG", "MIG mode on GPUs "+strings.Join(mig, ",")+": per-instance memory and GPM in gpu_mig_*; whole-GPU utilization is not reported there"))
+	} else {
+		out = append(out, skip("MIG", "no GPU in MIG mode"))
+	}
+	if env.Collectors[snapshot.GroupProcesses] {
+		if st, found := s.Groups[snapshot.GroupProcesses]; found && st.Err != nil {
+			out = append(out, fail("process list", st.Err.Error(),
+				"the process-list calls need the same device access as nvidia-smi; in a container, share the host PID namespace (--pid=host, hostPID: true)", true))
+		} else {
+			out = append(out, ok("process list", fmt.Sprintf("the driver lists GPU processes to this user (%d now)", len(s.Processes))))
+		}
+	}
+	return out
+}
+
+// checkDeviceNodes: /dev/nvidiactl and /dev/nvidiaN can be opened for
+// reading and writing by this user.
+func checkDeviceNodes(env Env) []Result {
+	if env.Backend == "sim" {
+		return []Result{skip("device nodes", "simulated GPUs have no device nodes")}
+	}
+	paths := []string{filepath.Join(env.DevRoot, "nvidiactl")}
+	for _, d := range env.Snapshot.Devices {
+		if minor, known := d.Info.MinorNumber.Get(); known {
+			paths = append(paths, filepath.Join(env.DevRoot, fmt.Sprint("nvidia", minor)))
+		}
+	}
+	var bad []string
+	for _, p := range paths {
+		if err := unix.Access(p, unix.R_OK|unix.W_OK); err != nil {
+			bad = append(bad, p+": "+err.Error())
+		}
+	}
+	if len(bad) > 0 {
+		group := "the group owning them"
+		if fi, err := os.Stat(paths[0]); err == nil {
+			if st, ok := fi.Sys().(*unix.Stat_t); ok {
+				group = fmt.Sprintf("group %d", st.Gid)
+			}
+		}
+		return []Result{fail("device nodes", strings.Join(bad, "; "),
+			"run gpuwatch as a user in "+group+" (as nvidia-smi needs), or in a container pass the devices (--gpus all / the NVIDIA container toolkit)", true)}
+	}
+	return []Result{ok("device nodes", fmt.Sprintf("%d device nodes readable and writable by this user", len(paths)))}
+}
+
+func orUnknown(s string) string {
+	if s == "" {
+		return "unknown"
+	}
+	return s
+}

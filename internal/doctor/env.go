@@ -1,0 +1,69 @@
+package doctor
+
+import (
+	"time"
+
+	"github.com/gpuwatch/gpuwatch/internal/slurm"
+	"github.com/gpuwatch/gpuwatch/internal/snapshot"
+)
+
+// Env is what the checks look at.
+type Env struct {
+	// Backend is "nvml" or "sim"; Snapshot one reading through it (with
+	// owners when attribution is on), or SnapshotErr.
+	Backend     string
+	Snapshot    *snapshot.Snapshot
+	SnapshotErr error
+	// Collectors are the enabled collector groups.
+	Collectors map[string]bool
+
+	DevRoot    string // where the device nodes are: "/dev"
+	ProcRoot   string // --path.procfs
+	SelfProc   string // this process's own procfs: "/proc"
+	CgroupRoot string // "/sys/fs/cgroup"
+
+	// Attribution: owners are looked up. The sockets are as resolved from
+	// the flags ("" when off); Explicit names those the user gave (a
+	// failure of an "auto" one that was found is still a failure).
+	Attribution   bool
+	DockerSocket  string
+	CRISocket     string
+	KubeletSocket string
+
+	// Slurm is nil when Slurm job attribution is off.
+	Slurm *SlurmEnv
+
+	WebConfigFile string
+
+	// NvidiaSMI is the nvidia-smi to compare readings with; "" when none is
+	// on PATH. Runner runs it (and the Slurm commands).
+	NvidiaSMI string
+	Runner    slurm.CommandRunner
+
+	// Timeout bounds each socket call and command.
+	Timeout time.Duration
+}
+
+// SlurmEnv says how Slurm is reached.
+type SlurmEnv struct {
+	Scontrol, Squeue string
+	Node             string // --slurm.node-name
+	Runner           slurm.CommandRunner
+	// GresConf is the gres.conf to compare with NVML's order; "" to find it
+	// from `scontrol show config`.
+	GresConf string
+}
+
+// Run runs every check.
+func Run(env Env) Report {
+	var results []Result
+	results = append(results, checkDriver(env)...)
+	results = append(results, checkDevices(env)...)
+	results = append(results, checkProcfs(env)...)
+	results = append(results, checkCgroup(env)...)
+	results = append(results, checkSources(env)...)
+	results = append(results, checkSlurm(env)...)
+	results = append(results, checkWebConfig(env)...)
+	results = append(results, checkNvidiaSMI(env)...)
+	return NewReport(results)
+}
