@@ -1,17 +1,29 @@
 # go-nvml dlopens libnvidia-ml.so.1 at run time; lazy binding keeps the
 # dynamic linker from resolving NVML symbols at start (go-nvml's advice).
 VERSION_PKG := github.com/prometheus/common/version
+# The newest v* tag as git describes it, else the VERSION file.
+VERSION := $(shell ./scripts/release/version.sh)
 # The build date is the commit's, so that two builds of one commit are the same bytes.
 LDFLAGS := -extldflags=-Wl,-z,lazy \
-	-X $(VERSION_PKG).Version=$(shell git describe --tags --always --dirty 2>/dev/null || echo dev) \
+	-X $(VERSION_PKG).Version=$(VERSION) \
 	-X $(VERSION_PKG).Revision=$(shell git rev-parse --short HEAD 2>/dev/null || echo unknown) \
 	-X $(VERSION_PKG).Branch=$(shell git rev-parse --abbrev-ref HEAD 2>/dev/null || echo unknown) \
 	-X $(VERSION_PKG).BuildDate=$(shell git log -1 --format=%cd --date=format:%Y%m%d-%H:%M:%S 2>/dev/null || echo unknown)
 
-.PHONY: build test test-short bench run golden chart-files manifests
+.PHONY: build test test-short bench bench-report run golden chart-files manifests fakenvml release image
 
 build:
 	CGO_ENABLED=1 go build -ldflags '$(LDFLAGS)' -o bin/gpuwatch ./cmd/gpuwatch
+
+# Release binaries for linux/amd64 and linux/arm64 that run on glibc >= 2.17,
+# tarballs, .deb and .rpm, SHA256SUMS, in dist/. Needs root and debootstrap
+# (see README, Install).
+release:
+	LDFLAGS='$(LDFLAGS)' VERSION='$(VERSION)' ./scripts/release/build.sh
+
+# The container image from the Dockerfile, with podman (see README, Install).
+image:
+	VERSION='$(VERSION)' ./scripts/release/image.sh
 
 test:
 	./scripts/test.sh
@@ -22,11 +34,22 @@ test-short:
 run: build
 	./bin/gpuwatch $(ARGS)
 
-golden:
-	GPUWATCH_BIN=$(PWD)/bin/gpuwatch go test ./test/e2e -run TestGolden -update
+golden: fakenvml
+	GPUWATCH_BIN=$(PWD)/bin/gpuwatch GPUWATCH_FAKENVML=$(PWD)/build/fakenvml go test ./test/e2e -run TestGolden -update
 
+# The simulator as libnvidia-ml.so.1, one library per driver branch, in
+# build/fakenvml/VARIANT/ (VARIANTS='*' builds every variant; see README).
+fakenvml:
+	go run ./internal/fakenvml/build -o build/fakenvml $(if $(VARIANTS),-variants='$(VARIANTS)')
+
+# The latency runs, then the soak (100 000 scrapes of dgx-h100, 4 scrapers).
 bench: build
 	go run ./bench -bin bin/gpuwatch
+	go run ./bench -bin bin/gpuwatch -soak 100000
+
+# gpuwatch report on a month of 1000 GPUs in VictoriaMetrics (bench/RESULTS.md).
+bench-report: build
+	go run ./bench/report -bin bin/gpuwatch
 
 # The chart carries copies of the shipped dashboards and rules (helm reads only files inside
 # the chart); test/deploy fails when they differ from deploy/grafana and deploy/prometheus.

@@ -3,8 +3,9 @@
 // concurrent scrapers, and prints, per run, scrape latency percentiles, CPU
 // seconds per 1000 scrapes, peak RSS, series count and bytes per scrape.
 //
-//	make bench                      # all profiles
+//	make bench                      # all profiles, then the soak
 //	go run ./bench -bin bin/gpuwatch -profiles dgx-h100 -scrapes 2000
+//	go run ./bench -bin bin/gpuwatch -soak 100000   # the soak alone
 //
 // CPU and RSS are read from /proc for the exporter's PID only, so the
 // scrapers' own cost is not counted.
@@ -49,6 +50,7 @@ func main() {
 	flag.StringVar(&cpuProfileDir, "cpuprofile-dir", "", "save a 3-second CPU profile of gpuwatch from each run into this directory (go tool pprof)")
 	flag.DurationVar(&warmup, "warmup", 3*time.Second, "scrape each run at least this long before measuring")
 	attribution := flag.Bool("attribution", true, "also measure the attribution fleet (8 GPUs × 256 processes in 50 containers) with and without attribution")
+	soakScrapes := flag.Int("soak", 0, "instead of the latency runs, soak one dgx-h100 with this many scrapes by 4 scrapers, sampling RSS, goroutines and fds every tenth (make bench runs 100000)")
 	install := flag.Bool("install", true, "copy the binary to a temporary directory and measure the copy, as it runs once installed (see the package comment)")
 	flag.Parse()
 
@@ -59,6 +61,12 @@ func main() {
 		}
 		defer cleanup()
 		*bin = installed
+	}
+	if *soakScrapes > 0 {
+		if err := soak(*bin, "dgx-h100", *soakScrapes, 4, max(*soakScrapes/10, 1)); err != nil {
+			fatalf("soak: %v", err)
+		}
+		return
 	}
 
 	fmt.Println("| profile | scrapers | scrapes | p50 ms | p99 ms | CPU s / 1000 scrapes | peak RSS MiB | RSS at end: anon + file MiB | series | bytes/scrape |")

@@ -1,11 +1,16 @@
 #!/usr/bin/env bash
 # Installs what gpuwatch's tests run against for real: Prometheus and
-# promtool, Slurm with munge, Podman, busybox (to build a container image
-# without a registry). Debian packages, so it needs root (CI runs as root).
+# promtool, node_exporter and VictoriaMetrics (the deploy stack's end-to-end
+# test and gpuwatch report), Chromium (the HTML report and the live page),
+# Slurm with munge, Podman, busybox (to build a container image without a
+# registry); for `make release` and test/release: debootstrap (the Debian 11
+# build and install roots), rpm (rpm -qp on the .rpm), systemd
+# (systemd-analyze verify and the targets units are checked against).
+# Debian packages, so it needs root (CI runs as root).
 # Safe to run again: it installs only what is missing.
 set -euo pipefail
 
-packages=(prometheus slurm-wlm munge podman busybox-static)
+packages=(prometheus prometheus-node-exporter victoria-metrics chromium slurm-wlm munge podman busybox-static debootstrap rpm systemd)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -18,10 +23,10 @@ if [ ${#missing[@]} -gt 0 ]; then
   fi
   echo "install-deps: installing ${missing[*]}"
   export DEBIAN_FRONTEND=noninteractive
-  apt-get update -qq
+  apt-get -o DPkg::Lock::Timeout=600 update -qq
   # Debian's packages start services where systemd runs; the tests start
   # their own instances on temporary ports and paths instead.
-  apt-get install -y -qq "${missing[@]}" >/dev/null
+  apt-get -o DPkg::Lock::Timeout=600 install -y -qq "${missing[@]}" >/dev/null
 fi
 
 go mod download

@@ -18,9 +18,20 @@ go vet ./...
 echo "== build"
 make --no-print-directory build
 
+if [ -z "$short" ]; then
+  echo "== fake libnvidia-ml.so.1 per driver branch"
+  make --no-print-directory fakenvml
+  echo "== release (make release image)"
+  # Release binaries for glibc >= 2.17, packages and the container image,
+  # checked by test/release below.
+  start=$SECONDS
+  make --no-print-directory release image
+  echo "release and image took $((SECONDS - start))s"
+fi
+
 echo "== go test"
 # The binary the end-to-end tests drive is the one just built.
-GPUWATCH_BIN="$PWD/bin/gpuwatch" go test $short -count=1 -timeout 15m ./...
+GPUWATCH_BIN="$PWD/bin/gpuwatch" GPUWATCH_FAKENVML="$PWD/build/fakenvml" go test $short -count=1 -timeout 15m ./...
 
 echo "== go test -race (concurrent packages)"
 go test $short -count=1 -race ./internal/pipeline/... ./internal/backend/... ./internal/exporter/... ./internal/attribution/... ./internal/slurm/...

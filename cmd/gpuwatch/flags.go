@@ -18,6 +18,11 @@ import (
 // commonFlags are the flags every command shares: where readings come from,
 // which collectors run, and logging.
 type commonFlags struct {
+	// waitForGPM is set by the commands that read once and exit (or whose
+	// first output should be complete): their first reading waits for a
+	// whole GPM window.
+	waitForGPM bool
+
 	backend    string
 	simProfile string
 	simConfig  string
@@ -38,8 +43,8 @@ type commonFlags struct {
 
 func registerCommonFlags(app *kingpin.Application) *commonFlags {
 	f := &commonFlags{collectors: map[string]*bool{}, log: &promslog.Config{}}
-	app.Flag("backend", "Where GPU readings come from: nvml (the NVIDIA driver's libnvidia-ml.so.1) or sim (a simulated fleet, no GPU needed).").
-		Default("nvml").EnumVar(&f.backend, "nvml", "sim")
+	app.Flag("backend", "Where GPU readings come from: nvml (the NVIDIA driver's libnvidia-ml.so.1), sim (a simulated fleet, no GPU needed) or none (no GPU: a Slurm controller serving only --collector.slurm).").
+		Default("nvml").EnumVar(&f.backend, "nvml", "sim", "none")
 	app.Flag("sim.profile", "Simulated fleet for --backend=sim: "+simProfileList()+". Overrides the profile in --sim.config.").
 		StringVar(&f.simProfile)
 	app.Flag("sim.config", "YAML file describing the simulated fleet, its processes and faults (see README, 'Simulator').").
@@ -111,7 +116,8 @@ func simProfileList() string {
 func (f *commonFlags) enabledCollectors() map[string]bool {
 	out := make(map[string]bool, len(f.collectors))
 	for g, on := range f.collectors {
-		out[g] = *on
+		// Without a GPU no GPU group can succeed: off, rather than reported failing.
+		out[g] = *on && f.backend != "none"
 	}
 	return out
 }

@@ -58,6 +58,7 @@ func newApp() (*kingpin.Application, []command) {
 		newMetricsCommand(app, cfg),
 		newPsCommand(app, cfg),
 		newDoctorCommand(app, cfg, serve),
+		newReportCommand(app),
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	nvmlbackend "github.com/gpuwatch/gpuwatch/internal/backend/nvml"
 	"github.com/gpuwatch/gpuwatch/internal/exporter"
 	"github.com/gpuwatch/gpuwatch/internal/slurm"
 )
@@ -42,5 +43,18 @@ func TestMetricsDoc(t *testing.T) {
 		if !bytes.Contains(got, []byte("`"+m.Name+"`")) {
 			t.Errorf("docs/metrics.md lacks %s", m.Name)
 		}
+	}
+}
+
+// TestREADMEDriverSupportTable keeps the README's metric group × driver
+// branch table equal to the one gpuwatch derives from the branch tables.
+func TestREADMEDriverSupportTable(t *testing.T) {
+	readme, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	table := driverSupportMarkdown(nvmlbackend.DriverSupport())
+	if !bytes.Contains(readme, []byte(table)) {
+		t.Errorf("README.md's driver-support table is out of date; replace it with:\n%s", table)
 	}
 }

@@ -33,6 +33,7 @@ func (c *psCommand) run() error {
 		_ = c.common.log.Level.Set("warn")
 	}
 	logger := promslog.New(c.common.log)
+	c.common.waitForGPM = true
 	c.common.command = "ps"
 	st, err := c.common.buildStack(logger)
 	if err != nil {

@@ -64,6 +64,9 @@ func (c *serveCommand) run() error {
 		return err
 	}
 	logger := promslog.New(c.common.log)
+	// From the start: a SIGHUP while the stack is being built would
+	// otherwise still kill the process.
+	defer ignoreHangup(logger, "the web config file is re-read on every connection; other changes need a restart")()
 	if c.pprof {
 		runtime.MemProfileRate = goMemProfileRate
 	}
@@ -97,7 +100,6 @@ func (c *serveCommand) run() error {
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	defer ignoreHangup(logger, "the web config file is re-read on every connection; other changes need a restart")()
 	limits := server.DefaultLimits(c.common.timeout)
 	limits.MaxConnections, limits.IdleTimeout = c.maxConns, c.idleTimeout
 	return server.Run(ctx, handler, c.web, limits, shutdownDrain(c.common.timeout), logger)
@@ -115,7 +117,8 @@ func (c *serveCommand) checkFlags() error {
 	case c.idleTimeout <= 0:
 		return fmt.Errorf("--web.idle-timeout=%s: must be positive", c.idleTimeout)
 	}
-	return nil
+	// Before anything starts, so the refusal is the only line printed.
+	return server.CheckTelemetryPath(c.telemetryPath, c.pprof)
 }
 
 // checkWebConfig validates --web.config.file at start. exporter-toolkit

@@ -14,6 +14,7 @@ import (
 	versioncollector "github.com/prometheus/client_golang/prometheus/collectors/version"
 	"github.com/prometheus/common/version"
 
+	"github.com/gpuwatch/gpuwatch/internal/backend/none"
 	nvmlbackend "github.com/gpuwatch/gpuwatch/internal/backend/nvml"
 	"github.com/gpuwatch/gpuwatch/internal/backend/sim"
 	"github.com/gpuwatch/gpuwatch/internal/exporter"
@@ -28,11 +29,13 @@ import (
 type stack struct {
 	pipeline *pipeline.Pipeline
 	exporter *exporter.Exporter
-	reader   *nvmlbackend.Reader
-	sim      *sim.Sim // with --backend=sim
-	sources  sourceReport
-	demo     bool // the simulated processes' owners come from internal/demo
-	closers  []func()
+	reader   pipeline.Reader
+	// closeReader releases the backend (NVML's Shutdown); nil when it holds nothing.
+	closeReader func() error
+	sim         *sim.Sim // with --backend=sim
+	sources     sourceReport
+	demo        bool // the simulated processes' owners come from internal/demo
+	closers     []func()
 	// extra are collectors beside the GPU exporter (the Slurm cluster
 	// collector), exported by both /metrics and the textfile.
 	extra []prometheus.Collector
@@ -42,7 +45,10 @@ func (s *stack) Close() error {
 	for _, c := range s.closers {
 		c()
 	}
-	return s.reader.Close()
+	if s.closeReader == nil {
+		return nil
+	}
+	return s.closeReader()
 }
 
 // textfileRegistry holds the GPU collectors and the build info for the
@@ -99,11 +105,14 @@ func (f *commonFlags) buildStack(logger *slog.Logger) (*stack, error) {
 	if err != nil {
 		return nil, fmt.Errorf("--compat: %w", err)
 	}
-	reader, simulated, err := f.openReader(logger)
-	if err != nil {
-		return nil, err
+	st := &stack{reader: none.Reader{}, sources: sourceReport{hints: map[string]string{}}}
+	if f.backend != "none" {
+		reader, simulated, err := f.openReader(logger)
+		if err != nil {
+			return nil, err
+		}
+		st.reader, st.closeReader, st.sim = reader, reader.Close, simulated
 	}
-	st := &stack{reader: reader, sim: simulated, sources: sourceReport{hints: map[string]string{}}}
 	enrichers, err := f.enrichers(logger, st)
 	if err != nil {
 		_ = st.Close()
@@ -111,7 +120,7 @@ func (f *commonFlags) buildStack(logger *slog.Logger) (*stack, error) {
 	}
 	watcher := healthlog.New(healthlog.Options{Logger: logger, Hints: st.sources.hints})
 	var started sync.Once
-	st.pipeline = pipeline.New(reader, pipeline.Options{
+	st.pipeline = pipeline.New(st.reader, pipeline.Options{
 		Timeout: f.timeout,
 		OnCollect: func(snap *snapshot.Snapshot, err error) {
 			// The first collection, whichever command asked for it,
@@ -148,7 +157,7 @@ func (f *commonFlags) buildStack(logger *slog.Logger) (*stack, error) {
 // openReader starts the NVML reader on the driver or on the simulator.
 // With --backend=sim it also returns the simulator.
 func (f *commonFlags) openReader(logger *slog.Logger) (*nvmlbackend.Reader, *sim.Sim, error) {
-	opts := nvmlbackend.Options{Groups: f.enabledCollectors(), Logger: logger}
+	opts := nvmlbackend.Options{Groups: f.enabledCollectors(), Logger: logger, WaitForGPM: f.waitForGPM}
 	var lib nvml.Interface
 	var simulated *sim.Sim
 	switch f.backend {
@@ -157,7 +166,7 @@ func (f *commonFlags) openReader(logger *slog.Logger) (*nvmlbackend.Reader, *sim
 		if err != nil {
 			return nil, nil, err
 		}
-		lib, opts.Now, simulated = s.Library(), s.Now, s
+		lib, opts.Now, opts.Library, simulated = s.Library(), s.Now, "simulator", s
 	default:
 		lib = nvml.New()
 	}
@@ -175,7 +184,7 @@ func (f *commonFlags) openReader(logger *slog.Logger) (*nvmlbackend.Reader, *sim
 // looking up when processes are read at all. What must be released at the
 // end is added to st.closers.
 func (f *commonFlags) enrichers(logger *slog.Logger, st *stack) ([]pipeline.Enricher, error) {
-	if !*f.collectors[snapshot.GroupProcesses] || !f.attribution.enabled {
+	if !f.enabledCollectors()[snapshot.GroupProcesses] || !f.attribution.enabled {
 		return nil, nil
 	}
 	attr, slurmFlags := f.attribution, f.slurm

@@ -41,11 +41,17 @@ func (c *textfileCommand) run() error {
 		return fmt.Errorf("--interval=%s: must be 0 (write once) or at least %s", c.interval, minInterval)
 	}
 	logger := promslog.New(c.common.log)
+	if c.interval > 0 {
+		// From the start: a SIGHUP while the stack is being built would
+		// otherwise still kill the process.
+		defer ignoreHangup(logger, "changes need a restart")()
+	}
 	if removed, err := textfile.RemoveStaleTemps(c.output); err != nil {
 		logger.Warn("could not remove temporary files left by an earlier run", "output", c.output, "err", err)
 	} else if removed > 0 {
 		logger.Info("removed temporary files left by an earlier run", "output", c.output, "count", removed)
 	}
+	c.common.waitForGPM = true
 	st, err := c.common.buildStack(logger)
 	if err != nil {
 		return err
@@ -57,6 +63,5 @@ func (c *textfileCommand) run() error {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	defer ignoreHangup(logger, "changes need a restart")()
 	return textfile.Loop(ctx, reg, c.output, c.interval, logger)
 }

@@ -6,8 +6,6 @@ package deploycheck
 // merges that branch removes it here: the list only ever shrinks, and is
 // empty (then deleted) once every branch is in.
 var PendingMetrics = map[string][]string{
-	"gpu_xid_events_total":                     {"gpu", "uuid"},
-	"gpu_xid_last_code":                        {"gpu", "uuid"},
 	"gpu_gpm_graphics_active_ratio":            {"gpu", "uuid"},
 	"gpu_gpm_pcie_transmit_bytes_per_second":   {"gpu", "uuid"},
 	"gpu_gpm_pcie_receive_bytes_per_second":    {"gpu", "uuid"},

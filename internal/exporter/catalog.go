@@ -122,7 +122,7 @@ var (
 		"1 if the GPU answered during the last collection, 0 if it is lost or unreachable.", devLabels)
 
 	// --- info ---
-	mInfo = def(snapshot.GroupInfo, "gpu_info", typeInfo, "", "nvmlDeviceGetName, GetBrand, GetArchitecture, GetPciInfo, GetSerial, GetVbiosVersion, GetCudaComputeCapability, GetPersistenceMode, GetComputeMode, GetMigMode, GetEccMode; nvmlSystemGetDriverVersion, nvmlSystemGetCudaDriverVersion_v2",
+	mInfo = def(snapshot.GroupInfo, "gpu_info", typeInfo, "", "nvmlDeviceGetName, GetBrand, GetArchitecture, GetPciInfo, GetSerial, GetVbiosVersion, GetCudaComputeCapability, GetPersistenceMode, GetComputeMode, GetMigMode, GetEccMode; nvmlSystemGetDriverVersion, nvmlSystemGetCudaDriverVersion (v1, which answers without libcuda.so.1 in the container; _v2 does not)",
 		"Descriptive facts about the GPU; always 1. Join on gpu and uuid in PromQL.", infoLabels)
 
 	// --- utilization ---
@@ -136,13 +136,13 @@ var (
 		"Video decoder utilization over the last sample period.", devLabels)
 
 	// --- memory ---
-	mMemTotal = def(snapshot.GroupMemory, "gpu_memory_total_bytes", typeGauge, "bytes", "nvmlDeviceGetMemoryInfo_v2 (total)",
+	mMemTotal = def(snapshot.GroupMemory, "gpu_memory_total_bytes", typeGauge, "bytes", "nvmlDeviceGetMemoryInfo_v2 (total); nvmlDeviceGetMemoryInfo (v1) before R510",
 		"Total framebuffer memory.", devLabels)
-	mMemUsed = def(snapshot.GroupMemory, "gpu_memory_used_bytes", typeGauge, "bytes", "nvmlDeviceGetMemoryInfo_v2 (used)",
-		"Framebuffer memory allocated by processes.", devLabels)
-	mMemFree = def(snapshot.GroupMemory, "gpu_memory_free_bytes", typeGauge, "bytes", "nvmlDeviceGetMemoryInfo_v2 (free)",
+	mMemUsed = def(snapshot.GroupMemory, "gpu_memory_used_bytes", typeGauge, "bytes", "nvmlDeviceGetMemoryInfo_v2 (used); nvmlDeviceGetMemoryInfo (v1) before R510",
+		"Framebuffer memory allocated by processes. Drivers before R510 have only the v1 call, whose used memory includes the driver's reservation.", devLabels)
+	mMemFree = def(snapshot.GroupMemory, "gpu_memory_free_bytes", typeGauge, "bytes", "nvmlDeviceGetMemoryInfo_v2 (free); nvmlDeviceGetMemoryInfo (v1) before R510",
 		"Framebuffer memory not allocated.", devLabels)
-	mMemReserved = def(snapshot.GroupMemory, "gpu_memory_reserved_bytes", typeGauge, "bytes", "nvmlDeviceGetMemoryInfo_v2 (reserved)",
+	mMemReserved = def(snapshot.GroupMemory, "gpu_memory_reserved_bytes", typeGauge, "bytes", "nvmlDeviceGetMemoryInfo_v2 (reserved); absent with v1, before R510",
 		"Framebuffer memory reserved by the driver and firmware.", devLabels)
 	mBAR1Total = def(snapshot.GroupMemory, "gpu_bar1_memory_total_bytes", typeGauge, "bytes", "nvmlDeviceGetBAR1MemoryInfo (bar1Total)",
 		"Total BAR1 memory (the window through which the host and peers map GPU memory). Off by default: rarely actionable outside GPUDirect debugging.", devLabels).off()
@@ -177,17 +177,23 @@ var (
 
 	// --- power ---
 	mPowerUsage = def(snapshot.GroupPower, "gpu_power_usage_watts", typeGauge, "watts", "nvmlDeviceGetPowerUsage",
-		"Power drawn by the GPU and its memory.", devLabels)
+		"Power drawn by the GPU and its memory. On Ampere (except GA100) and later GPUs NVML reports the average over the last second, on older ones an instantaneous reading.", devLabels)
 	mPowerLimit = def(snapshot.GroupPower, "gpu_power_limit_watts", typeGauge, "watts", "nvmlDeviceGetEnforcedPowerLimit",
 		"Power limit the driver enforces (the lowest of all limits in effect).", devLabels)
+	mPowerLimitDefault = def(snapshot.GroupPower, "gpu_power_limit_default_watts", typeGauge, "watts", "nvmlDeviceGetPowerManagementDefaultLimit",
+		"Power limit the board ships with (what gpu_power_limit_watts returns to after a reset).", devLabels)
+	mPowerLimitMin = def(snapshot.GroupPower, "gpu_power_limit_min_watts", typeGauge, "watts", "nvmlDeviceGetPowerManagementLimitConstraints (minLimit)",
+		"Lowest power limit an administrator may set (nvidia-smi -pl).", devLabels)
+	mPowerLimitMax = def(snapshot.GroupPower, "gpu_power_limit_max_watts", typeGauge, "watts", "nvmlDeviceGetPowerManagementLimitConstraints (maxLimit)",
+		"Highest power limit an administrator may set (nvidia-smi -pl).", devLabels)
 	mEnergy = def(snapshot.GroupPower, "gpu_energy_joules_total", typeCounter, "joules", "nvmlDeviceGetTotalEnergyConsumption",
 		"Energy consumed since the driver was loaded; resets when the driver reloads.", devLabels)
 
 	// --- PCIe ---
 	mPCIeTx = def(snapshot.GroupPCIe, "gpu_pcie_transmit_bytes_total", typeCounter, "bytes", fvPrefix+"(NVML_FI_DEV_PCIE_COUNT_TX_BYTES)",
-		"Bytes the GPU transmitted over PCIe since the driver was loaded.", devLabels)
+		"Bytes the GPU transmitted over PCIe. NVML's counter is 32 bits wide and wraps (every 70 ms or so at Gen5 x16 speed); gpuwatch widens it across the wraps it sees, one per collection, so rate() is right below 4 GiB per collection interval and too low above. Prefer gpu_gpm_pcie_transmit_bytes_per_second on Hopper and later.", devLabels)
 	mPCIeRx = def(snapshot.GroupPCIe, "gpu_pcie_receive_bytes_total", typeCounter, "bytes", fvPrefix+"(NVML_FI_DEV_PCIE_COUNT_RX_BYTES)",
-		"Bytes the GPU received over PCIe since the driver was loaded.", devLabels)
+		"Bytes the GPU received over PCIe; 32-bit counter widened across wraps, see gpu_pcie_transmit_bytes_total. Prefer gpu_gpm_pcie_receive_bytes_per_second on Hopper and later.", devLabels)
 	mPCIeGen = def(snapshot.GroupPCIe, "gpu_pcie_link_generation", typeGauge, "", "nvmlDeviceGetCurrPcieLinkGeneration",
 		"Current PCIe link generation (drops at idle to save power).", devLabels)
 	mPCIeWidth = def(snapshot.GroupPCIe, "gpu_pcie_link_width", typeGauge, "", "nvmlDeviceGetCurrPcieLinkWidth",
@@ -239,14 +245,21 @@ var (
 	mGPMFP16        = gpmDef(snapshot.GroupGPM, "gpu_gpm_fp16_active_ratio", "NVML_GPM_METRIC_FP16_UTIL", "Fraction of cycles the FP16 pipe was active.", devLabels)
 	mGPMFP32        = gpmDef(snapshot.GroupGPM, "gpu_gpm_fp32_active_ratio", "NVML_GPM_METRIC_FP32_UTIL", "Fraction of cycles the FP32 pipe was active.", devLabels)
 	mGPMFP64        = gpmDef(snapshot.GroupGPM, "gpu_gpm_fp64_active_ratio", "NVML_GPM_METRIC_FP64_UTIL", "Fraction of cycles the FP64 pipe was active.", devLabels)
+	mGPMGraphics    = gpmDef(snapshot.GroupGPM, "gpu_gpm_graphics_active_ratio", "NVML_GPM_METRIC_GRAPHICS_UTIL", "Fraction of time any compute or graphics engine was active (DCGM's GR_ENGINE_ACTIVE).", devLabels)
+	mGPMPCIeTx      = gpmRateDef("gpu_gpm_pcie_transmit_bytes_per_second", "NVML_GPM_METRIC_PCIE_TX_PER_SEC", "PCIe traffic from the GPU, averaged over the GPM window (at least a second). Unlike gpu_pcie_transmit_bytes_total it cannot miss a counter wrap.")
+	mGPMPCIeRx      = gpmRateDef("gpu_gpm_pcie_receive_bytes_per_second", "NVML_GPM_METRIC_PCIE_RX_PER_SEC", "PCIe traffic to the GPU, averaged over the GPM window (at least a second).")
+	mGPMNVLinkTx    = gpmRateDef("gpu_gpm_nvlink_transmit_bytes_per_second", "NVML_GPM_METRIC_NVLINK_TOTAL_TX_PER_SEC", "NVLink write bandwidth over all links, averaged over the GPM window.")
+	mGPMNVLinkRx    = gpmRateDef("gpu_gpm_nvlink_receive_bytes_per_second", "NVML_GPM_METRIC_NVLINK_TOTAL_RX_PER_SEC", "NVLink read bandwidth over all links, averaged over the GPM window.")
 
 	// --- MIG ---
-	mMIGInfo = def(snapshot.GroupMIG, "gpu_mig_info", typeInfo, "", "nvmlDeviceGetMigDeviceHandleByIndex, nvmlDeviceGetGpuInstanceId, nvmlDeviceGetComputeInstanceId, GetUUID, GetGpuInstanceProfileInfo",
+	mMIGInfo = def(snapshot.GroupMIG, "gpu_mig_info", typeInfo, "", "nvmlDeviceGetMigDeviceHandleByIndex, nvmlDeviceGetGpuInstanceId, nvmlDeviceGetComputeInstanceId, GetUUID; profile from the MIG device's GetName (\"... MIG 1g.10gb\")",
 		"One series per MIG compute instance; always 1. Join on mig_uuid.", migInfoLabels)
-	mMIGMemTotal = def(snapshot.GroupMIG, "gpu_mig_memory_total_bytes", typeGauge, "bytes", "nvmlDeviceGetMemoryInfo on the MIG device handle (total)",
-		"Memory of the MIG instance.", migLabels)
-	mMIGMemUsed = def(snapshot.GroupMIG, "gpu_mig_memory_used_bytes", typeGauge, "bytes", "nvmlDeviceGetMemoryInfo on the MIG device handle (used)",
-		"Memory used in the MIG instance.", migLabels)
+	mMIGModePending = def(snapshot.GroupMIG, "gpu_mig_mode_pending", typeGauge, "", "nvmlDeviceGetMigMode (pendingMode != currentMode)",
+		"1 while a MIG mode change (nvidia-smi -mig) waits for a GPU reset, else 0; absent on GPUs without MIG.", devLabels)
+	mMIGMemTotal = def(snapshot.GroupMIG, "gpu_mig_memory_total_bytes", typeGauge, "bytes", "nvmlDeviceGetMemoryInfo_v2 (v1 before R510) on the MIG device handle (total)",
+		"Memory of the MIG GPU instance. Memory belongs to the GPU instance: it is reported once, on its compute instance with the lowest ID, so sum() does not count it per compute instance.", migLabels)
+	mMIGMemUsed = def(snapshot.GroupMIG, "gpu_mig_memory_used_bytes", typeGauge, "bytes", "nvmlDeviceGetMemoryInfo_v2 (v1 before R510) on the MIG device handle (used)",
+		"Memory used in the MIG GPU instance, reported once, on its compute instance with the lowest ID.", migLabels)
 	mMIGGPMSMActive    = gpmDef(snapshot.GroupMIG, "gpu_mig_gpm_sm_active_ratio", "NVML_GPM_METRIC_SM_UTIL via nvmlGpmMigSampleGet", "SM active ratio of the MIG instance.", migLabels)
 	mMIGGPMSMOccupancy = gpmDef(snapshot.GroupMIG, "gpu_mig_gpm_sm_occupancy_ratio", "NVML_GPM_METRIC_SM_OCCUPANCY via nvmlGpmMigSampleGet", "SM occupancy ratio of the MIG instance.", migLabels)
 	mMIGGPMTensor      = gpmDef(snapshot.GroupMIG, "gpu_mig_gpm_tensor_active_ratio", "NVML_GPM_METRIC_ANY_TENSOR_UTIL via nvmlGpmMigSampleGet", "Tensor pipe active ratio of the MIG instance.", migLabels)
@@ -279,12 +292,21 @@ var (
 		"1 if the collector group read without unexpected errors, else 0.", []string{"collector"})
 	mAttributionErrors = def(CollectorExporter, "gpuwatch_attribution_errors_total", typeCounter, "", "gpuwatch attribution",
 		"Owner lookups that failed since start, by source (procfs, docker, cri, kubelet, slurm).", []string{"source"})
+	mDriverInfo = def(CollectorExporter, "gpuwatch_driver_info", typeInfo, "", "nvmlSystemGetDriverVersion; the path libnvidia-ml was loaded from (/proc/self/maps)",
+		"The NVIDIA driver library gpuwatch loaded: its version, its branch (R550) and where it was loaded from (\"simulator\" for --backend=sim); always 1.", []string{"version", "branch", "library"})
+	mDriverLimited = def(CollectorExporter, "gpuwatch_driver_limited_group", typeGauge, "", "dlsym of every NVML function gpuwatch calls, once at start",
+		"One series per enabled collector group that the loaded driver library cannot fully serve, because it lacks NVML functions or field IDs (an older driver branch); always 1. reason says \"unavailable: no ...\" (the group is off) or \"partial: no ...\" and which readings are missing. The README has the table of groups by driver branch.", []string{"group", "reason"})
 	mSnapshotDuration = def(CollectorExporter, "gpuwatch_snapshot_duration_seconds", typeGauge, "seconds", "gpuwatch",
 		"Time the collection this scrape reports took: reading every GPU and attributing its processes. Scrapes that arrive while a collection runs share it.", nil)
 )
 
 func gpmDef(group, name, metric, help string, labels []string) *metricDef {
 	return def(group, name, typeGauge, "ratio", gpmCall+"("+metric+")", help, labels)
+}
+
+// gpmRateDef declares a whole-GPU GPM bandwidth (NVML: MiB/s).
+func gpmRateDef(name, metric, help string) *metricDef {
+	return def(snapshot.GroupGPM, name, typeGauge, "bytes_per_second", gpmCall+"("+metric+", MiB/s)", help, devLabels)
 }
 
 // Catalog returns every metric gpuwatch exports under its own names, in

@@ -81,6 +81,9 @@ var (
 	dFanSpeed = dcgmDef(snapshot.GroupFan, "DCGM_FI_DEV_FAN_SPEED", typeGauge, "percent", "nvmlDeviceGetFanSpeed_v2 (mean over fans)",
 		"Fan speed (in %).")
 
+	dXIDErrors = dcgmDef(snapshot.GroupXID, "DCGM_FI_DEV_XID_ERRORS", typeGauge, "", "nvmlEventSetWait (nvmlEventTypeXidCriticalError): the newest event's code",
+		"Value of the last XID error encountered (0 while there was none since gpuwatch started).")
+
 	dPCIeReplay = dcgmDef(snapshot.GroupPCIe, "DCGM_FI_DEV_PCIE_REPLAY_COUNTER", typeCounter, "", "nvmlDeviceGetPcieReplayCounter",
 		"Total number of PCIe retries.")
 	dPCIeLinkGen = dcgmDef(snapshot.GroupPCIe, "DCGM_FI_DEV_PCIE_LINK_GEN", typeGauge, "", "nvmlDeviceGetCurrPcieLinkGeneration",

@@ -19,7 +19,7 @@ func TestCatalogConventions(t *testing.T) {
 	}
 	unitSuffix := map[string]string{
 		"bytes": "_bytes", "seconds": "_seconds", "joules": "_joules", "celsius": "_celsius",
-		"watts": "_watts", "hertz": "_hertz", "ratio": "_ratio",
+		"watts": "_watts", "hertz": "_hertz", "ratio": "_ratio", "bytes_per_second": "_bytes_per_second",
 	}
 	for _, m := range catalog {
 		if seen[m.Name] {

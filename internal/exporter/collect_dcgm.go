@@ -125,6 +125,8 @@ func (e *Exporter) collectDCGM(em *emitter, s *snapshot.Snapshot, d *snapshot.De
 		dcgmGPM(&w, &d.GPM)
 	}
 
+	dcgmOpt(&w, dXIDErrors, d.XIDLastCode, 1)
+
 	pc := &d.PCIe
 	dcgmOpt(&w, dPCIeReplay, pc.ReplayCounter, 1)
 	dcgmOpt(&w, dPCIeLinkGen, pc.LinkGen, 1)

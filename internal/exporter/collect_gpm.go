@@ -16,4 +16,9 @@ func collectGPM(em *emitter, _ *snapshot.Snapshot, d *snapshot.Device) {
 	devOpt(em, mGPMFP16, g.FP16Active)
 	devOpt(em, mGPMFP32, g.FP32Active)
 	devOpt(em, mGPMFP64, g.FP64Active)
+	devOpt(em, mGPMGraphics, g.GraphicsActive)
+	devOpt(em, mGPMPCIeTx, g.PCIeTxBytesPerSecond)
+	devOpt(em, mGPMPCIeRx, g.PCIeRxBytesPerSecond)
+	devOpt(em, mGPMNVLinkTx, g.NVLinkTxBytesPerSecond)
+	devOpt(em, mGPMNVLinkRx, g.NVLinkRxBytesPerSecond)
 }

@@ -2,13 +2,15 @@ package exporter
 
 import "github.com/gpuwatch/gpuwatch/internal/snapshot"
 
-// The MIG collector: one gpu_mig_info per compute instance, and its memory
+// The MIG collector: whether a MIG mode change waits for a reset, one
+// gpu_mig_info per compute instance, and its memory
 // and GPM ratios labelled by GPU instance, compute instance and MIG uuid.
 func init() {
 	registerCollector(snapshot.GroupMIG, collector{device: collectMIG})
 }
 
 func collectMIG(em *emitter, _ *snapshot.Snapshot, d *snapshot.Device) {
+	devOptBool(em, mMIGModePending, d.MIGModePending)
 	for i := range d.MIGInstances {
 		mi := &d.MIGInstances[i]
 		gi, ci := itoa(mi.GPUInstanceID), itoa(mi.ComputeInstanceID)

@@ -115,9 +115,10 @@ func collectProcesses(em *emitter, s *snapshot.Snapshot, pidLabels bool) {
 	}
 	em.procCounts, em.procAggs = counts, aggs
 
+	// A driver that cannot list processes gets no count, rather than 0.
 	for i := range s.Devices {
 		d := &s.Devices[i]
-		if d.Up {
+		if d.Up && !s.Driver.Unavailable(snapshot.GroupProcesses) {
 			em.setDevice(d)
 			em.dev(mProcesses, float64(counts[i]))
 		}

@@ -5,7 +5,7 @@ import "github.com/gpuwatch/gpuwatch/internal/snapshot"
 // The XID collector: critical error events by code. The backend counts
 // them in its own event goroutine; this only renders the counts.
 func init() {
-	registerCollector(snapshot.GroupXID, collector{device: collectXID})
+	registerCollector(snapshot.GroupXID, collector{device: collectXID, whileDown: true})
 }
 
 func collectXID(em *emitter, _ *snapshot.Snapshot, d *snapshot.Device) {

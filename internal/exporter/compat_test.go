@@ -87,6 +87,7 @@ func TestDCGMUnits(t *testing.T) {
 	d.Utilization.GPU = some(0.87)
 	d.Memory.Used = someU(3 << 30)
 	d.Power.Energy = some(12.5)
+	d.XIDLastCode = someU(79)
 	d.ClockEvents = []snapshot.ClockEvent{{Reason: "gpu_idle", Active: false}, {Reason: "sw_power_cap", Active: true}, {Reason: "hw_thermal_slowdown", Active: true}}
 	got, _ := dcgmValues(t, s, Compat{DCGM: true})
 	for key, want := range map[string]float64{
@@ -95,6 +96,7 @@ func TestDCGMUnits(t *testing.T) {
 		"DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION/0//": 12500,
 		"DCGM_FI_DEV_SM_CLOCK/0//":                 1980,
 		"DCGM_FI_DEV_GPU_TEMP/0//":                 61,
+		"DCGM_FI_DEV_XID_ERRORS/0//":               79,
 		"DCGM_FI_DEV_CLOCK_THROTTLE_REASONS/0//":   0x4 | 0x40,
 	} {
 		if v, ok := got[key]; !ok || v < want-1e-9 || v > want+1e-9 {

@@ -8,6 +8,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/gpuwatch/gpuwatch/internal/snapshot"
+
+	"github.com/gpuwatch/gpuwatch/internal/labelvalue"
 )
 
 // emitter is the per-scrape state the collectors write series into. It has
@@ -73,6 +75,7 @@ func (em *emitter) setDevice(d *snapshot.Device) {
 // emit writes one series. lvs must be a slice of em.lv (or otherwise owned by
 // the emitter); its length selects the plain or the opt-in label set.
 func (em *emitter) emit(m *metricDef, v float64, lvs []string) {
+	boundLabels(lvs)
 	if em.ch != nil {
 		desc := m.desc
 		if len(lvs) != len(m.Labels) {
@@ -112,6 +115,7 @@ func (em *emitter) emitDev(m *metricDef, v float64, lvs []string) {
 	if len(lvs) != len(m.Labels) {
 		tf = &m.textOptIn
 	}
+	boundLabels(lvs[2:])
 	b := append(em.bufs[m.id], tf.parts[0]...)
 	b = append(b, em.devText...)
 	for i := 2; i < len(lvs); i++ {
@@ -121,6 +125,17 @@ func (em *emitter) emitDev(m *metricDef, v float64, lvs []string) {
 	b = append(b, `"} `...)
 	b = appendFloat(b, v)
 	em.bufs[m.id] = append(b, '\n')
+}
+
+// boundLabels shortens, in place, label values longer than
+// labelvalue.MaxBytes: owner names come from the wild, and one value over
+// Prometheus's label_value_length_limit would fail the whole scrape.
+func boundLabels(lvs []string) {
+	for i, s := range lvs {
+		if len(s) > labelvalue.MaxBytes {
+			lvs[i] = labelvalue.Bound(s)
+		}
+	}
 }
 
 // on reports whether the metric is enabled; collectors check it before

@@ -62,6 +62,11 @@ type Options struct {
 type collector struct {
 	device   func(em *emitter, s *snapshot.Snapshot, d *snapshot.Device)
 	snapshot func(em *emitter, s *snapshot.Snapshot, pidLabels bool)
+	// whileDown: the device collector also runs for a device that is
+	// down, because its values are not read from the device but kept
+	// beside it (XID counts). A GPU that fell off the bus keeps the
+	// XID 79 that announced it, so alerts can still see it.
+	whileDown bool
 }
 
 // collectors by group, filled by the init functions of collect_*.go.
@@ -204,11 +209,10 @@ func (e *Exporter) render(em *emitter, snap *snapshot.Snapshot, err error) {
 		d := &snap.Devices[i]
 		em.setDevice(d)
 		em.dev(mUp, bool01(d.Up))
-		if !d.Up {
-			continue
-		}
 		for _, c := range e.device {
-			c.device(em, snap, d)
+			if d.Up || c.whileDown {
+				c.device(em, snap, d)
+			}
 		}
 		if e.dcgm {
 			e.collectDCGM(em, snap, d)
@@ -234,6 +238,7 @@ func (e *Exporter) collectExporter(em *emitter, snap *snapshot.Snapshot) {
 		em.global(mCollectorDuration, st.Duration.Seconds(), g)
 		em.global(mCollectorSuccess, bool01(st.Err == nil), g)
 	}
+	collectDriver(em, &snap.Driver)
 	if len(snap.AttributionErrors) > 0 && em.on(mAttributionErrors) {
 		keys := em.keys[:0]
 		for k := range snap.AttributionErrors {

@@ -67,7 +67,9 @@ func h100Device(i, nvlinks int) snapshot.Device {
 			{Reason: "hw_slowdown"}, {Reason: "sync_boost"}, {Reason: "sw_thermal_slowdown"},
 			{Reason: "hw_thermal_slowdown"}, {Reason: "hw_power_brake_slowdown"}, {Reason: "display_clock_setting"},
 		},
-		Power: snapshot.Power{Usage: some(512.3 + f), EnforcedLimit: some(700), Energy: some(9.87654321e8 + f)},
+		Power: snapshot.Power{Usage: some(512.3 + f), EnforcedLimit: some(700), Energy: some(9.87654321e8 + f),
+			DefaultLimit: some(700), MinLimit: some(200), MaxLimit: some(700)},
+		MIGModePending: snapshot.Some(false),
 		PCIe: snapshot.PCIe{
 			TxBytes: someU(123456789012 + uint64(i)), RxBytes: someU(98765432109), LinkGen: someI(5), LinkWidth: someI(16),
 			MaxLinkGen: someI(5), MaxLinkWidth: someI(16), ReplayCounter: someU(0),
@@ -83,6 +85,8 @@ func h100Device(i, nvlinks int) snapshot.Device {
 		GPM: snapshot.GPM{
 			SMActive: some(0.81), SMOccupancy: some(0.44), TensorActive: some(0.63), DRAMActive: some(0.52),
 			FP16Active: some(0.31), FP32Active: some(0.12), FP64Active: some(0.001),
+			GraphicsActive: some(0.9), PCIeTxBytesPerSecond: some(3e9), PCIeRxBytesPerSecond: some(6e9),
+			NVLinkTxBytesPerSecond: some(2e11), NVLinkRxBytesPerSecond: some(1.9e11),
 		},
 	}
 	for l := 0; l < nvlinks; l++ {
@@ -111,6 +115,8 @@ func fullSnapshot(n, nvlinks int) *snapshot.Snapshot {
 	s := &snapshot.Snapshot{
 		Time:          time.Date(2025, 6, 1, 12, 0, 0, 0, time.UTC),
 		DriverVersion: "550.90.07", CUDADriverVersion: "12.4", NVMLVersion: "12.550.90.07",
+		Driver: snapshot.Driver{Version: "550.90.07", Branch: "R550", Library: "/usr/lib/x86_64-linux-gnu/libnvidia-ml.so.550.90.07",
+			Limits: []snapshot.DriverLimit{{Group: "pcie", Reason: "partial: no PCIe traffic counters"}}},
 		AttributionErrors: map[string]uint64{"docker": 3, "slurm": 0, "kubelet": 1},
 		Groups:            allGroupsOK(),
 	}

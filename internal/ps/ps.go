@@ -84,10 +84,12 @@ func selected(s *snapshot.Snapshot, f Filter) []*snapshot.Process {
 // WriteTable writes an aligned table, one row per process.
 func WriteTable(w io.Writer, s *snapshot.Snapshot, f Filter) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "GPU\tPID\tUSER\tMEMORY\tSM\tCONTAINER\tPOD\tSLURM JOB\tCOMMAND")
+	// TYPE is which NVML process lists hold the process: compute,
+	// graphics, mps (an MPS client) or a combination such as compute+mps.
+	fmt.Fprintln(tw, "GPU\tPID\tTYPE\tUSER\tMEMORY\tSM\tCONTAINER\tPOD\tSLURM JOB\tCOMMAND")
 	for _, p := range selected(s, f) {
-		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n",
-			gpuColumn(p), p.PID,
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n",
+			gpuColumn(p), p.PID, cell(orDash(p.Type)),
 			cell(orDash(p.Owner.User, p.Owner.UID)),
 			bytesColumn(p.UsedMemory),
 			percentColumn(p.SMUtilization),

@@ -22,7 +22,7 @@ func testSnapshot() *snapshot.Snapshot {
 					Pod:       snapshot.Pod{Name: "llm-0", Namespace: "inference", Container: "vllm"}}},
 			{GPU: 3, GPUUUID: "GPU-3", PID: 301, Type: "compute", UsedMemory: snapshot.Some[uint64](4 << 30),
 				Owner: snapshot.Owner{UID: "1234", Command: "evil\n\x1b[31mname", Container: snapshot.Container{Name: "a\"b\nc"}}},
-			{GPU: 1, GPUUUID: "GPU-1", PID: 200, Type: "compute", GPUInstanceID: snapshot.Some(1), ComputeInstanceID: snapshot.Some(0), MIGUUID: "MIG-x"},
+			{GPU: 1, GPUUUID: "GPU-1", PID: 200, Type: "compute+mps", GPUInstanceID: snapshot.Some(1), ComputeInstanceID: snapshot.Some(0), MIGUUID: "MIG-x"},
 		},
 	}
 }
@@ -41,7 +41,7 @@ func TestTableShowsOwnersOrderedByGPUAndMemory(t *testing.T) {
 			t.Errorf("line %d = %q, want prefix %q", i, lines[i], want)
 		}
 	}
-	for _, want := range []string{"alice", "20.0GiB", "75%", "vllm", "inference/llm-0/vllm", "42 (bob@gpu)"} {
+	for _, want := range []string{"alice", "20.0GiB", "75%", "vllm", "inference/llm-0/vllm", "42 (bob@gpu)", "200  compute+mps "} {
 		if !strings.Contains(b.String(), want) {
 			t.Errorf("table lacks %q:\n%s", want, b.String())
 		}

@@ -14,11 +14,16 @@ import (
 // the test.
 func serveOn(t *testing.T, h http.Handler, limits Limits) (*http.Server, string) {
 	t.Helper()
+	return serve(t, newHTTPServer(h, limits))
+}
+
+// serve serves srv on a free port; it is closed at the end of the test.
+func serve(t *testing.T, srv *http.Server) (*http.Server, string) {
+	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := newHTTPServer(h, limits)
 	go func() { _ = srv.Serve(l) }()
 	t.Cleanup(func() { _ = srv.Close() })
 	return srv, l.Addr().String()
@@ -72,8 +77,9 @@ func TestIdleConnectionsCannotCrowdOutAScrape(t *testing.T) {
 func TestConnectionCapHoldsAtTheCap(t *testing.T) {
 	const max = 5
 	l := newConnLimiter(max)
-	srv, addr := serveOn(t, newTestHandler(t, nil), Limits{IdleTimeout: time.Hour, WriteTimeout: time.Minute})
+	srv := newHTTPServer(newTestHandler(t, nil), Limits{IdleTimeout: time.Hour, WriteTimeout: time.Minute})
 	srv.ConnState = l.track
+	_, addr := serve(t, srv)
 	for range 4 * max {
 		idleClient(t, addr)
 	}

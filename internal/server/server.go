@@ -39,7 +39,7 @@ type Options struct {
 
 // Handler builds the exporter's HTTP handler.
 func Handler(opts Options) (http.Handler, error) {
-	if err := checkTelemetryPath(opts.TelemetryPath, opts.Pprof); err != nil {
+	if err := CheckTelemetryPath(opts.TelemetryPath, opts.Pprof); err != nil {
 		return nil, err
 	}
 	if opts.Logger == nil {
@@ -135,10 +135,10 @@ func newHTTPServer(handler http.Handler, limits Limits) *http.Server {
 	return srv
 }
 
-// checkTelemetryPath refuses a telemetry path that would take another
+// CheckTelemetryPath refuses a telemetry path that would take another
 // endpoint's place or that http.ServeMux would read as a pattern rather
 // than a path (it would panic at start or serve metrics on every path).
-func checkTelemetryPath(p string, pprof bool) error {
+func CheckTelemetryPath(p string, pprof bool) error {
 	const flag = "--web.telemetry-path"
 	switch {
 	case p == "" || p[0] != '/':

@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/gpuwatch/gpuwatch/internal/labelvalue"
 )
 
 // Options configure the Slurm cluster collector. The zero value of every
@@ -253,11 +255,23 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 }
 
 func (c *Collector) gauge(ch chan<- prometheus.Metric, name string, v float64, labels ...string) {
+	// Slurm names come from users (accounts, partitions, reasons): bounded
+	// and made valid UTF-8, which MustNewConstMetric would panic on.
+	for i, l := range labels {
+		labels[i] = labelvalue.Bound(l)
+	}
 	ch <- prometheus.MustNewConstMetric(c.descs[name], prometheus.GaugeValue, v, labels...)
 }
 
-// labelKey joins label values; \xff cannot occur in Slurm names.
-func labelKey(v ...string) string { return strings.Join(v, "\xff") }
+// labelKey joins label values, each bounded and made valid UTF-8 first
+// (labelvalue.Bound): a Slurm name is chosen by users and may hold any
+// byte, but valid UTF-8 never holds \xff, the separator.
+func labelKey(v ...string) string {
+	for i := range v {
+		v[i] = labelvalue.Bound(v[i])
+	}
+	return strings.Join(v, "\xff")
+}
 
 func splitKey(k string) []string { return strings.Split(k, "\xff") }
 

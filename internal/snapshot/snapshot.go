@@ -70,11 +70,25 @@ type Driver struct {
 // DriverLimit is one metric group the driver library limits.
 type DriverLimit struct {
 	Group string
+	// Unavailable is set when the library serves none of the group's
+	// readings; otherwise it serves some.
+	Unavailable bool
 	// Reason is "unavailable: no <readings>" (the whole group is off) or
 	// "partial: no <readings>".
 	Reason string
 	// Missing names the C functions (or field IDs) the library lacks.
 	Missing []string
+}
+
+// Unavailable reports whether the driver library serves none of group's
+// readings, so that an output can leave out even a count of zero.
+func (d *Driver) Unavailable(group string) bool {
+	for _, l := range d.Limits {
+		if l.Group == group {
+			return l.Unavailable
+		}
+	}
+	return false
 }
 
 // GroupStatus is the outcome of reading one collector group across all devices.
@@ -240,12 +254,21 @@ type XIDCount struct {
 	Count uint64
 }
 
-// GPM holds Hopper-and-later profiling ratios (0–1) over the interval since
-// the previous collection. All absent on older GPUs and on the first
-// collection after start.
+// GPM holds Hopper-and-later profiling readings over a window of at least
+// one second (NVML needs 100 ms between samples): the interval since the
+// previous window ended, or, for a collection less than a second after it,
+// the last complete window again. All absent on older GPUs and until the
+// first window completes.
 type GPM struct {
 	SMActive, SMOccupancy, TensorActive, DRAMActive Opt[float64]
 	FP16Active, FP32Active, FP64Active              Opt[float64]
+	// GraphicsActive is the fraction of time any compute or graphics
+	// engine was busy (DCGM's GR_ENGINE_ACTIVE).
+	GraphicsActive Opt[float64]
+	// PCIe and NVLink (all links) traffic in bytes per second, whole GPU
+	// only (absent on MIG instances).
+	PCIeTxBytesPerSecond, PCIeRxBytesPerSecond     Opt[float64]
+	NVLinkTxBytesPerSecond, NVLinkRxBytesPerSecond Opt[float64]
 }
 
 // MIGInstance is one MIG compute instance on a MIG-enabled device.

@@ -75,6 +75,11 @@ func RemoveStaleTemps(path string) (int, error) {
 	return removed, nil
 }
 
+// WriteAtomic writes data to path through a synced temporary file in the
+// same directory and a rename, so a reader sees the old file or the whole new
+// one, never a part (gpuwatch report --output uses it too).
+func WriteAtomic(path string, data []byte) error { return writeAtomic(path, data) }
+
 func writeAtomic(path string, data []byte) error {
 	dir := filepath.Dir(path)
 	tmp, err := os.CreateTemp(dir, tempPattern(path))

@@ -7,13 +7,16 @@ package deploy
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
+	"github.com/gpuwatch/gpuwatch/internal/snapshot"
 	"github.com/gpuwatch/gpuwatch/internal/testenv"
 )
 
@@ -130,6 +133,7 @@ func TestValuesSchemaRejects(t *testing.T) {
 		"log.level=verbose",          // not a level gpuwatch knows
 		"extraArgs[0]=compat=dcgm",   // not a flag
 		"webConfig.basicAuth.users.x=plain-password",
+		"collectors.gmp=false", // not a collector group
 	} {
 		t.Run(set, func(t *testing.T) {
 			cmd := exec.Command(helmBin(t), "template", "gpuwatch", chartDir, "--set", set)
@@ -172,3 +176,32 @@ func TestChartRefusesContradictions(t *testing.T) {
 
 // helmMust is fmt.Sprint for messages naming a case.
 func (c valuesCase) String() string { return fmt.Sprintf("values %q %v", c.name, c.set) }
+
+// TestValuesSchemaKnowsEveryCollector: values.schema.json accepts exactly
+// gpuwatch's collector groups under collectors, so a misspelt group fails
+// the install instead of a pod that exits on an unknown flag.
+func TestValuesSchemaKnowsEveryCollector(t *testing.T) {
+	data, err := os.ReadFile(filepath.Join(chartDir, "values.schema.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var schema struct {
+		Properties struct {
+			Collectors struct {
+				PropertyNames struct {
+					Enum []string `json:"enum"`
+				} `json:"propertyNames"`
+			} `json:"collectors"`
+		} `json:"properties"`
+	}
+	if err := json.Unmarshal(data, &schema); err != nil {
+		t.Fatal(err)
+	}
+	want := append(slices.Clone(snapshot.AllGroups), "slurm")
+	got := schema.Properties.Collectors.PropertyNames.Enum
+	slices.Sort(want)
+	slices.Sort(got)
+	if !slices.Equal(got, want) {
+		t.Errorf("values.schema.json collectors accepts %v; gpuwatch's groups are %v", got, want)
+	}
+}

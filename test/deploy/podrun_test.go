@@ -70,8 +70,8 @@ func TestDaemonSetCommandLineServes(t *testing.T) {
 				if err == nil {
 					break
 				}
-				if time.Now().After(deadline) {
-					t.Fatalf("readiness probe still failing after 30s: %v\n%s", err, p.output())
+				if p.exited() || time.Now().After(deadline) {
+					t.Fatalf("readiness probe still failing (gpuwatch exited: %v): %v\n%s", p.exited(), err, p.output())
 				}
 				time.Sleep(200 * time.Millisecond)
 			}
@@ -331,8 +331,19 @@ func writeKeyPair(t *testing.T, dir string) {
 
 // gpuwatchProcess is a running gpuwatch and its output.
 type gpuwatchProcess struct {
-	mu  sync.Mutex
-	buf strings.Builder
+	mu   sync.Mutex
+	buf  strings.Builder
+	done chan struct{} // closed when the process has exited
+}
+
+// exited reports whether the process has ended (it never should here).
+func (p *gpuwatchProcess) exited() bool {
+	select {
+	case <-p.done:
+		return true
+	default:
+		return false
+	}
 }
 
 func (p *gpuwatchProcess) Write(b []byte) (int, error) {
@@ -351,7 +362,7 @@ func (p *gpuwatchProcess) output() string {
 // environment; it is stopped when the test ends.
 func startGpuwatch(t *testing.T, args []string, env []corev1.EnvVar) *gpuwatchProcess {
 	ctx, cancel := context.WithCancel(context.Background())
-	p := &gpuwatchProcess{}
+	p := &gpuwatchProcess{done: make(chan struct{})}
 	cmd := exec.CommandContext(ctx, gpuwatchBin, args...)
 	cmd.Env = os.Environ()
 	for _, e := range env {
@@ -365,11 +376,10 @@ func startGpuwatch(t *testing.T, args []string, env []corev1.EnvVar) *gpuwatchPr
 		cancel()
 		t.Fatal(err)
 	}
-	done := make(chan struct{})
-	go func() { _ = cmd.Wait(); close(done) }()
+	go func() { _ = cmd.Wait(); close(p.done) }()
 	t.Cleanup(func() {
 		cancel()
-		<-done
+		<-p.done
 		if t.Failed() {
 			t.Logf("gpuwatch %s:\n%s", strings.Join(args, " "), p.output())
 		}

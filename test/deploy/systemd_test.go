@@ -100,10 +100,12 @@ func TestSystemdUnitsHardened(t *testing.T) {
 }
 
 // TestSystemdUnitsRun starts each unit's ExecStart command line (the
-// EnvironmentFile's variables empty, as installed) against the simulator:
-// output files move to a temporary directory and the listener to a free
-// loopback port. The textfile unit must write a metrics file, the Slurm unit
-// serve its collector's series (no Slurm runs here, so they report failure).
+// EnvironmentFile's variables empty, as installed): output files move to a
+// temporary directory and the listener to a free loopback port. A unit that
+// reads GPUs gets the simulator (--backend=sim); the Slurm controller's unit
+// runs as it is, without GPU or driver (--backend=none, as on a controller),
+// against a real single-node Slurm, and must serve the cluster's metrics and
+// no GPU series.
 func TestSystemdUnitsRun(t *testing.T) {
 	for _, path := range units(t) {
 		t.Run(filepath.Base(path), func(t *testing.T) {
@@ -112,7 +114,7 @@ func TestSystemdUnitsRun(t *testing.T) {
 			port := testenv.FreePort(t)
 			fields := strings.Fields(execStart(t, unit))
 			var args []string
-			output := ""
+			output, backend := "", ""
 			for _, f := range fields[1:] {
 				name, value, _ := strings.Cut(f, "=")
 				switch {
@@ -123,15 +125,27 @@ func TestSystemdUnitsRun(t *testing.T) {
 					f = name + "=" + output
 				case name == "--web.listen-address":
 					continue
+				case name == "--backend":
+					backend = value
 				}
 				args = append(args, f)
 			}
-			args = append(args, "--backend=sim", "--sim.profile=h100")
+			want, wantNot := "gpu_up{", ""
+			switch {
+			case slices.Contains(args, "--collector.slurm"):
+				if backend != "none" {
+					t.Fatalf("the Slurm controller's unit runs --backend=%q; controllers have no GPU: want none", backend)
+				}
+				testenv.StartSlurm(t, 2)
+				want, wantNot = `slurm_collector_success{command="squeue"} 1`, "gpu_up"
+			case backend == "":
+				args = append(args, "--backend=sim", "--sim.profile=h100")
+			}
 			if output == "" {
 				args = append(args, fmt.Sprintf("--web.listen-address=127.0.0.1:%d", port))
 			}
 			p := startGpuwatch(t, args, nil)
-			deadline := time.Now().Add(30 * time.Second)
+			deadline := time.Now().Add(60 * time.Second)
 			for {
 				var got string
 				if output != "" {
@@ -142,17 +156,16 @@ func TestSystemdUnitsRun(t *testing.T) {
 					resp.Body.Close()
 					got = string(b)
 				}
-				want := "gpu_up{"
-				if slices.Contains(args, "--collector.slurm") {
-					want = "slurm_collector_success{"
-				}
 				if strings.Contains(got, want) {
+					if wantNot != "" && strings.Contains(got, wantNot) {
+						t.Fatalf("gpuwatch %s serves %s:\n%s", strings.Join(args, " "), wantNot, grepLines(got, wantNot))
+					}
 					return
 				}
-				if time.Now().After(deadline) {
-					t.Fatalf("gpuwatch %s: no %q after 30s\n%s", strings.Join(args, " "), want, p.output())
+				if p.exited() || time.Now().After(deadline) {
+					t.Fatalf("gpuwatch %s: no %q (exited: %v)\n%s\n%s", strings.Join(args, " "), want, p.exited(), grepLines(got, "slurm_collector"), p.output())
 				}
-				time.Sleep(200 * time.Millisecond)
+				time.Sleep(250 * time.Millisecond)
 			}
 		})
 	}

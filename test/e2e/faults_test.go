@@ -21,7 +21,7 @@ func TestFaults(t *testing.T) {
 faults:
   - {gpu: 3, lost_after: 2s}
   - {gpu: 1, unsupported: [power, fan_speed]}
-  - {gpu: 2, xid: 79, at: 1s}
+  - {gpu: 2, xid: 79, at: 4s}
 `)
 	base, proc := startGpuwatch(t, "--backend=sim", "--sim.config="+cfg)
 

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/gpuwatch/gpuwatch/internal/testenv"
 )
@@ -44,15 +45,26 @@ func stableExposition(text string) string {
 // Regenerate after an intended change with:
 //
 //	make golden     (or: go test ./test/e2e -run TestGolden -update)
+//
+// gpmWindow is a little more than the reader's shortest GPM window.
+const gpmWindow = 1100 * time.Millisecond
+
 func TestGolden(t *testing.T) {
 	for _, profile := range profiles {
 		t.Run(profile, func(t *testing.T) {
+			// Each waits for a GPM window: in parallel, that costs one second.
+			t.Parallel()
 			base, _ := startGpuwatch(t, "--backend=sim", "--sim.profile="+profile, "--sim.pin-time=1h",
 				// Nothing of this host may leak into the page: an empty
 				// /proc (the simulated PIDs then have no owner) and no
 				// container runtime or Slurm.
 				"--path.procfs="+t.TempDir(), "--slurm.jobs=false", "--sim.seed=golden",
 				"--docker.socket=", "--cri.socket=", "--kubelet.pod-resources-socket=")
+			// A GPM reading covers at least a second (NVML wants 100 ms
+			// between samples): let the window opened at start close, so
+			// that the page has the Hopper profiles' GPM series. The clock
+			// is pinned, so the values do not depend on how long this took.
+			time.Sleep(gpmWindow)
 			got := stableExposition(httpGet(t, base+"/metrics"))
 			path := filepath.Join("testdata", "golden", profile+".prom")
 			if *update {

@@ -92,7 +92,15 @@ func (p *process) exited() bool {
 
 func startProcess(t *testing.T, bin string, args ...string) *process {
 	t.Helper()
+	return startProcessEnv(t, nil, bin, args...)
+}
+
+// startProcessEnv is startProcess with the environment env (nil: this
+// process's).
+func startProcessEnv(t *testing.T, env []string, bin string, args ...string) *process {
+	t.Helper()
 	p := &process{cmd: exec.Command(bin, args...), output: &syncBuffer{}, done: make(chan struct{})}
+	p.cmd.Env = env
 	p.cmd.Stdout, p.cmd.Stderr = p.output, p.output
 	if err := p.cmd.Start(); err != nil {
 		t.Fatalf("starting %s: %v", bin, err)
@@ -121,6 +129,13 @@ func startGpuwatch(t *testing.T, args ...string) (string, *process) {
 	addr := fmt.Sprintf("127.0.0.1:%d", port)
 	p := startProcess(t, gpuwatchBin, append([]string{"--web.listen-address=" + addr}, args...)...)
 	base := "http://" + addr
+	waitForHealthz(t, p, base)
+	return base, p
+}
+
+// waitForHealthz waits until the gpuwatch p answers base/healthz.
+func waitForHealthz(t *testing.T, p *process, base string) {
+	t.Helper()
 	waitFor(t, 15*time.Second, "gpuwatch to answer /healthz", func() bool {
 		if p.exited() {
 			t.Fatalf("gpuwatch exited early:\n%s", p.output.String())
@@ -132,7 +147,6 @@ func startGpuwatch(t *testing.T, args ...string) (string, *process) {
 		resp.Body.Close()
 		return resp.StatusCode == 200
 	})
-	return base, p
 }
 
 func waitFor(t *testing.T, timeout time.Duration, what string, cond func() bool) {

@@ -54,7 +54,7 @@ func TestPrometheusScrapesSimulatedDGX(t *testing.T) {
 	promBin := testenv.RequireTool(t, "prometheus", "prometheus")
 	dir := t.TempDir()
 	simConfig := filepath.Join(dir, "sim.yaml")
-	writeFile(t, simConfig, "profile: dgx-h100\npin_time: 1h\nfaults:\n  - {gpu: 2, xid: 79, at: 10s}\n")
+	writeFile(t, simConfig, "profile: dgx-h100\npin_time: 1h\nfaults:\n  - {gpu: 2, xid: 79, at: 1h}\n")
 
 	// BAR1 is off by default; turning it on here also proves --metrics.config.
 	metricsConfig := filepath.Join(dir, "metrics.yaml")
@@ -62,12 +62,13 @@ func TestPrometheusScrapesSimulatedDGX(t *testing.T) {
 
 	base, _ := startGpuwatch(t, "--backend=sim", "--sim.config="+simConfig, "--metrics.config="+metricsConfig)
 
-	// The XID reader runs on its own goroutine; wait until it has counted.
+	// The XID reader runs on its own goroutine; wait until it has counted,
+	// and until the first GPM window (a second) has closed.
 	var exposed map[string]float64
-	waitFor(t, 15*time.Second, "gpu_xid_errors_total on /metrics", func() bool {
+	waitFor(t, 15*time.Second, "gpu_xid_errors_total and GPM on /metrics", func() bool {
 		fams := parseMetrics(t, httpGet(t, base+"/metrics"))
 		_, ok := sample(fams, "gpu_xid_errors_total", map[string]string{"gpu": "2", "xid": "79"})
-		if !ok {
+		if _, gpm := sample(fams, "gpu_gpm_sm_active_ratio", map[string]string{"gpu": "0"}); !ok || !gpm {
 			return false
 		}
 		exposed = map[string]float64{}

@@ -16,7 +16,7 @@ import (
 func TestTextfileInterval(t *testing.T) {
 	dir := t.TempDir()
 	out := filepath.Join(dir, "gpu.prom")
-	p := startProcess(t, gpuwatchBin, "textfile", "--backend=sim", "--sim.profile=h100", "--output="+out, "--interval=100ms", "--log.level=warn")
+	p := startProcess(t, gpuwatchBin, "textfile", "--backend=sim", "--sim.profile=h100", "--output="+out, "--interval=1s", "--log.level=warn")
 
 	energy := func() float64 {
 		data, err := os.ReadFile(out)

@@ -21,18 +21,16 @@ func (d *deviceReader) currentClockEventReasons() (uint64, bool) {
 }
 
 // supportedClockEventReasons reads which reasons the device can report,
-// with the same choice of call; ok is false when the driver cannot tell.
-func (d *deviceReader) supportedClockEventReasons() (uint64, bool) {
+// with the same choice of call. A driver with neither call answers as a
+// device that cannot tell: ERROR_NOT_SUPPORTED.
+func (d *deviceReader) supportedClockEventReasons() (uint64, nvml.Return) {
 	call, ok := d.r.caps.supportedClockEventReasonsCall()
-	if !ok {
-		return 0, false
+	switch {
+	case !ok:
+		return 0, nvml.ERROR_NOT_SUPPORTED
+	case call == callGetSupportedClocksEventReasons:
+		return d.dev.GetSupportedClocksEventReasons()
+	default:
+		return d.dev.GetSupportedClocksThrottleReasons()
 	}
-	var mask uint64
-	var ret nvml.Return
-	if call == callGetSupportedClocksEventReasons {
-		mask, ret = d.dev.GetSupportedClocksEventReasons()
-	} else {
-		mask, ret = d.dev.GetSupportedClocksThrottleReasons()
-	}
-	return mask, d.ok(gClockEvents, call.method(), ret)
 }

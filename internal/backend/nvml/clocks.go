@@ -66,8 +66,8 @@ var clockEventReasons = [...]struct {
 	{"display_clock_setting", nvml.ClocksEventReasonDisplayClockSetting},
 }
 
-// readClockEvents reports every known reason with whether it is active now;
-// nil when the device cannot report reasons.
+// readClockEvents reports every reason the device supports with whether it
+// is active now; nil when the device cannot report reasons.
 func (d *deviceReader) readClockEvents() []snapshot.ClockEvent {
 	mask, ok := d.currentClockEventReasons()
 	if !ok {
@@ -77,5 +77,5 @@ func (d *deviceReader) readClockEvents() []snapshot.ClockEvent {
 	for i, reason := range clockEventReasons {
 		events[i] = snapshot.ClockEvent{Reason: reason.name, Active: mask&reason.bit != 0}
 	}
-	return events
+	return d.supportedClockEvents(events)
 }

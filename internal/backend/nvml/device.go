@@ -33,6 +33,15 @@ type deviceState struct {
 	// so each read asks only for newer samples.
 	lastProcessSample uint64
 	gpm               gpmDeviceState
+	// migParentDenied: the MIG-enabled GPU's own process lists answered
+	// NO_PERMISSION (unprivileged caller); only the MIG devices' are read.
+	migParentDenied bool
+	// clockEventsSupported is the device's supported clock-event reasons,
+	// read once (clockEventsSupportKnown).
+	clockEventsSupported    uint64
+	clockEventsSupportKnown bool
+	// The PCIe byte counters, widened past their 32-bit wrap.
+	pcieTx, pcieRx wrappingCounter
 }
 
 // deviceReader reads one device once. It is not shared between goroutines.

@@ -14,6 +14,11 @@
 //   - A GPU that stops answering (GPU_IS_LOST, fallen off the bus) is reported
 //     as Up=false with a DownReason; the other GPUs are read as usual.
 //   - A disabled group makes no NVML call at all.
+//   - No function the loaded library does not export is ever called: go-nvml
+//     binds lazily, and such a call ends the process. Each is looked up
+//     once after Init (capabilities.go); older calls stand in where NVML has
+//     them, otherwise the reading is absent, and the limited groups are
+//     logged at start and carried in Snapshot.Driver (driverlimits.go).
 //   - Nothing on the scrape path blocks: XID events are collected by their own
 //     goroutine, and PCIe traffic comes from counters, never from the
 //     20 ms-blocking nvmlDeviceGetPcieThroughput.

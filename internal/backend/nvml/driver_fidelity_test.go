@@ -306,3 +306,189 @@ func TestSimXIDStopIsBoundedWhenTheDriverHangs(t *testing.T) {
 		t.Fatal("Close did not return while the event wait hangs")
 	}
 }
+
+func TestSimGPMNeverReportsAWindowShorterThanASecond(t *testing.T) {
+	// GPU 0 of dgx-h100 runs a training job: GPM must never read 0 there.
+	s := newSim(t, sim.Config{Profile: "dgx-h100"}, time.Hour)
+	r := newSimReader(t, s, groups(snapshot.GroupGPM))
+	// Right after start: the window opened by New is a few ms long.
+	snap := read(t, r)
+	wantAbsent(t, "gpm sm active right after start", snap.Devices[0].GPM.SMActive)
+
+	s.SetElapsed(time.Hour + 2*time.Second)
+	first := read(t, r).Devices[0].GPM
+	inRange(t, "gpm sm active after 2s", first.SMActive, 0.05, 1)
+	// A second scraper a moment later gets the same complete window,
+	// not a near-empty one.
+	second := read(t, r).Devices[0].GPM
+	if second != first {
+		t.Errorf("second read a moment later = %+v, want the last window %+v", second, first)
+	}
+}
+
+func TestSimGPMOneShotWaitsForAWholeWindow(t *testing.T) {
+	s := newSim(t, sim.Config{Profile: "h100"}, time.Hour)
+	r := newReaderWith(t, s, Options{Groups: groups(snapshot.GroupGPM), Now: s.Now, WaitForGPM: true})
+	g := read(t, r).Devices[0].GPM
+	inRange(t, "one-shot gpm sm active", g.SMActive, 0.05, 1)
+	inRange(t, "one-shot gpm graphics active", g.GraphicsActive, 0.05, 1)
+}
+
+func TestSimPCIeCountersWrapAndAgreeWithGPMRates(t *testing.T) {
+	// A busy H100 on PCIe Gen5 moves several GB/s: the 32-bit counters
+	// wrap about every second. Read every 250 ms (less than one wrap in
+	// between) and compare a second's traffic with GPM's PCIe rate over
+	// that same second.
+	start := time.Hour
+	s := newSim(t, sim.Config{Profile: "dgx-h100"}, start)
+	r := newSimReader(t, s, groups(snapshot.GroupPCIe, snapshot.GroupGPM))
+	first := read(t, r).Devices[0]
+	var last snapshot.Device
+	for step := 1; step <= 4; step++ {
+		s.SetElapsed(start + time.Duration(step)*250*time.Millisecond)
+		last = read(t, r).Devices[0]
+		if last.PCIe.RxBytes.Value < first.PCIe.RxBytes.Value {
+			t.Fatalf("rx counter went down at step %d: %d -> %d", step, first.PCIe.RxBytes.Value, last.PCIe.RxBytes.Value)
+		}
+	}
+	for _, c := range []struct {
+		what        string
+		from, to    uint64
+		gpmPerSecnd snapshot.Opt[float64]
+	}{
+		{"rx", first.PCIe.RxBytes.Value, last.PCIe.RxBytes.Value, last.GPM.PCIeRxBytesPerSecond},
+		{"tx", first.PCIe.TxBytes.Value, last.PCIe.TxBytes.Value, last.GPM.PCIeTxBytesPerSecond},
+	} {
+		if !c.gpmPerSecnd.Valid {
+			t.Fatalf("gpm pcie %s rate absent", c.what)
+		}
+		moved := float64(c.to - c.from)
+		if moved < 1<<30 || moved/c.gpmPerSecnd.Value < 0.999 || moved/c.gpmPerSecnd.Value > 1.001 {
+			t.Errorf("pcie %s: counter moved %.0f bytes in 1s, gpm rate %.0f B/s", c.what, moved, c.gpmPerSecnd.Value)
+		}
+	}
+	inRange(t, "gpm nvlink tx rate", last.GPM.NVLinkTxBytesPerSecond, 1e9, 18*25e9)
+	inRange(t, "gpm nvlink rx rate", last.GPM.NVLinkRxBytesPerSecond, 1e9, 18*25e9)
+}
+
+func TestSimMIGParentProcessListNeedsPrivilegesPerInstanceListsDoNot(t *testing.T) {
+	// GPU 7 of dgx-h100 is in MIG mode with a service in GPU instance 1.
+	// The simulated caller is unprivileged: the GPU's own lists answer
+	// NO_PERMISSION, which must not be an error on every scrape.
+	s := newSim(t, sim.Config{Profile: "dgx-h100"}, time.Hour)
+	r := newSimReader(t, s, groups(snapshot.GroupProcesses))
+	for range 2 {
+		snap := read(t, r)
+		noGroupErrors(t, snap)
+		var inMIG int
+		for _, p := range snap.Processes {
+			if p.GPU == 7 {
+				inMIG++
+				if p.MIGUUID == "" || p.GPUInstanceID != snapshot.Some(1) {
+					t.Errorf("gpu 7 process without its MIG identity: %+v", p)
+				}
+			}
+		}
+		if inMIG == 0 {
+			t.Error("no process found on the MIG-enabled GPU 7")
+		}
+	}
+}
+
+func TestSimMIGMemoryIsReportedOncePerGPUInstance(t *testing.T) {
+	// dgx-a100-mig's GPU 2 has one 7g.80gb GPU instance split into a 4c and
+	// a 3c compute instance: both MIG devices answer the GPU instance's
+	// memory.
+	s := newSim(t, sim.Config{Profile: "dgx-a100-mig"}, time.Hour)
+	r := newSimReader(t, s, groups(snapshot.GroupMIG, snapshot.GroupMemory))
+	snap := read(t, r)
+	noGroupErrors(t, snap)
+	d := snap.Devices[2]
+	if len(d.MIGInstances) != 2 {
+		t.Fatalf("gpu 2 MIG instances = %+v", d.MIGInstances)
+	}
+	var total uint64
+	reporting := 0
+	for _, m := range d.MIGInstances {
+		if m.MemoryTotal.Valid {
+			total += m.MemoryTotal.Value
+			reporting++
+		}
+	}
+	if reporting != 1 || total > d.Memory.Total.Value || total < d.Memory.Total.Value/2 {
+		t.Errorf("%d compute instances report memory, %d bytes in all; the GPU has %d", reporting, total, d.Memory.Total.Value)
+	}
+}
+
+func TestSimClockEventReasonsTheDeviceCannotReportAreAbsent(t *testing.T) {
+	// A data-centre H100 drives no display: it cannot report the display
+	// clock setting reason, so it must not be shown as "not active".
+	s := newSim(t, sim.Config{Profile: "h100"}, time.Hour)
+	r := newSimReader(t, s, groups(snapshot.GroupClockEvents))
+	snap := read(t, r)
+	noGroupErrors(t, snap)
+	reasons := map[string]bool{}
+	for _, e := range snap.Devices[0].ClockEvents {
+		reasons[e.Reason] = true
+	}
+	if reasons["display_clock_setting"] || !reasons["sw_power_cap"] || !reasons["gpu_idle"] {
+		t.Errorf("h100 clock event reasons = %v, want sw_power_cap and gpu_idle but not display_clock_setting", reasons)
+	}
+	// A GeForce card can report all of them.
+	s = newSim(t, sim.Config{Profile: "rtx4090"}, time.Hour)
+	r = newSimReader(t, s, groups(snapshot.GroupClockEvents))
+	if n := len(read(t, r).Devices[0].ClockEvents); n != len(clockEventReasons) {
+		t.Errorf("rtx4090 reports %d reasons, want all %d", n, len(clockEventReasons))
+	}
+}
+
+func TestSimProcessUtilizationOfTwoReadsAMomentApart(t *testing.T) {
+	// The driver samples every 1/6 s. A second scrape (another Prometheus
+	// server, or textfile beside serve) a moment after the first finds no
+	// sample newer than the first one's: it must still report the process.
+	s := newSim(t, sim.Config{Profile: "h100"}, time.Hour)
+	r := newSimReader(t, s, groups(snapshot.GroupProcesses))
+	for i, at := range []time.Duration{time.Hour, time.Hour + 50*time.Millisecond, time.Hour + 3*time.Second} {
+		s.SetElapsed(at)
+		snap := read(t, r)
+		noGroupErrors(t, snap)
+		if len(snap.Processes) != 1 {
+			t.Fatalf("read %d: processes %+v", i, snap.Processes)
+		}
+		want(t, "process sm utilization", snap.Processes[0].SMUtilization, 0.72)
+	}
+}
+
+// samplesGrew answers the first GetProcessUtilization with
+// INSUFFICIENT_SIZE, as NVML does when samples arrive between the size
+// query and the read that go-nvml makes.
+type samplesGrew struct {
+	nvml.Device
+	mu    *sync.Mutex
+	calls *int
+}
+
+func (d samplesGrew) GetProcessUtilization(lastSeen uint64) ([]nvml.ProcessUtilizationSample, nvml.Return) {
+	d.mu.Lock()
+	*d.calls++
+	first := *d.calls == 1
+	d.mu.Unlock()
+	if first {
+		return nil, nvml.ERROR_INSUFFICIENT_SIZE
+	}
+	return d.Device.GetProcessUtilization(lastSeen)
+}
+
+func TestSimProcessUtilizationInsufficientSizeIsRetried(t *testing.T) {
+	s := newSim(t, sim.Config{Profile: "h100"}, time.Hour)
+	var mu sync.Mutex
+	calls := 0
+	lib := wrappedSim{s, func(d nvml.Device) nvml.Device { return samplesGrew{d, &mu, &calls} }}
+	r := newReaderWith(t, lib, Options{Groups: groups(snapshot.GroupProcesses), Now: s.Now})
+	snap := read(t, r)
+	noGroupErrors(t, snap)
+	if len(snap.Processes) != 1 {
+		t.Fatalf("processes %+v", snap.Processes)
+	}
+	want(t, "process sm utilization", snap.Processes[0].SMUtilization, 0.72)
+}

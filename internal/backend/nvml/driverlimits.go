@@ -204,14 +204,16 @@ func (c *capabilities) limits(enabled groupSet) []snapshot.DriverLimit {
 		if len(lost) == 0 {
 			continue
 		}
+		unavailable := len(lost) == len(groupReadings[g])
 		state := "partial"
-		if len(lost) == len(groupReadings[g]) {
+		if unavailable {
 			state = "unavailable"
 		}
 		out = append(out, snapshot.DriverLimit{
-			Group:   groupNames[g],
-			Reason:  state + ": no " + strings.Join(lost, ", "),
-			Missing: symbols,
+			Group:       groupNames[g],
+			Unavailable: unavailable,
+			Reason:      state + ": no " + strings.Join(lost, ", "),
+			Missing:     symbols,
 		})
 	}
 	return out

@@ -191,6 +191,16 @@ func gpmPercent(id nvml.GpmMetricId) float64 {
 		return 10
 	case nvml.GPM_METRIC_FP64_UTIL:
 		return 5
+	case nvml.GPM_METRIC_GRAPHICS_UTIL:
+		return 85
+	case nvml.GPM_METRIC_PCIE_TX_PER_SEC: // MiB/s
+		return 1024
+	case nvml.GPM_METRIC_PCIE_RX_PER_SEC:
+		return 2048
+	case nvml.GPM_METRIC_NVLINK_TOTAL_TX_PER_SEC:
+		return 512
+	case nvml.GPM_METRIC_NVLINK_TOTAL_RX_PER_SEC:
+		return 256
 	}
 	return 0
 }

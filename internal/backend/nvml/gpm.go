@@ -1,7 +1,9 @@
 package nvmlbackend
 
 import (
+	"context"
 	"sync"
+	"time"
 
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
 
@@ -9,22 +11,41 @@ import (
 )
 
 // GPM (GPU Performance Monitoring, Hopper and later) reports utilization
-// between two samples taken by the caller. The reader keeps the previous
-// sample of every device (and of every MIG GPU instance) and, on each read,
-// takes a new one and asks NVML for the metrics between the two.
+// between two samples taken by the caller. nvml.h wants more than 100 ms
+// between them; a window that short is also mostly noise. So the reader
+// keeps, per device (and per MIG GPU instance), the sample that opened the
+// current window, and closes the window only once it spans gpmMinWindow.
+// A read that comes sooner (the read right after start, a second
+// Prometheus server scraping a moment after the first) reports the last
+// complete window again instead of a short one.
 
-// gpmMetrics are the metrics read, and where each goes.
+// gpmMinWindow is the shortest interval a GPM reading covers.
+const gpmMinWindow = time.Second
+
+// mibPerSecond converts GPM's MiB/s bandwidth metrics to bytes per second.
+const mibPerSecond = 1 << 20
+
+// gpmMetrics are the metrics read, where each goes, and the factor from
+// NVML's unit (percent, MiB/s) to the snapshot's (ratio, bytes/s).
+// wholeGPU metrics mean nothing for a MIG instance and are not asked there.
 var gpmMetrics = [...]struct {
-	id    nvml.GpmMetricId
-	field func(*snapshot.GPM) *snapshot.Opt[float64]
+	id       nvml.GpmMetricId
+	scale    float64
+	wholeGPU bool
+	field    func(*snapshot.GPM) *snapshot.Opt[float64]
 }{
-	{nvml.GPM_METRIC_SM_UTIL, func(g *snapshot.GPM) *snapshot.Opt[float64] { return &g.SMActive }},
-	{nvml.GPM_METRIC_SM_OCCUPANCY, func(g *snapshot.GPM) *snapshot.Opt[float64] { return &g.SMOccupancy }},
-	{nvml.GPM_METRIC_ANY_TENSOR_UTIL, func(g *snapshot.GPM) *snapshot.Opt[float64] { return &g.TensorActive }},
-	{nvml.GPM_METRIC_DRAM_BW_UTIL, func(g *snapshot.GPM) *snapshot.Opt[float64] { return &g.DRAMActive }},
-	{nvml.GPM_METRIC_FP16_UTIL, func(g *snapshot.GPM) *snapshot.Opt[float64] { return &g.FP16Active }},
-	{nvml.GPM_METRIC_FP32_UTIL, func(g *snapshot.GPM) *snapshot.Opt[float64] { return &g.FP32Active }},
-	{nvml.GPM_METRIC_FP64_UTIL, func(g *snapshot.GPM) *snapshot.Opt[float64] { return &g.FP64Active }},
+	{nvml.GPM_METRIC_SM_UTIL, 0.01, false, func(g *snapshot.GPM) *snapshot.Opt[float64] { return &g.SMActive }},
+	{nvml.GPM_METRIC_SM_OCCUPANCY, 0.01, false, func(g *snapshot.GPM) *snapshot.Opt[float64] { return &g.SMOccupancy }},
+	{nvml.GPM_METRIC_ANY_TENSOR_UTIL, 0.01, false, func(g *snapshot.GPM) *snapshot.Opt[float64] { return &g.TensorActive }},
+	{nvml.GPM_METRIC_DRAM_BW_UTIL, 0.01, false, func(g *snapshot.GPM) *snapshot.Opt[float64] { return &g.DRAMActive }},
+	{nvml.GPM_METRIC_FP16_UTIL, 0.01, false, func(g *snapshot.GPM) *snapshot.Opt[float64] { return &g.FP16Active }},
+	{nvml.GPM_METRIC_FP32_UTIL, 0.01, false, func(g *snapshot.GPM) *snapshot.Opt[float64] { return &g.FP32Active }},
+	{nvml.GPM_METRIC_FP64_UTIL, 0.01, false, func(g *snapshot.GPM) *snapshot.Opt[float64] { return &g.FP64Active }},
+	{nvml.GPM_METRIC_GRAPHICS_UTIL, 0.01, false, func(g *snapshot.GPM) *snapshot.Opt[float64] { return &g.GraphicsActive }},
+	{nvml.GPM_METRIC_PCIE_TX_PER_SEC, mibPerSecond, true, func(g *snapshot.GPM) *snapshot.Opt[float64] { return &g.PCIeTxBytesPerSecond }},
+	{nvml.GPM_METRIC_PCIE_RX_PER_SEC, mibPerSecond, true, func(g *snapshot.GPM) *snapshot.Opt[float64] { return &g.PCIeRxBytesPerSecond }},
+	{nvml.GPM_METRIC_NVLINK_TOTAL_TX_PER_SEC, mibPerSecond, true, func(g *snapshot.GPM) *snapshot.Opt[float64] { return &g.NVLinkTxBytesPerSecond }},
+	{nvml.GPM_METRIC_NVLINK_TOTAL_RX_PER_SEC, mibPerSecond, true, func(g *snapshot.GPM) *snapshot.Opt[float64] { return &g.NVLinkRxBytesPerSecond }},
 }
 
 // gpmRequests recycles the request struct: it holds 333 metric slots
@@ -37,6 +58,11 @@ type gpmSampler struct {
 	prev, cur nvml.GpmSample
 	primed    bool // prev holds a sample
 	seen      bool // used in the current read; unused samplers are freed
+	// When prev was taken: on the reader's clock and on the monotonic one.
+	prevAt, prevMono time.Time
+	// last is the newest complete window's reading.
+	last      snapshot.GPM
+	lastValid bool
 }
 
 type gpmSupport int8
@@ -102,7 +128,7 @@ func (d *deviceReader) readGPM() {
 	}
 
 	if enabled, _ := d.migMode(gGPM); !enabled {
-		if values, ok := d.gpmStep(&gs.device, "GpmSampleGet", func(sample nvml.GpmSample) nvml.Return {
+		if values, ok := d.gpmStep(&gs.device, "GpmSampleGet", true, func(sample nvml.GpmSample) nvml.Return {
 			return d.dev.GpmSampleGet(sample)
 		}); ok {
 			d.out.device.GPM = values
@@ -131,7 +157,7 @@ func (d *deviceReader) readGPM() {
 			continue // another compute instance of the same GPU instance
 		}
 		s.seen = true
-		values, ok := d.gpmStep(s, "GpmMigSampleGet", func(sample nvml.GpmSample) nvml.Return {
+		values, ok := d.gpmStep(s, "GpmMigSampleGet", false, func(sample nvml.GpmSample) nvml.Return {
 			return d.dev.GpmMigSampleGet(gi, sample)
 		})
 		if !ok {
@@ -152,27 +178,41 @@ func (d *deviceReader) readGPM() {
 	}
 }
 
-// gpmStep takes a new sample with take and returns the metrics since the
-// previous one. ok is false on the first step (there is nothing to compare
-// with yet) and on failure.
-func (d *deviceReader) gpmStep(s *gpmSampler, call string, take func(nvml.GpmSample) nvml.Return) (values snapshot.GPM, ok bool) {
+// gpmStep returns the metrics of the newest window of at least
+// gpmMinWindow: it closes the current window with a new sample when it is
+// long enough, and otherwise returns the last complete one. ok is false
+// until a first window completed, and on failure.
+func (d *deviceReader) gpmStep(s *gpmSampler, call string, wholeGPU bool, take func(nvml.GpmSample) nvml.Return) (values snapshot.GPM, ok bool) {
 	if d.st.retired {
 		return values, false
+	}
+	if s.primed && d.r.gpmWindow(s.prevAt, s.prevMono) < gpmMinWindow {
+		return s.last, s.lastValid
 	}
 	if !d.allocSample(&s.cur) || !d.allocSample(&s.prev) {
 		return values, false
 	}
+	at, mono := d.r.now(), time.Now()
 	if !d.ok(gGPM, call, take(s.cur)) {
 		return values, false
 	}
-	if !s.primed {
-		s.prev, s.cur = s.cur, s.prev
-		s.primed = true
-		return values, false
+	if s.primed {
+		values, ok = d.gpmCompute(s.prev, s.cur, wholeGPU)
+		if ok {
+			s.last, s.lastValid = values, true
+		}
 	}
-	values, ok = d.gpmCompute(s.prev, s.cur)
 	s.prev, s.cur = s.cur, s.prev
-	return values, ok
+	s.primed, s.prevAt, s.prevMono = true, at, mono
+	return s.last, s.lastValid
+}
+
+// gpmWindow is how long ago a window opened. In production both clocks are
+// the wall clock; under the simulator Options.Now is simulated time, which
+// tests move by hand, while the driver's counters (and the simulator's)
+// also see real time pass.
+func (r *Reader) gpmWindow(openedAt, openedMono time.Time) time.Duration {
+	return max(r.now().Sub(openedAt), time.Since(openedMono))
 }
 
 func (d *deviceReader) allocSample(slot *nvml.GpmSample) bool {
@@ -189,24 +229,32 @@ func (d *deviceReader) allocSample(slot *nvml.GpmSample) bool {
 
 // gpmCompute asks NVML for the metrics between two samples; percentages
 // become ratios.
-func (d *deviceReader) gpmCompute(older, newer nvml.GpmSample) (values snapshot.GPM, ok bool) {
+func (d *deviceReader) gpmCompute(older, newer nvml.GpmSample, wholeGPU bool) (values snapshot.GPM, ok bool) {
 	req := gpmRequests.Get().(*nvml.GpmMetricsGetType)
 	defer gpmRequests.Put(req)
-	req.NumMetrics = uint32(len(gpmMetrics))
 	req.Sample1, req.Sample2 = older, newer
-	for i, m := range gpmMetrics {
-		req.Metrics[i] = nvml.GpmMetric{MetricId: uint32(m.id)}
+	asked := req.Metrics[:0]
+	for _, m := range gpmMetrics {
+		if wholeGPU || !m.wholeGPU {
+			asked = append(asked, nvml.GpmMetric{MetricId: uint32(m.id)})
+		}
 	}
+	req.NumMetrics = uint32(len(asked))
 	ret := d.r.lib.GpmMetricsGet(req)
 	// Do not keep the samples reachable from the pooled request.
 	defer func() { req.Sample1, req.Sample2 = nil, nil }()
 	if !d.ok(gGPM, "GpmMetricsGet", ret) {
 		return values, false
 	}
-	for i, m := range gpmMetrics {
+	i := 0
+	for _, m := range gpmMetrics {
+		if !wholeGPU && m.wholeGPU {
+			continue
+		}
 		result := req.Metrics[i]
+		i++
 		if d.ok(gGPM, "GpmMetricsGet(metric)", nvml.Return(result.NvmlReturn)) {
-			*m.field(&values) = snapshot.Some(result.Value / 100)
+			*m.field(&values) = snapshot.Some(result.Value * m.scale)
 			ok = true
 		}
 	}
@@ -239,9 +287,36 @@ func (r *Reader) primeGPM() {
 		var out deviceResult
 		d := &deviceReader{r: r, index: i, dev: dev, st: st, out: &out}
 		d.run(gGPM, d.readGPM)
+		primed := st.gpm.device.primed || len(st.gpm.mig) > 0
 		st.mu.Unlock()
+		if primed && r.gpmFirstWindow.IsZero() {
+			r.gpmFirstWindow = time.Now().Add(gpmMinWindow)
+		}
 		if err := out.stats[gGPM].err; err != nil {
 			r.log.Warn("gpm: cannot take the first sample", "gpu", i, "err", err)
 		}
+	}
+}
+
+// waitFirstGPMWindow makes the first Read after New wait, within ctx, until
+// the GPM windows opened at start span gpmMinWindow (Options.WaitForGPM),
+// so that a one-shot reading has GPM values. Later Reads never wait.
+func (r *Reader) waitFirstGPMWindow(ctx context.Context) {
+	r.mu.Lock()
+	until := r.gpmFirstWindow
+	r.gpmFirstWindow = time.Time{}
+	r.mu.Unlock()
+	if !r.waitForGPM || until.IsZero() {
+		return
+	}
+	wait := time.Until(until)
+	if wait <= 0 {
+		return
+	}
+	t := time.NewTimer(wait)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-ctx.Done():
 	}
 }

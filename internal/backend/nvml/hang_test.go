@@ -135,3 +135,45 @@ func TestDevicesWaitingForASlotAtTheDeadline(t *testing.T) {
 		}
 	}
 }
+
+// Hung GPUs must not take the read slots of healthy ones: with as many
+// GPUs hanging as there are slots, the others are still read and up
+// (only a GPU that does not answer may be reported down).
+func TestHungDevicesDoNotStarveHealthyOnes(t *testing.T) {
+	const devices, parallel = 8, 4
+	h := newFakeHost()
+	release := make(chan struct{})
+	hang := func(d *mock.Device) {
+		d.GetTemperatureFunc = func(nvml.TemperatureSensors) (uint32, nvml.Return) {
+			<-release
+			return 50, nvml.SUCCESS
+		}
+	}
+	for i := range devices {
+		if i < parallel {
+			h.devices = append(h.devices, newFakeH100(h, i, hang))
+		} else {
+			h.devices = append(h.devices, newFakeH100(h, i))
+		}
+	}
+	groups := AllGroups()
+	delete(groups, snapshot.GroupXID) // its watcher takes half a second to stop
+	r := newReaderWith(t, h, Options{Groups: groups, Parallel: parallel})
+	// Registered after the reader's Close, so it runs first: Close
+	// waits for the hung reads.
+	t.Cleanup(func() { close(release) })
+	// A generous budget: the healthy GPUs answer in microseconds, so a
+	// busy machine cannot make this flaky; before the fix they waited for
+	// a slot until the deadline whatever its length.
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+	defer cancel()
+	snap, err := r.Read(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, d := range snap.Devices {
+		if hung := i < parallel; d.Up == hung {
+			t.Errorf("GPU %d: up=%v (%q), want up=%v", i, d.Up, d.DownReason, !hung)
+		}
+	}
+}

@@ -96,7 +96,23 @@ func (d *deviceReader) readMIGInstances() []snapshot.MIGInstance {
 		inst.ComputeInstanceID = m.computeInstanceID
 		inst.UUID = m.uuid
 		inst.Profile = m.profile
-		inst.MemoryTotal, inst.MemoryUsed, _, _ = d.readFramebuffer(gMIG, m.handle)
+		if memoryReader(devs, i) {
+			inst.MemoryTotal, inst.MemoryUsed, _, _ = d.readFramebuffer(gMIG, m.handle)
+		}
 	}
 	return out
+}
+
+// memoryReader says whether MIG device i reports its GPU instance's memory:
+// memory belongs to the GPU instance, and every compute instance in it
+// answers the same numbers, so a sum() over compute instances would count
+// it once per compute instance. Only the compute instance with the lowest
+// ID in each GPU instance reports it.
+func memoryReader(devs []migDevice, i int) bool {
+	for j, m := range devs {
+		if j != i && m.gpuInstanceID == devs[i].gpuInstanceID && m.computeInstanceID < devs[i].computeInstanceID {
+			return false
+		}
+	}
+	return true
 }

@@ -7,17 +7,18 @@ import (
 )
 
 // readPCIe reads the PCIe link and traffic. Traffic comes from the byte
-// counters in the batched field values; nvmlDeviceGetPcieThroughput is
+// counters in the batched field values, widened past their 32-bit wrap
+// (see wrappingCounter); nvmlDeviceGetPcieThroughput is
 // never called because it sleeps 20 ms inside the driver to sample.
 func (d *deviceReader) readPCIe(p *snapshot.PCIe) {
 	if v, ok := d.field(gPCIe, nvml.FI_DEV_PCIE_COUNT_TX_BYTES, 0); ok {
 		if n, ok := fieldUint(v); ok {
-			p.TxBytes = snapshot.Some(n)
+			p.TxBytes = snapshot.Some(d.st.pcieTx.widen(n))
 		}
 	}
 	if v, ok := d.field(gPCIe, nvml.FI_DEV_PCIE_COUNT_RX_BYTES, 0); ok {
 		if n, ok := fieldUint(v); ok {
-			p.RxBytes = snapshot.Some(n)
+			p.RxBytes = snapshot.Some(d.st.pcieRx.widen(n))
 		}
 	}
 	if d.can(callGetCurrPcieLinkGeneration) {

@@ -21,7 +21,7 @@ func mergeContexts(procs []snapshot.Process) []snapshot.Process {
 			if q.PID != p.PID || q.MIGUUID != p.MIGUUID || q.Type == p.Type {
 				continue
 			}
-			q.Type = processTypeBoth
+			q.Type = combineProcessTypes(q.Type, p.Type)
 			// Both report the whole application; they differ only when the
 			// two calls were made a moment apart, and the larger is newer
 			// or more complete.

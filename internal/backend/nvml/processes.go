@@ -2,6 +2,7 @@ package nvmlbackend
 
 import (
 	"math"
+	"time"
 
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
 
@@ -55,10 +56,21 @@ func (d *deviceReader) readProcesses() []snapshot.Process {
 	}
 
 	for _, kind := range processKinds {
+		if d.migEnabled && d.st.migParentDenied {
+			break
+		}
 		if !d.can(kind.need) {
 			continue
 		}
 		list, ret := kind.list(d.dev)
+		if d.migEnabled && ret == nvml.ERROR_NO_PERMISSION {
+			// nvml.h: on a MIG-enabled GPU the parent's list is returned
+			// "only if the caller has appropriate privileges". The MIG
+			// devices' lists above hold the processes for everyone;
+			// privileges do not change while running, so stop asking.
+			d.st.migParentDenied = true
+			break
+		}
 		if !d.ok(gProcesses, kind.call, ret) {
 			continue
 		}
@@ -95,6 +107,9 @@ var processKinds = [...]struct {
 }{
 	{"compute", "GetComputeRunningProcesses", callGetComputeRunningProcesses, nvml.Device.GetComputeRunningProcesses},
 	{"graphics", "GetGraphicsRunningProcesses", callGetGraphicsRunningProcesses, nvml.Device.GetGraphicsRunningProcesses},
+	// MPS clients; a client also in the compute list is merged into one
+	// process of type "compute+mps" (see mergeContexts).
+	{processTypeMPS, "GetMPSComputeRunningProcesses", callGetMPSComputeRunningProcesses, nvml.Device.GetMPSComputeRunningProcesses},
 }
 
 func newProcess(gpu int, uuid, kind string, info nvml.ProcessInfo) snapshot.Process {
@@ -105,14 +120,26 @@ func newProcess(gpu int, uuid, kind string, info nvml.ProcessInfo) snapshot.Proc
 	return p
 }
 
+// processSampleLookback is how far before the newest sample seen a read
+// asks for samples. The driver samples about every 1/6 s and keeps a buffer
+// of past samples; asking only for samples newer than the last read's
+// newest left a read made a moment after another (a second Prometheus
+// server) with none, and the process without utilization.
+const processSampleLookback = uint64(time.Second / time.Microsecond)
+
 // readProcessUtilization adds SM and memory utilization from the driver's
-// per-process samples. It asks only for samples newer than the last read's
-// newest, and takes each pid's newest sample. A process with no new sample
-// (idle since the last read, or sampling unsupported, as on MIG) keeps the
-// readings absent.
+// per-process samples: each pid's newest sample from the second before the
+// newest sample seen so far. A process with no sample there (idle for that
+// second, or sampling unsupported, as on MIG) keeps the readings absent.
 func (d *deviceReader) readProcessUtilization(procs []snapshot.Process) {
-	samples, ret := d.dev.GetProcessUtilization(d.st.lastProcessSample)
-	if ret == nvml.ERROR_NOT_FOUND { // no sample since lastProcessSample
+	since := d.st.lastProcessSample - min(d.st.lastProcessSample, processSampleLookback)
+	samples, ret := d.dev.GetProcessUtilization(since)
+	if ret == nvml.ERROR_INSUFFICIENT_SIZE {
+		// go-nvml sizes the buffer, then reads; samples that arrived in
+		// between make the read fail. Once more.
+		samples, ret = d.dev.GetProcessUtilization(since)
+	}
+	if ret == nvml.ERROR_NOT_FOUND { // no sample in the window
 		return
 	}
 	if !d.ok(gProcesses, "GetProcessUtilization", ret) {

@@ -34,6 +34,11 @@ type Options struct {
 	// Library names the driver library in Snapshot.Driver.Library. Default:
 	// the path libnvidia-ml was loaded from.
 	Library string
+	// WaitForGPM makes the first Read wait until the GPM windows opened by
+	// New span a second (see gpmMinWindow), so that a one-shot reading
+	// (textfile, ps) has GPM values. A server leaves it off: its first
+	// scrape simply has none yet.
+	WaitForGPM bool
 }
 
 // Reader reads every GPU of one NVML library into snapshots. It keeps
@@ -60,6 +65,10 @@ type Reader struct {
 	mu       sync.Mutex
 	states   map[int]*deviceState // by device index
 	versions versions
+	// gpmFirstWindow is when the GPM windows opened by New span
+	// gpmMinWindow; zero once the first Read has passed it.
+	gpmFirstWindow time.Time
+	waitForGPM     bool
 
 	blocked blockedReads
 
@@ -83,6 +92,8 @@ func New(lib nvml.Interface, opts Options) (*Reader, error) {
 		log:      opts.Logger,
 		parallel: opts.Parallel,
 		states:   make(map[int]*deviceState),
+
+		waitForGPM: opts.WaitForGPM,
 	}
 	if r.now == nil {
 		r.now = time.Now
@@ -170,6 +181,9 @@ func (r *Reader) Read(ctx context.Context) (*snapshot.Snapshot, error) {
 		return nil, fmt.Errorf("nvml device count: %w", ret)
 	}
 
+	if r.groups[gGPM] {
+		r.waitFirstGPMWindow(ctx)
+	}
 	results, err := r.readDevices(ctx, count)
 	if err != nil {
 		return nil, err
@@ -243,6 +257,7 @@ func (r *Reader) readDevices(ctx context.Context, count int) ([]*deviceResult, e
 	results := make([]*deviceResult, count)
 	done := make(chan finished, count) // buffered: an abandoned read never blocks on it
 	slots := make(chan struct{}, max(r.parallel, 1))
+	hold := slotHold(ctx, count, cap(slots))
 	pending := 0
 	for i := range count {
 		if !r.blocked.start(i) {
@@ -259,9 +274,16 @@ func (r *Reader) readDevices(ctx context.Context, count int) ([]*deviceResult, e
 				// reports this device as not answering.
 				return
 			}
+			// A read that outlasts hold gives its slot up and runs on
+			// without one: a hung GPU must not keep a healthy one from
+			// being read before the deadline.
+			var release sync.Once
+			freeSlot := func() { release.Do(func() { <-slots }) }
+			timer := time.AfterFunc(hold, freeSlot)
 			res := new(deviceResult)
 			r.readDevice(i, res)
-			<-slots
+			timer.Stop()
+			freeSlot()
 			done <- finished{i, res}
 		}()
 	}
@@ -285,6 +307,22 @@ func (r *Reader) readDevices(ctx context.Context, count int) ([]*deviceResult, e
 		}
 	}
 	return results, nil
+}
+
+// slotHold is how long one device read may keep its slot. The slots bound
+// concurrent NVML work for throughput, not for safety: the reads running
+// without a slot are at most one per device (blockedReads). Reads are
+// split into rounds of one slot each, and each round may take half its
+// share of the budget before its slots are handed on, so even when every
+// GPU hangs each one gets started before the deadline.
+func slotHold(ctx context.Context, count, slots int) time.Duration {
+	const floor = 10 * time.Millisecond
+	deadline, ok := ctx.Deadline()
+	if !ok {
+		return time.Second
+	}
+	rounds := (count + slots - 1) / max(slots, 1)
+	return max(time.Until(deadline)/time.Duration(2*max(rounds, 1)), floor)
 }
 
 // notAnswering is the reading of a device whose read did not return in time.

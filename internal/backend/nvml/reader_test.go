@@ -16,7 +16,20 @@ import (
 
 func newReader(t *testing.T, lib nvml.Interface, groups map[string]bool) *Reader {
 	t.Helper()
-	return newReaderWith(t, lib, Options{Groups: groups})
+	return newReaderWith(t, lib, Options{Groups: groups, Now: steppingClock()})
+}
+
+// steppingClock is a clock that moves a second each time it is read, so
+// that every GPM window of the fixtures is long enough.
+func steppingClock() func() time.Time {
+	var mu sync.Mutex
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	return func() time.Time {
+		mu.Lock()
+		defer mu.Unlock()
+		now = now.Add(time.Second)
+		return now
+	}
 }
 
 // newReaderWith starts a Reader and closes it, checking Close, when the
@@ -281,8 +294,9 @@ var groupCalls = map[string][]string{
 	snapshot.GroupTemperature: {"GetTemperature", "GetTemperatureThreshold", "GetFieldValues"},
 	snapshot.GroupFan:         {"GetNumFans", "GetFanSpeed_v2", "GetFanSpeed"},
 	snapshot.GroupClocks:      {"GetClockInfo", "GetMaxClockInfo", "GetPerformanceState"},
-	snapshot.GroupClockEvents: {"GetCurrentClocksEventReasons"},
-	snapshot.GroupPower:       {"GetPowerUsage", "GetEnforcedPowerLimit", "GetTotalEnergyConsumption"},
+	snapshot.GroupClockEvents: {"GetCurrentClocksEventReasons", "GetSupportedClocksEventReasons"},
+	snapshot.GroupPower: {"GetPowerUsage", "GetEnforcedPowerLimit", "GetTotalEnergyConsumption",
+		"GetPowerManagementDefaultLimit", "GetPowerManagementLimitConstraints"},
 	snapshot.GroupPCIe: {"GetFieldValues", "GetCurrPcieLinkGeneration", "GetCurrPcieLinkWidth",
 		"GetMaxPcieLinkGeneration", "GetMaxPcieLinkWidth", "GetPcieReplayCounter"},
 	snapshot.GroupECC:    {"GetTotalEccErrors", "GetRetiredPages", "GetRetiredPagesPendingStatus", "GetRemappedRows"},
@@ -291,7 +305,7 @@ var groupCalls = map[string][]string{
 	snapshot.GroupGPM:    {"GpmQueryDeviceSupport", "GpmSampleGet", "GpmMigSampleGet", "GetMigMode", "GetMaxMigDeviceCount", "GetMigDeviceHandleByIndex"},
 	snapshot.GroupMIG:    {"GetMigMode", "GetMaxMigDeviceCount", "GetMigDeviceHandleByIndex"},
 	snapshot.GroupProcesses: {"GetMigMode", "GetMaxMigDeviceCount", "GetMigDeviceHandleByIndex",
-		"GetComputeRunningProcesses", "GetGraphicsRunningProcesses", "GetProcessUtilization"},
+		"GetComputeRunningProcesses", "GetGraphicsRunningProcesses", "GetMPSComputeRunningProcesses", "GetProcessUtilization"},
 }
 
 var libraryCalls = map[string][]string{

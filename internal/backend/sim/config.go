@@ -62,6 +62,8 @@ type ProcessSpec struct {
 	// Type is "compute" (default), "graphics", or "compute+graphics" for a
 	// process holding both contexts (NVML then lists it in both process
 	// lists, each time with all of its memory).
+	// "mps" is a client of an MPS server, listed only by
+	// GetMPSComputeRunningProcesses; "compute+mps" one listed by both.
 	Type string `yaml:"type"`
 
 	line int // line in the config file, 0 for profile defaults
@@ -85,6 +87,10 @@ type Fault struct {
 	// HangFor has passed (forever when HangFor is absent).
 	HangAfter *Duration `yaml:"hang_after"`
 	HangFor   *Duration `yaml:"hang_for"`
+	// MIGModePending: the GPU's MIG mode was changed (nvidia-smi -mig) and
+	// waits for a GPU reset, so GetMigMode reports a pending mode other
+	// than the current one. Needs a MIG-capable GPU.
+	MIGModePending bool `yaml:"mig_mode_pending"`
 
 	line int
 }
@@ -259,9 +265,9 @@ func (c *Config) validateShape() error {
 			return fmt.Errorf("%s: memory_utilization %g is not a ratio between 0 and 1", at, p.MemoryUtilization)
 		}
 		switch p.Type {
-		case "", "compute", "graphics", "compute+graphics":
+		case "", "compute", "graphics", "compute+graphics", "mps", "compute+mps":
 		default:
-			return fmt.Errorf("%s: type %q is not \"compute\", \"graphics\" or \"compute+graphics\"", at, p.Type)
+			return fmt.Errorf("%s: type %q is not \"compute\", \"graphics\", \"compute+graphics\", \"mps\" or \"compute+mps\"", at, p.Type)
 		}
 		if p.ComputeInstance != nil && p.GPUInstance == nil {
 			return fmt.Errorf("%s: compute_instance needs gpu_instance", at)
@@ -272,14 +278,14 @@ func (c *Config) validateShape() error {
 		if f.GPU < 0 {
 			return fmt.Errorf("%s: gpu %d is negative", at, f.GPU)
 		}
-		if f.LostAfter == nil && len(f.Unsupported) == 0 && f.XID == 0 && f.HangAfter == nil {
+		if f.LostAfter == nil && len(f.Unsupported) == 0 && f.XID == 0 && f.HangAfter == nil && !f.MIGModePending {
 			if f.At != nil {
 				return fmt.Errorf("%s: 'at' needs an 'xid'", at)
 			}
 			if f.HangFor != nil {
 				return fmt.Errorf("%s: 'hang_for' needs a 'hang_after'", at)
 			}
-			return fmt.Errorf("%s: a fault needs lost_after, unsupported, xid or hang_after", at)
+			return fmt.Errorf("%s: a fault needs lost_after, unsupported, xid, hang_after or mig_mode_pending", at)
 		}
 		if f.HangFor != nil && f.HangAfter == nil {
 			return fmt.Errorf("%s: 'hang_for' needs a 'hang_after'", at)

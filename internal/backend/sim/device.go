@@ -39,6 +39,8 @@ type device struct {
 	nvlinkUp   bool
 	processes  []simProcess
 	migEnabled bool
+	// migPending: a MIG mode change waits for a reset (fault mig_mode_pending).
+	migPending bool
 	gpuInsts   []*gpuInstance
 	migDevices []*migDevice // in MIG device index order
 }
@@ -277,16 +279,22 @@ func (d *device) GetComputeMode() (nvml.ComputeMode, nvml.Return) {
 }
 
 // GetMigMode reports current and pending mode; MIG-capable cards not in
-// MIG mode answer DISABLE, others NOT_SUPPORTED.
+// MIG mode answer DISABLE, others NOT_SUPPORTED. The pending mode differs
+// only with the mig_mode_pending fault (a change waiting for a reset).
 func (d *device) GetMigMode() (int, int, nvml.Return) {
 	_, r := d.begin(featMIG)
 	if r != nvml.SUCCESS {
 		return 0, 0, r
 	}
+	current := nvml.DEVICE_MIG_DISABLE
 	if d.migEnabled {
-		return nvml.DEVICE_MIG_ENABLE, nvml.DEVICE_MIG_ENABLE, r
+		current = nvml.DEVICE_MIG_ENABLE
 	}
-	return nvml.DEVICE_MIG_DISABLE, nvml.DEVICE_MIG_DISABLE, r
+	pending := current
+	if d.migPending {
+		pending = nvml.DEVICE_MIG_ENABLE + nvml.DEVICE_MIG_DISABLE - current
+	}
+	return current, pending, r
 }
 
 func (d *device) IsMigDeviceHandle() (bool, nvml.Return) {

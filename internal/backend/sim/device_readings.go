@@ -429,17 +429,29 @@ func (d *device) GetMaxPcieLinkWidth() (int, nvml.Return) {
 	return d.model.pcieWidth, r
 }
 
-// pcieBytes is the PCIe traffic since driver load, in bytes; tx is
+// pcieTotal is the PCIe traffic since driver load, in bytes; tx is
 // device-to-host. Rates scale with the link generation (gen5 doubles gen4).
-func (d *device) pcieBytes(t float64, tx bool) uint64 {
+func (d *device) pcieTotal(t float64, tx bool) float64 {
 	scale := math.Pow(2, float64(d.model.pcieGen-4))
 	idleRate, busyRate := 0.15e9, 6e9 // host→device (rx): inputs
 	if tx {
 		idleRate, busyRate = 0.1e9, 3e9 // device→host (tx): results, checkpoints
 	}
 	before := uptimeBeforeStart.Seconds()
-	bytes := scale * (idleRate*(before+t) + busyRate*d.act.utilIntegral(t))
-	return uint64(bytes)
+	return scale * (idleRate*(before+t) + busyRate*d.act.utilIntegral(t))
+}
+
+// pcieCounterWrap is where the PCIe byte counters wrap. nvml.h says of
+// NVML_FI_DEV_PCIE_COUNT_TX/RX_BYTES only "Value can be wrapped"; every
+// value seen on real GPUs (an H100 on 580.159.04 at 4.2e9 a minute after
+// the driver loaded, an L40S at 3.0e9 and 3.9e9) is below 2^32, and an
+// H100 idling at 1 MB/s cannot have sent 4 GB in that minute: the driver
+// reports the low 32 bits. The simulator does the same.
+const pcieCounterWrap = 1 << 32
+
+// pcieBytes is the counter NVML reports: pcieTotal modulo 2^32.
+func (d *device) pcieBytes(t float64, tx bool) uint64 {
+	return uint64(d.pcieTotal(t, tx)) % pcieCounterWrap
 }
 
 func (d *device) pcieReplays(t float64) uint64 {

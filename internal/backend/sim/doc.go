@@ -66,15 +66,32 @@
 // been loaded 72 hours before the simulation started. ECC errors, PCIe
 // replays and NVLink replay/CRC errors step up now and then on some GPUs.
 //
-// GPM (Hopper): GpmSampleGet records the device and the simulated time;
-// GpmMetricsGet returns the exact mean of the activity over the interval
-// between two samples, in percent (SM util, SM occupancy, tensor, DRAM
-// bandwidth, FP16/32/64), or the instantaneous value when both samples
-// were taken at the same simulated time. On a MIG-enabled H100,
+// GPM (Hopper): GpmSampleGet records the device, the simulated time and
+// the real time; GpmMetricsGet returns the exact mean of the activity over
+// the interval between two samples, in percent (SM util, SM occupancy,
+// graphics, tensor, DRAM bandwidth, FP16/32/64), and PCIe and NVLink
+// bandwidth in MiB/s (the counters' mean rate), or the instantaneous value
+// when both samples were taken at the same simulated time. As nvml.h
+// warns, the hardware needs 100 ms between samples: when less than that
+// passed on both the simulated and the real clock, every metric reads 0,
+// and the same sample twice is INVALID_ARGUMENT. On a MIG-enabled H100,
 // GpmMigSampleGet(gpuInstanceID) samples one GPU instance: its metrics are
 // the GPU's activity scaled to the part its processes drive (an instance
-// without processes reads 0); samples of different instances cannot be
-// compared (ERROR_INVALID_ARGUMENT), an unknown instance is ERROR_NOT_FOUND.
+// without processes reads 0; PCIe and NVLink answer NOT_SUPPORTED); samples
+// of different instances cannot be compared (ERROR_INVALID_ARGUMENT), an
+// unknown instance is ERROR_NOT_FOUND.
+//
+// PCIe byte counters are 32 bits wide, as on real drivers: they wrap at
+// 2^32 (about every 0.4 s on a busy Gen5 GPU).
+//
+// Processes: a process of type compute+graphics is in both process lists,
+// each time with all of its memory. On a MIG-enabled GPU the GPU's own
+// process lists answer NO_PERMISSION, as NVML does for an unprivileged
+// caller; the MIG device handles list their processes.
+// GetProcessUtilization answers from a buffer of samples taken every 1/6 s
+// over the last 2 s, each with its past timestamp, for the busy compute
+// processes: every buffered sample newer than lastSeenTimestamp, or
+// ERROR_NOT_FOUND.
 //
 // # Time
 //
@@ -105,7 +122,9 @@
 //	    sm_utilization: 0.6    # ratio 0-1 (NVML reports percent)
 //	    memory_utilization: 0.3
 //	    type: compute          # compute (default), graphics, or compute+graphics
-//	                           # (then in both process lists, as in NVML)
+//	                           # (then in both process lists, as in NVML);
+//	                           # mps (an MPS client, in the MPS list only)
+//	                           # or compute+mps (in both)
 //	  - {gpu: 0, pid: 77, gpu_instance: 7, compute_instance: 0}
 //	                           # on a MIG-enabled GPU gpu_instance is
 //	                           # required; compute_instance defaults to 0
@@ -114,6 +133,7 @@
 //	  - {gpu: 4, hang_after: 1m, hang_for: 20s}    # every call blocks meanwhile
 //	  - {gpu: 1, unsupported: [power, fan_speed]}  # those reads: NOT_SUPPORTED
 //	  - {gpu: 2, xid: 79, at: 10s}                 # one XID event at 10s
+//	  - {gpu: 0, mig_mode_pending: true}           # a MIG mode change awaits a reset
 //
 // Durations are Go durations ("500ms", "30s", "1h30m"). A fault entry may
 // combine kinds. New checks the config against the profile: a GPU index

@@ -120,9 +120,14 @@ func (es *eventSet) Wait(timeoutMs uint32) (nvml.EventData, nvml.Return) {
 		if !es.sim.initialized() {
 			return nvml.EventData{}, nvml.ERROR_UNINITIALIZED
 		}
+		untilLost := time.Duration(-1)
 		for _, d := range es.registered() {
-			if d.lost(d.hang(es.sim.elapsed())) {
+			now := d.hang(es.sim.elapsed())
+			if d.lost(now) {
 				return nvml.EventData{}, nvml.ERROR_GPU_IS_LOST
+			}
+			if d.lostAfter >= 0 && es.sim.pinned.Load() < 0 && (untilLost < 0 || d.lostAfter-now < untilLost) {
+				untilLost = d.lostAfter - now
 			}
 		}
 		ev, untilNext, r := es.takeDue()
@@ -136,6 +141,9 @@ func (es *eventSet) Wait(timeoutMs uint32) (nvml.EventData, nvml.Return) {
 		wait := remaining
 		if untilNext >= 0 && untilNext < wait {
 			wait = untilNext
+		}
+		if untilLost >= 0 && untilLost < wait {
+			wait = untilLost // a GPU falling off the bus ends the wait
 		}
 		timer := time.NewTimer(wait)
 		select {

@@ -21,11 +21,17 @@ type gpmSample struct {
 
 	mu    sync.Mutex
 	dev   *device
-	giID  int // GPU instance for MigGet, -1 for the whole device
-	at    time.Duration
+	giID  int           // GPU instance for MigGet, -1 for the whole device
+	at    time.Duration // simulated time of the sample
+	real  time.Time     // real time of the sample: the counters run in it too
 	taken bool
 	freed bool
 }
+
+// gpmMinInterval is what nvml.h asks between two samples: "greater than
+// 100ms due to the sampling rate of the hardware". Over a shorter interval
+// the simulated counters have not moved: every metric reads 0.
+const gpmMinInterval = 100 * time.Millisecond
 
 var _ nvml.GpmSample = (*gpmSample)(nil)
 
@@ -106,14 +112,14 @@ func (g *gpmSample) take(dev nvml.Device, giID int) nvml.Return {
 	if g.freed {
 		return nvml.ERROR_INVALID_ARGUMENT
 	}
-	g.dev, g.giID, g.at, g.taken = d, giID, e, true
+	g.dev, g.giID, g.at, g.real, g.taken = d, giID, e, time.Now(), true
 	return nvml.SUCCESS
 }
 
-func (g *gpmSample) snapshot() (d *device, giID int, at time.Duration, ok bool) {
+func (g *gpmSample) snapshot() (d *device, giID int, at time.Duration, real time.Time, ok bool) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	return g.dev, g.giID, g.at, g.taken && !g.freed
+	return g.dev, g.giID, g.at, g.real, g.taken && !g.freed
 }
 
 // GpmQueryDeviceSupport answers SUCCESS on every device, with
@@ -168,14 +174,20 @@ func (s *Sim) GpmMetricsGet(m *nvml.GpmMetricsGetType) nvml.Return {
 	if !ok1 || !ok2 || s1 == nil || s2 == nil {
 		return nvml.ERROR_INVALID_ARGUMENT
 	}
-	d1, gi1, t1, ok1 := s1.snapshot()
-	d2, gi2, t2, ok2 := s2.snapshot()
-	if !ok1 || !ok2 || d1 != d2 || gi1 != gi2 {
+	d1, gi1, t1, real1, ok1 := s1.snapshot()
+	d2, gi2, t2, real2, ok2 := s2.snapshot()
+	if !ok1 || !ok2 || d1 != d2 || gi1 != gi2 || s1 == s2 {
 		return nvml.ERROR_INVALID_ARGUMENT
 	}
 	if t2 < t1 {
 		t1, t2 = t2, t1
 	}
+	realSpan := real2.Sub(real1)
+	if realSpan < 0 {
+		realSpan = -realSpan
+	}
+	// Too short an interval on both clocks: nothing was measured.
+	measured := max(realSpan, t2-t1) >= gpmMinInterval
 	util, mem := d1.averageActivity(seconds(t1), seconds(t2))
 	if gi1 >= 0 {
 		util *= d1.giShare(gi1)
@@ -185,7 +197,21 @@ func (s *Sim) GpmMetricsGet(m *nvml.GpmMetricsGetType) nvml.Return {
 	for i := range m.NumMetrics {
 		metric := &m.Metrics[i]
 		var ratio float64
-		switch nvml.GpmMetricId(metric.MetricId) {
+		id := nvml.GpmMetricId(metric.MetricId)
+		if rate, known := d1.gpmRate(id, gi1, seconds(t1), seconds(t2)); known {
+			if rate < 0 {
+				metric.Value = 0
+				metric.NvmlReturn = uint32(nvml.ERROR_NOT_SUPPORTED)
+				continue
+			}
+			if !measured {
+				rate = 0
+			}
+			metric.Value = rate / mib
+			metric.NvmlReturn = uint32(nvml.SUCCESS)
+			continue
+		}
+		switch id {
 		case nvml.GPM_METRIC_GRAPHICS_UTIL, nvml.GPM_METRIC_SM_UTIL:
 			ratio = util
 		case nvml.GPM_METRIC_SM_OCCUPANCY:
@@ -204,6 +230,9 @@ func (s *Sim) GpmMetricsGet(m *nvml.GpmMetricsGetType) nvml.Return {
 			metric.Value = 0
 			metric.NvmlReturn = uint32(nvml.ERROR_NOT_SUPPORTED)
 			continue
+		}
+		if !measured {
+			ratio = 0
 		}
 		metric.Value = 100 * ratio
 		metric.NvmlReturn = uint32(nvml.SUCCESS)
@@ -247,4 +276,40 @@ func (d *device) giShare(giID int) float64 {
 		return 0
 	}
 	return min(1, own/all*migTotalSlices/float64(slices))
+}
+
+// gpmRate answers the bandwidth metrics, in bytes per second averaged over
+// [t1, t2] (the instantaneous rate when the interval is empty). known is
+// false for other metrics; rate is negative where the metric does not
+// exist: PCIe and NVLink traffic on a MIG instance, NVLink on a card
+// without it.
+func (d *device) gpmRate(id nvml.GpmMetricId, giID int, t1, t2 float64) (rate float64, known bool) {
+	var counter func(t float64) float64
+	switch id {
+	case nvml.GPM_METRIC_PCIE_TX_PER_SEC, nvml.GPM_METRIC_PCIE_RX_PER_SEC:
+		tx := id == nvml.GPM_METRIC_PCIE_TX_PER_SEC
+		counter = func(t float64) float64 { return d.pcieTotal(t, tx) }
+	case nvml.GPM_METRIC_NVLINK_TOTAL_TX_PER_SEC, nvml.GPM_METRIC_NVLINK_TOTAL_RX_PER_SEC:
+		if !d.features.has(featNVLink) {
+			return -1, true
+		}
+		tx := id == nvml.GPM_METRIC_NVLINK_TOTAL_TX_PER_SEC
+		counter = func(t float64) float64 {
+			var kib uint64
+			for l := range d.model.nvlinks {
+				kib += d.nvlinkKiB(t, l, tx, false)
+			}
+			return float64(kib) * 1024
+		}
+	default:
+		return 0, false
+	}
+	if giID >= 0 {
+		return -1, true
+	}
+	if t2 <= t1 {
+		// The derivative, over a millisecond.
+		t2 = t1 + 1e-3
+	}
+	return (counter(t2) - counter(t1)) / (t2 - t1), true
 }

@@ -3,6 +3,7 @@ package sim
 import (
 	"fmt"
 	"math"
+	"time"
 
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
 )
@@ -15,7 +16,10 @@ type simProcess struct {
 	// compute and graphics say which contexts the process holds; NVML
 	// lists it in each matching process list.
 	compute, graphics bool
-	mig               *migDevice // nil unless the process runs in a MIG instance
+	// mps: the process is a client of an MPS server, listed by
+	// GetMPSComputeRunningProcesses (see mps.go).
+	mps bool
+	mig *migDevice // nil unless the process runs in a MIG instance
 }
 
 // noInstance is what NVML puts in ProcessInfo's instance IDs outside MIG.
@@ -34,8 +38,9 @@ func (s *Sim) placeProcesses(cfg *Config, procs []ProcessSpec) error {
 		sp := simProcess{
 			pid: p.PID, usedMemory: p.UsedMemoryBytes,
 			sm: p.SMUtilization, mem: p.MemoryUtilization,
-			compute:  p.Type != "graphics",
+			compute:  p.Type != "graphics" && p.Type != "mps",
 			graphics: p.Type == "graphics" || p.Type == "compute+graphics",
+			mps:      p.Type == "mps" || p.Type == "compute+mps",
 		}
 		for _, q := range d.processes {
 			if q.pid == p.PID {
@@ -93,21 +98,26 @@ func (d *device) loadFromProcesses() (sm, mem float64) {
 	return math.Min(sm, 1), math.Min(mem, 1)
 }
 
+// The process lists of a MIG-enabled GPU's own handle are, as nvml.h says,
+// returned "only if the caller has appropriate privileges"; the simulated
+// caller has not, so they answer NO_PERMISSION and the per-instance lists
+// (MIG device handles) are the way in.
 func (d *device) GetComputeRunningProcesses() ([]nvml.ProcessInfo, nvml.Return) {
-	return d.runningProcesses(false, nil)
+	return d.parentProcesses(false)
 }
 
 func (d *device) GetGraphicsRunningProcesses() ([]nvml.ProcessInfo, nvml.Return) {
-	return d.runningProcesses(true, nil)
+	return d.parentProcesses(true)
 }
 
-// GetMPSComputeRunningProcesses: the simulated host runs no MPS server.
-func (d *device) GetMPSComputeRunningProcesses() ([]nvml.ProcessInfo, nvml.Return) {
-	_, r := d.begin(featProcesses)
-	if r != nvml.SUCCESS {
+func (d *device) parentProcesses(graphics bool) ([]nvml.ProcessInfo, nvml.Return) {
+	if _, r := d.begin(featProcesses); r != nvml.SUCCESS {
 		return nil, r
 	}
-	return []nvml.ProcessInfo{}, r
+	if d.migEnabled {
+		return nil, nvml.ERROR_NO_PERMISSION
+	}
+	return d.runningProcesses(graphics, nil)
 }
 
 // runningProcesses lists the compute or graphics processes of the device,
@@ -139,7 +149,19 @@ func (d *device) runningProcesses(graphics bool, only *migDevice) ([]nvml.Proces
 	return out, r
 }
 
-// GetProcessUtilization returns one sample per process newer than
+// The driver samples process utilization every processSamplePeriod and
+// keeps the samples of the last processSampleBuffer in a buffer: a query
+// returns every buffered sample newer than lastSeenTimestamp, several per
+// process, stamped with the (past) time each was taken. A process that was
+// idle over a period has no sample for it (nvml.h: "one utilization sample
+// structure is returned per process running, that had some non-zero
+// utilization during the last sample period").
+const (
+	processSamplePeriod = time.Second / 6
+	processSampleBuffer = 2 * time.Second
+)
+
+// GetProcessUtilization returns the buffered samples newer than
 // lastSeenTimestamp (µs since the Unix epoch on the simulated clock), or
 // ERROR_NOT_FOUND when there is none, as NVML does. It is NOT_SUPPORTED in
 // MIG mode.
@@ -151,18 +173,21 @@ func (d *device) GetProcessUtilization(lastSeenTimestamp uint64) ([]nvml.Process
 	if d.migEnabled {
 		return nil, nvml.ERROR_NOT_SUPPORTED
 	}
-	ts := uint64(Epoch.Add(e).UnixMicro())
-	if ts <= lastSeenTimestamp {
-		return nil, nvml.ERROR_NOT_FOUND
-	}
+	newest := e.Truncate(processSamplePeriod)
 	var out []nvml.ProcessUtilizationSample
-	for _, p := range d.processes {
-		if !p.compute {
-			continue
+	for at := newest; at > newest-processSampleBuffer && at >= 0; at -= processSamplePeriod {
+		ts := uint64(Epoch.Add(at).UnixMicro())
+		if ts <= lastSeenTimestamp {
+			break
 		}
-		out = append(out, nvml.ProcessUtilizationSample{
-			Pid: p.pid, TimeStamp: ts, SmUtil: pct(p.sm), MemUtil: pct(p.mem),
-		})
+		for _, p := range d.processes {
+			if !p.compute || (p.sm == 0 && p.mem == 0) {
+				continue
+			}
+			out = append(out, nvml.ProcessUtilizationSample{
+				Pid: p.pid, TimeStamp: ts, SmUtil: pct(p.sm), MemUtil: pct(p.mem),
+			})
+		}
 	}
 	if len(out) == 0 {
 		return nil, nvml.ERROR_NOT_FOUND

@@ -180,10 +180,25 @@ func TestMIGEnumeration(t *testing.T) {
 		t.Errorf("name %q", name)
 	}
 
-	// Processes of the parent carry instance ids too.
-	procs, _ := handle(t, s, 1).GetComputeRunningProcesses()
-	if len(procs) != 2 || procs[0].GpuInstanceId != 1 || procs[1].GpuInstanceId != 2 {
-		t.Errorf("gpu 1 processes %+v", procs)
+	// The parent's list is for privileged callers only (nvml.h); the
+	// per-instance lists carry the instance ids.
+	if _, r := handle(t, s, 1).GetComputeRunningProcesses(); r != nvml.ERROR_NO_PERMISSION {
+		t.Errorf("MIG parent process list: %v, want NO_PERMISSION", r)
+	}
+	var gis []uint32
+	n, _ := handle(t, s, 1).GetMaxMigDeviceCount()
+	for i := range n {
+		m, r := handle(t, s, 1).GetMigDeviceHandleByIndex(i)
+		if r != nvml.SUCCESS {
+			continue
+		}
+		procs, _ := m.GetComputeRunningProcesses()
+		for _, p := range procs {
+			gis = append(gis, p.GpuInstanceId)
+		}
+	}
+	if len(gis) != 2 || gis[0] != 1 || gis[1] != 2 {
+		t.Errorf("gpu 1 processes in GPU instances %v, want [1 2]", gis)
 	}
 	if _, r := handle(t, s, 1).GetProcessUtilization(0); r != nvml.ERROR_NOT_SUPPORTED {
 		t.Errorf("process utilization in MIG mode: %v", r)
@@ -402,8 +417,17 @@ func TestProcessUtilization(t *testing.T) {
 	s := newSim(t, Config{Profile: "h100", PinTime: pinAt(time.Minute)})
 	d := handle(t, s, 0)
 	samples, r := d.GetProcessUtilization(0)
-	if r != nvml.SUCCESS || len(samples) != 1 || samples[0].Pid != 48213 || samples[0].SmUtil != 72 || samples[0].MemUtil != 41 {
+	// The driver's buffer: a sample every 1/6 s over the last 2 s, newest
+	// first, each stamped with the past time it was taken.
+	now := uint64(s.Now().UnixMicro())
+	if r != nvml.SUCCESS || len(samples) < 10 || len(samples) > 13 {
 		t.Fatalf("samples %+v %v", samples, r)
+	}
+	for i, x := range samples {
+		if x.Pid != 48213 || x.SmUtil != 72 || x.MemUtil != 41 || x.TimeStamp > now || x.TimeStamp < now-2.2e6 ||
+			(i > 0 && x.TimeStamp >= samples[i-1].TimeStamp) {
+			t.Fatalf("sample %d = %+v (now %d)", i, x, now)
+		}
 	}
 	// Nothing newer than the last seen sample: NOT_FOUND, as NVML.
 	if _, r := d.GetProcessUtilization(samples[0].TimeStamp); r != nvml.ERROR_NOT_FOUND {

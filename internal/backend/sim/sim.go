@@ -121,6 +121,12 @@ func (s *Sim) applyFaults(cfg *Config) error {
 			}
 			d.features &^= setOf(feat)
 		}
+		if f.MIGModePending {
+			if !d.features.has(featMIG) {
+				return fmt.Errorf("%s: mig_mode_pending: gpu %d (%s) has no MIG", cfg.where("faults", i, f.line), f.GPU, d.model.name)
+			}
+			d.migPending = true
+		}
 		if f.XID != 0 {
 			var at time.Duration
 			if f.At != nil {

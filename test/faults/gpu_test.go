@@ -1,0 +1,204 @@
+package faults
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+)
+
+// GPU faults come from the simulator's fault config: the NVML reader runs
+// unchanged against GPUs that are lost, hang, answer NOT_SUPPORTED or
+// raise XIDs.
+
+func gpuUp(page string, gpu int) (float64, bool) {
+	return value(page, "gpu_up", map[string]string{"gpu": fmt.Sprint(gpu)})
+}
+
+// upGPUs lists gpu_up per index for the first n GPUs.
+func upGPUs(page string, n int) []int {
+	var up []int
+	for i := range n {
+		v, _ := gpuUp(page, i)
+		up = append(up, int(v))
+	}
+	return up
+}
+
+func TestGPULost(t *testing.T) {
+	t.Parallel()
+	record(t, "gpu", "dgx-h100, GPU 3 lost after 2s: gpu_up 0 for it only, its readings absent")
+	h := start(t, "--backend=sim", "--sim.config="+simConfig(t, "profile: dgx-h100\nfaults:\n  - {gpu: 3, lost_after: 2s}\n"))
+	h.baseline()
+	waitUntil(t, 20*time.Second, "GPU 3 down", func() bool { v, _ := gpuUp(h.scrape(), 3); return v == 0 })
+	page := h.scrape()
+	if got := upGPUs(page, 8); fmt.Sprint(got) != "[1 1 1 0 1 1 1 1]" {
+		t.Errorf("gpu_up = %v", got)
+	}
+	if _, ok := value(page, "gpu_temperature_celsius", map[string]string{"gpu": "3"}); ok {
+		t.Error("a lost GPU still reports a temperature")
+	}
+	h.noLeak()
+}
+
+func TestGPUHungThenRecovered(t *testing.T) {
+	t.Parallel()
+	record(t, "gpu", "dgx-h100, GPU 2 hangs 2s-8s, timeout 1s: scrapes bounded, GPU 2 down then up again, no leak")
+	h := start(t, "--backend=sim", "--collection.timeout=1s",
+		"--sim.config="+simConfig(t, "profile: dgx-h100\nfaults:\n  - {gpu: 2, hang_after: 2s, hang_for: 6s}\n"))
+	h.baseline()
+	waitUntil(t, 20*time.Second, "GPU 2 reported down while hung", func() bool { v, _ := gpuUp(h.scrape(), 2); return v == 0 })
+	if got := upGPUs(h.scrape(), 8); fmt.Sprint(got) != "[1 1 0 1 1 1 1 1]" {
+		t.Errorf("while GPU 2 hangs: gpu_up = %v", got)
+	}
+	waitUntil(t, 30*time.Second, "GPU 2 back up", func() bool { v, _ := gpuUp(h.scrape(), 2); return v == 1 })
+	h.noLeak()
+}
+
+// Issue 10, item 3: healthy GPUs were reported down when as many GPUs hung
+// as there are read slots.
+func TestGPUsHungInAGroup(t *testing.T) {
+	t.Parallel()
+	record(t, "gpu", "dgx-h100, GPUs 0-3 hang for good after 2s: GPUs 4-7 stay up, scrapes bounded, goroutines stop growing")
+	faults := "profile: dgx-h100\nfaults:\n"
+	for g := range 4 {
+		faults += fmt.Sprintf("  - {gpu: %d, hang_after: 2s}\n", g)
+	}
+	h := start(t, "--backend=sim", "--collection.timeout=3s", "--sim.config="+simConfig(t, faults))
+	// Every scrape, from before the hang through the first ones that
+	// meet it (the hung reads then hold their slots) to the later ones
+	// (the hung GPUs are known and skipped), has the healthy GPUs up.
+	downScrapes := 0
+	deadline := time.Now().Add(40 * time.Second)
+	for downScrapes < 3 && time.Now().Before(deadline) {
+		up := upGPUs(h.scrape(), 8)
+		if fmt.Sprint(up[4:]) != "[1 1 1 1]" {
+			t.Fatalf("gpu_up = %v: a healthy GPU is reported down while GPUs 0-3 hang", up)
+		}
+		if fmt.Sprint(up[:4]) == "[0 0 0 0]" {
+			downScrapes++
+		}
+	}
+	if downScrapes < 3 {
+		t.Fatal("GPUs 0-3 were never reported down")
+	}
+	h.baseline()
+	h.noLeak() // the hung reads are not read again: nothing grows
+}
+
+func TestGPUsAllHung(t *testing.T) {
+	t.Parallel()
+	record(t, "gpu", "dgx-h100, every GPU hangs for good after 2s: scrapes bounded, all down, nothing grows")
+	faults := "profile: dgx-h100\nfaults:\n"
+	for g := range 8 {
+		faults += fmt.Sprintf("  - {gpu: %d, hang_after: 2s}\n", g)
+	}
+	h := start(t, "--backend=sim", "--collection.timeout=1s", "--sim.config="+simConfig(t, faults))
+	waitUntil(t, 30*time.Second, "every GPU down", func() bool {
+		return fmt.Sprint(upGPUs(h.scrape(), 8)) == "[0 0 0 0 0 0 0 0]"
+	})
+	h.baseline()
+	for range 5 {
+		h.scrape()
+	}
+	h.noLeak()
+}
+
+func TestGPULargeFleetLostAndHung(t *testing.T) {
+	t.Parallel()
+	record(t, "gpu", "large (64 GPUs): 8 lost, 8 hung: the other 48 up, scrapes bounded")
+	faults := "profile: large\nfaults:\n"
+	for g := 0; g < 64; g += 4 {
+		if g%8 == 0 {
+			faults += fmt.Sprintf("  - {gpu: %d, lost_after: 1s}\n", g)
+		} else {
+			faults += fmt.Sprintf("  - {gpu: %d, hang_after: 1s}\n", g)
+		}
+	}
+	h := start(t, "--backend=sim", "--collection.timeout=4s", "--sim.config="+simConfig(t, faults))
+	waitUntil(t, 30*time.Second, "16 GPUs down", func() bool {
+		return strings.Count(fmt.Sprint(upGPUs(h.scrape(), 64)), "0") == 16
+	})
+	h.baseline()
+	h.scrape()
+	h.noLeak()
+}
+
+func TestGPUXIDStorm(t *testing.T) {
+	t.Parallel()
+	record(t, "gpu", "dgx-h100, 400 XIDs of 5 codes over 8 GPUs within 2s: every one counted, no leak")
+	cfg := "profile: dgx-h100\nfaults:\n"
+	codes := []int{13, 31, 43, 48, 63}
+	for i := range 400 {
+		cfg += fmt.Sprintf("  - {gpu: %d, xid: %d, at: %dms}\n", i%8, codes[i%5], 500+i*4)
+	}
+	h := start(t, "--backend=sim", "--sim.config="+simConfig(t, cfg))
+	h.baseline()
+	total := func() float64 {
+		page, sum := h.scrape(), 0.0
+		for g := range 8 {
+			for _, c := range codes {
+				v, _ := value(page, "gpu_xid_errors_total", map[string]string{"gpu": fmt.Sprint(g), "xid": fmt.Sprint(c)})
+				sum += v
+			}
+		}
+		return sum
+	}
+	waitUntil(t, 30*time.Second, "400 XIDs counted", func() bool { return total() == 400 })
+	h.noLeak()
+}
+
+// Issue 10, item 10: XID 79 announces a GPU falling off the bus; its count
+// must outlive the GPU.
+func TestGPUXIDThenLost(t *testing.T) {
+	t.Parallel()
+	record(t, "gpu", "XID 79 on GPU 5 at 1s, GPU 5 lost at 2s: gpu_xid_errors_total{xid=79} stays 1 after the loss")
+	h := start(t, "--backend=sim", "--sim.config="+simConfig(t,
+		"profile: dgx-h100\nfaults:\n  - {gpu: 5, xid: 79, at: 1s}\n  - {gpu: 5, lost_after: 2s}\n"))
+	want := map[string]string{"gpu": "5", "xid": "79"}
+	waitUntil(t, 20*time.Second, "GPU 5 lost", func() bool { v, _ := gpuUp(h.scrape(), 5); return v == 0 })
+	h.baseline()
+	for range 3 {
+		if v, ok := value(h.scrape(), "gpu_xid_errors_total", want); !ok || v != 1 {
+			t.Fatalf("after the loss: gpu_xid_errors_total{gpu=5,xid=79} = %v (present %v), want 1", v, ok)
+		}
+	}
+	h.noLeak()
+}
+
+func TestGPUEveryReadUnsupported(t *testing.T) {
+	t.Parallel()
+	record(t, "gpu", "every NVML read the simulator can refuse answers NOT_SUPPORTED on GPU 1: it stays up with its readings absent")
+	names := []string{"utilization", "encoder", "decoder", "memory", "bar1", "temperature", "memory_temperature",
+		"temperature_thresholds", "fan_speed", "pstate", "power", "power_limit", "energy", "clocks", "clock_events",
+		"pcie", "pcie_replay", "ecc", "retired_pages", "remapped_rows", "nvlink", "gpm", "processes",
+		"process_utilization", "serial", "vbios", "mig", "events"}
+	h := start(t, "--backend=sim", "--sim.config="+simConfig(t,
+		"profile: dgx-h100\nfaults:\n  - {gpu: 1, unsupported: ["+strings.Join(names, ", ")+"]}\n"))
+	h.baseline()
+	page := h.scrape()
+	if v, _ := gpuUp(page, 1); v != 1 {
+		t.Errorf("gpu_up{gpu=1} = %v; a GPU that supports nothing is still up", v)
+	}
+	for _, m := range []string{"gpu_temperature_celsius", "gpu_power_usage_watts", "gpu_utilization_ratio"} {
+		if _, ok := value(page, m, map[string]string{"gpu": "1"}); ok {
+			t.Errorf("%s{gpu=1} present though unsupported", m)
+		}
+		if _, ok := value(page, m, map[string]string{"gpu": "0"}); !ok {
+			t.Errorf("%s{gpu=0} missing", m)
+		}
+	}
+	h.noLeak()
+}
+
+func TestGPUUnsupportedEverywhere(t *testing.T) {
+	t.Parallel()
+	record(t, "gpu", "rtx4090 with power, clocks and processes unsupported on top of what a GeForce lacks: serves, no errors")
+	h := start(t, "--backend=sim", "--sim.config="+simConfig(t,
+		"profile: rtx4090\nfaults:\n  - {gpu: 0, unsupported: [power, clocks, processes, process_utilization, events]}\n"))
+	h.baseline()
+	if v, _ := gpuUp(h.scrape(), 0); v != 1 {
+		t.Errorf("gpu_up = %v", v)
+	}
+	h.noLeak()
+}
