@@ -56,6 +56,14 @@
     return svg;
   }
 
+  // spanText says how much time a history covers: "last 12 min".
+  function spanText(times) {
+    if (times.length < 2) return "collecting…";
+    const s = (times[times.length - 1] - times[0]) / 1000;
+    return "last " + (s < 120 ? s.toFixed(0) + " s" : (s / 60).toFixed(0) + " min");
+  }
+  const figure = (caption, svg) => el("figure", { class: "chart-fig" }, el("figcaption", {}, caption), svg);
+
   function gpuCard(d, hist) {
     const card = el("article", { class: "card" + (d.up ? "" : " down"), "data-gpu": String(d.index), "aria-labelledby": "gpu-" + d.index });
     const state = el("span", { class: "state " + (d.up ? "up" : "down") });
@@ -86,8 +94,9 @@
     row("Health", health.length ? health.join(", ") : "ok", health.length ? "throttle" : "");
     card.append(dl);
     if (hist) {
-      card.append(chart("GPU " + d.index + " utilization, last " + hist.time_ms.length + " samples", hist.utilization_gpu, 1));
-      card.append(chart("GPU " + d.index + " memory used, last " + hist.time_ms.length + " samples", hist.memory_used_bytes, d.memory_total_bytes));
+      const span = spanText(hist.time_ms);
+      card.append(figure("Utilization, " + span, chart("GPU " + d.index + " utilization, " + span, hist.utilization_gpu, 1)));
+      card.append(figure("Memory, " + span, chart("GPU " + d.index + " memory used, " + span, hist.memory_used_bytes, d.memory_total_bytes)));
     }
     if (d.mig_instances && d.mig_instances.length) {
       const ul = el("ul");
@@ -116,7 +125,7 @@
     const last = o.memory_used_bytes[o.memory_used_bytes.length - 1];
     return el("div", { class: "owner" },
       el("strong", {}, o.kind.replace("_", " ") + " " + o.name), " — " + bytes(last),
-      chart("GPU memory of " + o.kind + " " + o.name + ", last " + o.time_ms.length + " samples", o.memory_used_bytes, maxMem));
+      chart("GPU memory of " + o.kind + " " + o.name + ", " + spanText(o.time_ms), o.memory_used_bytes, maxMem));
   }
 
   async function getJSON(path) {

@@ -1,0 +1,79 @@
+package e2e
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+)
+
+// TestLivePage opens gpuwatch's live page in headless Chromium against a
+// simulated DGX H100 whose GPU 3 falls off the bus after a few seconds,
+// and checks what a user sees: eight GPU cards, the MIG instances, the
+// processes with their owners, charts that gain points, the lost GPU
+// turning "down", and no console error. The screenshot lands in
+// $UI_SCREENSHOT_DIR (or the test's temp dir).
+func TestLivePage(t *testing.T) {
+	cfg := filepath.Join(t.TempDir(), "sim.yaml")
+	writeFile(t, cfg, "profile: dgx-h100\nfaults:\n  - {gpu: 3, lost_after: 8s}\n")
+	base, _ := startGpuwatch(t, "--backend=sim", "--sim.config="+cfg, "--ui.interval=1s")
+
+	b := newBrowser(t)
+	var cards, migs int
+	var banner, procs string
+	b.run(t,
+		chromedp.Navigate(base+"/"),
+		chromedp.WaitVisible(`article.card[data-gpu="7"] .mig-instance`),
+		chromedp.Evaluate(`document.querySelectorAll("article.card").length`, &cards),
+		chromedp.Evaluate(`document.querySelectorAll('article.card[data-gpu="7"] .mig-instance').length`, &migs),
+		chromedp.Text(`#sim-banner`, &banner),
+		chromedp.WaitVisible(`#processes tbody tr`),
+		chromedp.Text(`#processes tbody`, &procs),
+	)
+	if cards != 8 {
+		t.Errorf("%d GPU cards, want 8", cards)
+	}
+	if migs != 4 {
+		t.Errorf("GPU 7 shows %d MIG instances, want the simulator's 4", migs)
+	}
+	if !strings.Contains(banner, "Simulated GPUs") {
+		t.Errorf("simulator banner: %q", banner)
+	}
+	// The demo's owners: a Slurm job, a compose service, a pod, a plain user.
+	for _, want := range []string{"alice", "4211", "trainer", "vllm-0", "dave"} {
+		if !strings.Contains(procs, want) {
+			t.Errorf("process table lacks %q:\n%s", want, procs)
+		}
+	}
+
+	points := func() int {
+		var n int
+		b.run(t, chromedp.Evaluate(`Number(document.querySelector('article.card[data-gpu="0"] svg.chart').dataset.points)`, &n))
+		return n
+	}
+	first := points()
+	waitFor(t, 20*time.Second, "GPU 0's utilization chart to gain points", func() bool { return points() >= first+2 })
+
+	waitFor(t, 30*time.Second, "GPU 3's card to turn down", func() bool {
+		var state string
+		b.run(t, chromedp.Text(`article.card[data-gpu="3"] .state`, &state))
+		return state == "down"
+	})
+	var up int
+	b.run(t, chromedp.Evaluate(`document.querySelectorAll("article.card .state.up").length`, &up))
+	if up != 7 {
+		t.Errorf("%d GPUs shown up after GPU 3 was lost, want 7", up)
+	}
+
+	dir := os.Getenv("UI_SCREENSHOT_DIR")
+	if dir == "" {
+		dir = t.TempDir()
+	}
+	b.screenshot(t, filepath.Join(dir, "ui-dgx-h100.png"))
+	if errs := b.consoleErrors(); len(errs) > 0 {
+		t.Errorf("console errors:\n%s", strings.Join(errs, "\n"))
+	}
+}
