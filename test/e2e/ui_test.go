@@ -18,7 +18,7 @@ import (
 // $UI_SCREENSHOT_DIR (or the test's temp dir).
 func TestLivePage(t *testing.T) {
 	cfg := filepath.Join(t.TempDir(), "sim.yaml")
-	writeFile(t, cfg, "profile: dgx-h100\nfaults:\n  - {gpu: 3, lost_after: 8s}\n")
+	writeFile(t, cfg, "profile: dgx-h100\nfaults:\n  - {gpu: 3, lost_after: 4s}\n")
 	base, _ := startGpuwatch(t, "--backend=sim", "--sim.config="+cfg, "--ui.interval=1s")
 
 	b := newBrowser(t)
@@ -71,6 +71,9 @@ func TestLivePage(t *testing.T) {
 	dir := os.Getenv("UI_SCREENSHOT_DIR")
 	if dir == "" {
 		dir = t.TempDir()
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
 	}
 	b.screenshot(t, filepath.Join(dir, "ui-dgx-h100.png"))
 	if errs := b.consoleErrors(); len(errs) > 0 {
