@@ -80,3 +80,16 @@ func TestLivePage(t *testing.T) {
 		t.Errorf("console errors:\n%s", strings.Join(errs, "\n"))
 	}
 }
+
+// TestNoWebUI: --no-web.ui serves the plain landing page and no API.
+func TestNoWebUI(t *testing.T) {
+	base, _ := startGpuwatch(t, "--backend=sim", "--sim.profile=h100", "--no-web.ui")
+	if page := httpGet(t, base+"/"); strings.Contains(page, "/assets/app.js") || !strings.Contains(page, "/metrics") {
+		t.Errorf("with --no-web.ui, / is not the plain landing page:\n%s", page)
+	}
+	for _, path := range []string{"/api/v1/snapshot", "/api/v1/history", "/assets/app.js"} {
+		if _, err := httpGetNoFail(base + path); err == nil {
+			t.Errorf("GET %s answered with --no-web.ui", path)
+		}
+	}
+}
