@@ -76,6 +76,20 @@ func TestLivePage(t *testing.T) {
 		t.Fatal(err)
 	}
 	b.screenshot(t, filepath.Join(dir, "ui-dgx-h100.png"))
+
+	// On a phone the page reflows into one column: nothing wider than the
+	// screen but the process table, which scrolls inside its own box.
+	var overflow int
+	b.run(t,
+		chromedp.EmulateViewport(390, 844, chromedp.EmulateMobile),
+		chromedp.Reload(),
+		chromedp.WaitVisible(`article.card[data-gpu="7"] .mig-instance`),
+		chromedp.Evaluate(`document.documentElement.scrollWidth - document.documentElement.clientWidth`, &overflow),
+	)
+	if overflow > 0 {
+		t.Errorf("at 390 px the page is %d px wider than the screen", overflow)
+	}
+	b.screenshot(t, filepath.Join(dir, "ui-phone.png"))
 	if errs := b.consoleErrors(); len(errs) > 0 {
 		t.Errorf("console errors:\n%s", strings.Join(errs, "\n"))
 	}
