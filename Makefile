@@ -12,8 +12,10 @@ LDFLAGS := -extldflags=-Wl,-z,lazy \
 
 .PHONY: build test test-short bench bench-report run golden chart-files manifests fakenvml release image
 
+# -trimpath, as make release builds: no build paths in the binary, and the
+# release's chroot build reuses the pure-Go packages compiled here.
 build:
-	CGO_ENABLED=1 go build -ldflags '$(LDFLAGS)' -o bin/gpuwatch ./cmd/gpuwatch
+	CGO_ENABLED=1 go build -trimpath -ldflags '$(LDFLAGS)' -o bin/gpuwatch ./cmd/gpuwatch
 
 # Release binaries for linux/amd64 and linux/arm64 that run on glibc >= 2.17,
 # tarballs, .deb and .rpm, SHA256SUMS, in dist/. Needs root and debootstrap

@@ -46,11 +46,11 @@ func soak(bin, profile string, total, scrapers, sampleEvery int) error {
 	}
 
 	fmt.Printf("Soak: %s, %d scrapes by %d scrapers, sampled every %d\n\n", profile, total, scrapers, sampleEvery)
-	fmt.Println("| scrapes | elapsed s | RSS MiB | RssAnon MiB | goroutines | fds |")
-	fmt.Println("|---|---|---|---|---|---|")
+	fmt.Println("| scrapes | elapsed s | RSS MiB | RssAnon MiB | Go heap in use MiB | goroutines | fds |")
+	fmt.Println("|---|---|---|---|---|---|---|")
 	type sample struct {
-		rss, anon      float64
-		goroutines, fd int
+		rss, anon, heap float64
+		goroutines, fd  int
 	}
 	var samples []sample
 	take := func(done int, start time.Time) error {
@@ -66,12 +66,16 @@ func soak(bin, profile string, total, scrapers, sampleEvery int) error {
 		if v, ok := seriesValue(body, "go_goroutines"); ok {
 			g = int(v)
 		}
+		// The live heap, unlike RSS, does not wait for the scavenger: a
+		// leak shows here first.
+		heap, _ := seriesValue(body, "go_memstats_heap_inuse_bytes")
+		heap /= 1 << 20
 		fds, err := os.ReadDir(fmt.Sprintf("/proc/%d/fd", pid))
 		if err != nil {
 			return err
 		}
-		samples = append(samples, sample{mem[0], mem[1], g, len(fds)})
-		fmt.Printf("| %d | %.0f | %.1f | %.1f | %d | %d |\n", done, time.Since(start).Seconds(), mem[0], mem[1], g, len(fds))
+		samples = append(samples, sample{mem[0], mem[1], heap, g, len(fds)})
+		fmt.Printf("| %d | %.0f | %.1f | %.1f | %.1f | %d | %d |\n", done, time.Since(start).Seconds(), mem[0], mem[1], heap, g, len(fds))
 		return nil
 	}
 
@@ -106,8 +110,8 @@ func soak(bin, profile string, total, scrapers, sampleEvery int) error {
 	if len(samples) >= 4 {
 		// After warm-up (the first two blocks) the curve must be flat.
 		warm, last := samples[2], samples[len(samples)-1]
-		fmt.Printf("\nAfter warm-up (%d scrapes) to the end: RSS %+.1f MiB (%+.1f%%), goroutines %+d, fds %+d\n",
-			2*sampleEvery, last.rss-warm.rss, 100*(last.rss-warm.rss)/warm.rss, last.goroutines-warm.goroutines, last.fd-warm.fd)
+		fmt.Printf("\nAfter warm-up (%d scrapes) to the end: RSS %+.1f MiB (%+.1f%%), Go heap in use %+.1f MiB, goroutines %+d, fds %+d\n",
+			2*sampleEvery, last.rss-warm.rss, 100*(last.rss-warm.rss)/warm.rss, last.heap-warm.heap, last.goroutines-warm.goroutines, last.fd-warm.fd)
 	}
 	return nil
 }

@@ -3,14 +3,16 @@
 # promtool, node_exporter and VictoriaMetrics (the deploy stack's end-to-end
 # test and gpuwatch report), Chromium (the HTML report and the live page),
 # Slurm with munge, Podman, busybox (to build a container image without a
-# registry); for `make release` and test/release: debootstrap (the Debian 11
+# registry), gcc (cgo, and the stripped-down libnvidia-ml.so.1 the end-to-end
+# tests build); for `make release` and test/release: debootstrap (the Debian 11
 # build and install roots), rpm (rpm -qp on the .rpm), systemd
-# (systemd-analyze verify and the targets units are checked against).
+# (systemd-analyze verify and the targets units are checked against), qemu-user
+# (runs the arm64 release binary).
 # Debian packages, so it needs root (CI runs as root).
 # Safe to run again: it installs only what is missing.
 set -euo pipefail
 
-packages=(prometheus prometheus-node-exporter victoria-metrics chromium slurm-wlm munge podman busybox-static debootstrap rpm systemd)
+packages=(prometheus prometheus-node-exporter victoria-metrics chromium slurm-wlm munge podman busybox-static debootstrap rpm systemd gcc qemu-user)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -39,6 +39,16 @@ for n in 1 2 3; do
 done
 get /readyz > "$OUT/readyz.txt"
 kill -TERM $pid; wait $pid; echo "serve exit: $?"
+# dcgm-exporter's names from the same driver.
+"$BIN" --backend=nvml --compat=dcgm,native --web.listen-address=127.0.0.1:9410 > "$OUT/serve-compat.log" 2>&1 &
+pid=$!
+for i in $(seq 1 50); do get /readyz >/dev/null 2>&1 && break; sleep 0.2; done
+sleep 2; get /metrics > "$OUT/metrics-compat.txt"
+kill -TERM $pid; wait $pid
+# gpuwatch's own check of this host, and its readings beside nvidia-smi's.
+"$BIN" doctor --backend=nvml > "$OUT/doctor.txt" 2>&1; echo "doctor exit: $?"
+"$BIN" doctor --backend=nvml -o json > "$OUT/doctor.json" 2>&1
+"$BIN" metrics > "$OUT/metrics-catalog.txt" 2>&1
 "$BIN" ps --backend=nvml -o json > "$OUT/ps.json" 2>&1; echo "ps exit: $?"
 "$BIN" textfile --backend=nvml --output="$OUT/textfile.prom" > "$OUT/textfile.log" 2>&1; echo "textfile exit: $?"
 ls -la "$OUT"

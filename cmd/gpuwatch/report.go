@@ -27,6 +27,7 @@ type reportCommand struct {
 	step            time.Duration
 	by, format, out string
 	idleBelow       float64
+	rules           bool
 	now             func() time.Time
 }
 
@@ -44,6 +45,7 @@ func newReportCommand(app *kingpin.Application) *reportCommand {
 	cmd.Flag("step", "Time resolution of every figure. Default: 1m up to a day, 5m up to a week, 15m up to 31 days, 1h beyond.").DurationVar(&c.step)
 	cmd.Flag("by", "Owner of each row: "+strings.Join(report.Dimensions(), ", ")+".").Default("namespace").StringVar(&c.by)
 	cmd.Flag("idle-below", "Utilization under which a held GPU counts as idle (a ratio).").Default("0.05").Float64Var(&c.idleBelow)
+	cmd.Flag("rules", "Read utilization and memory from the recording rules shipped in deploy/prometheus/recording.yml where the server has them over the whole range (cheaper); --no-rules always joins the raw series.").Default("true").BoolVar(&c.rules)
 	cmd.Flag("format", "Output format: "+strings.Join(report.Formats, ", ")+".").Default("table").StringVar(&c.format)
 	cmd.Flag("output", "Write the report to this file (atomically) instead of standard output.").StringVar(&c.out)
 	return c
@@ -93,7 +95,7 @@ func (c *reportCommand) run() error {
 // options turns the range flags into times: --last alone ends now,
 // --from/--to name both ends, --last with --to ends there.
 func (c *reportCommand) options() (report.Options, error) {
-	o := report.Options{By: c.by, Step: c.step, IdleBelow: c.idleBelow}
+	o := report.Options{By: c.by, Step: c.step, IdleBelow: c.idleBelow, RawOnly: !c.rules}
 	var err error
 	o.To = c.now()
 	if c.to != "" {

@@ -76,6 +76,13 @@ func (s *stack) metricsHandler() http.Handler {
 	return s.exporter.TextHandler(runtime)
 }
 
+// longRunning: the command keeps collecting (serve, textfile), so the log
+// is where an operator learns of a lost GPU or a failing source. A one-shot
+// command (ps, doctor) shows that in its own output instead.
+func (f *commonFlags) longRunning() bool {
+	return f.command == "" || f.command == "serve" || f.command == "textfile"
+}
+
 // simHint says how to run the chosen command on the simulator.
 func (f *commonFlags) simHint() string {
 	cmd := "gpuwatch"
@@ -119,7 +126,9 @@ func (f *commonFlags) buildStack(logger *slog.Logger) (*stack, error) {
 			// The first collection, whichever command asked for it,
 			// tells the start log what was found.
 			started.Do(func() { st.logStart(logger, f, snap, err) })
-			watcher.Observe(snap, err)
+			if f.longRunning() {
+				watcher.Observe(snap, err)
+			}
 		},
 		RequireGPU: f.backend == "nvml",
 	}, enrichers...)

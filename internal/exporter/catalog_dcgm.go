@@ -123,6 +123,8 @@ var (
 	dNVLinkRecovery = dcgmDef(snapshot.GroupNVLink, "DCGM_FI_DEV_NVLINK_RECOVERY_ERROR_COUNT_TOTAL", typeCounter, "", "nvmlDeviceGetNvLinkErrorCounter (DL_RECOVERY), summed over links",
 		"Total number of NVLink recovery errors.")
 
+	dProfGREngine = dcgmDef(snapshot.GroupGPM, "DCGM_FI_PROF_GR_ENGINE_ACTIVE", typeGauge, "ratio", gpmCall+"(NVML_GPM_METRIC_GRAPHICS_UTIL); MIG: per GPU instance",
+		"Ratio of time the graphics engine is active.")
 	dProfSMActive = dcgmDef(snapshot.GroupGPM, "DCGM_FI_PROF_SM_ACTIVE", typeGauge, "ratio", gpmCall+"(NVML_GPM_METRIC_SM_UTIL); MIG: per GPU instance",
 		"The ratio of cycles an SM has at least 1 warp assigned.")
 	dProfSMOccupancy = dcgmDef(snapshot.GroupGPM, "DCGM_FI_PROF_SM_OCCUPANCY", typeGauge, "ratio", gpmCall+"(NVML_GPM_METRIC_SM_OCCUPANCY); MIG: per GPU instance",
@@ -137,4 +139,16 @@ var (
 		"Ratio of cycles the fp32 pipes are active.")
 	dProfFP16 = dcgmDef(snapshot.GroupGPM, "DCGM_FI_PROF_PIPE_FP16_ACTIVE", typeGauge, "ratio", gpmCall+"(NVML_GPM_METRIC_FP16_UTIL); MIG: per GPU instance",
 		"Ratio of cycles the fp16 pipes are active.")
+	dProfPCIeTx = dcgmDef(snapshot.GroupGPM, "DCGM_FI_PROF_PCIE_TX_BYTES", typeGauge, "bytes_per_second", gpmCall+"(NVML_GPM_METRIC_PCIE_TX_PER_SEC)",
+		"The rate of data transmitted over the PCIe bus, including protocol headers, in bytes per second.")
+	dProfPCIeRx = dcgmDef(snapshot.GroupGPM, "DCGM_FI_PROF_PCIE_RX_BYTES", typeGauge, "bytes_per_second", gpmCall+"(NVML_GPM_METRIC_PCIE_RX_PER_SEC)",
+		"The rate of data received over the PCIe bus, including protocol headers, in bytes per second.")
+	dProfNVLinkTx = dcgmDef(snapshot.GroupGPM, "DCGM_FI_PROF_NVLINK_TX_BYTES", typeGauge, "bytes_per_second", gpmCall+"(NVML_GPM_METRIC_NVLINK_TOTAL_TX_PER_SEC)",
+		"The rate of data transmitted over NVLink, in bytes per second.")
+	dProfNVLinkRx = dcgmDef(snapshot.GroupGPM, "DCGM_FI_PROF_NVLINK_RX_BYTES", typeGauge, "bytes_per_second", gpmCall+"(NVML_GPM_METRIC_NVLINK_TOTAL_RX_PER_SEC)",
+		"The rate of data received over NVLink, in bytes per second.")
+	// DCGM reports this field as a rate in KiB/s although dcgm-exporter
+	// declares it a counter; dashboards plot it directly, so it is kept so.
+	dNVLinkBandwidth = dcgmDef(snapshot.GroupGPM, "DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL", typeCounter, "kibibytes_per_second", gpmCall+"(NVML_GPM_METRIC_NVLINK_TOTAL_TX_PER_SEC + RX)",
+		"NVLink bandwidth over all links, transmit plus receive, in KiB/s (a rate, as DCGM reports it, despite the counter type).")
 )

@@ -124,6 +124,15 @@ func (e *Exporter) collectDCGM(em *emitter, s *snapshot.Snapshot, d *snapshot.De
 		dcgmOpt(&w, dFBUsed, m.Used, 1.0/mib)
 		dcgmGPM(&w, &d.GPM)
 	}
+	// Bus traffic is whole-GPU only, MIG or not.
+	g := &d.GPM
+	dcgmOpt(&w, dProfPCIeTx, g.PCIeTxBytesPerSecond, 1)
+	dcgmOpt(&w, dProfPCIeRx, g.PCIeRxBytesPerSecond, 1)
+	dcgmOpt(&w, dProfNVLinkTx, g.NVLinkTxBytesPerSecond, 1)
+	dcgmOpt(&w, dProfNVLinkRx, g.NVLinkRxBytesPerSecond, 1)
+	if g.NVLinkTxBytesPerSecond.Valid && g.NVLinkRxBytesPerSecond.Valid {
+		w.emit(dNVLinkBandwidth, (g.NVLinkTxBytesPerSecond.Value+g.NVLinkRxBytesPerSecond.Value)/1024)
+	}
 
 	dcgmOpt(&w, dXIDErrors, d.XIDLastCode, 1)
 
@@ -173,6 +182,7 @@ func (e *Exporter) collectDCGMInstances(w *dcgmSeries, s *snapshot.Snapshot, d *
 }
 
 func dcgmGPM(w *dcgmSeries, g *snapshot.GPM) {
+	dcgmOpt(w, dProfGREngine, g.GraphicsActive, 1)
 	dcgmOpt(w, dProfSMActive, g.SMActive, 1)
 	dcgmOpt(w, dProfSMOccupancy, g.SMOccupancy, 1)
 	dcgmOpt(w, dProfTensor, g.TensorActive, 1)

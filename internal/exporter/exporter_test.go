@@ -209,7 +209,8 @@ func TestAbsentReadingsProduceNoSeries(t *testing.T) {
 	})
 }
 
-func TestDownGPUHasOnlyUpZero(t *testing.T) {
+// A down GPU has gpu_up 0 and its XID counts, nothing else.
+func TestDownGPUHasOnlyUpZeroAndItsXIDs(t *testing.T) {
 	e := newExporter(t, sparseSnapshot(), Options{Metrics: allOn, PIDLabels: true})
 	both(t, e, func(t *testing.T, mfs []*dto.MetricFamily) {
 		var lost []string
@@ -218,7 +219,13 @@ func TestDownGPUHasOnlyUpZero(t *testing.T) {
 				lost = append(lost, fmt.Sprintf("%s %g", key, v))
 			}
 		}
-		want := []string{`gpu_up{gpu="1",uuid="GPU-lost-0001"} 0`}
+		slices.Sort(lost)
+		want := []string{
+			`gpu_up{gpu="1",uuid="GPU-lost-0001"} 0`,
+			`gpu_xid_errors_total{gpu="1",uuid="GPU-lost-0001",xid="79"} 1`,
+			`gpu_xid_events_total{gpu="1",uuid="GPU-lost-0001"} 1`,
+			`gpu_xid_last_code{gpu="1",uuid="GPU-lost-0001"} 79`,
+		}
 		if !slices.Equal(lost, want) {
 			t.Errorf("series of the lost GPU: got %v, want %v", lost, want)
 		}

@@ -192,7 +192,9 @@ func sparseSnapshot() *snapshot.Snapshot {
 			Temperature: snapshot.Temperature{GPU: some(55)},
 			Power:       snapshot.Power{Usage: some(300)},
 		},
-		{Index: 1, UUID: "GPU-lost-0001", Up: false, DownReason: "GPU_IS_LOST"},
+		{Index: 1, UUID: "GPU-lost-0001", Up: false, DownReason: "GPU_IS_LOST",
+			// The XID that announced the loss stays visible.
+			XIDEvents: someU(1), XIDLastCode: someU(79), XIDErrors: []snapshot.XIDCount{{XID: 79, Count: 1}}},
 		h100Device(2, 18),
 	}
 	s.Processes = []snapshot.Process{

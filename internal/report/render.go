@@ -116,7 +116,8 @@ func (r *Report) title() string {
 
 func (r *Report) fleetLine() string {
 	f := r.Fleet
-	return fmt.Sprintf("Fleet: %d GPUs, mean utilization %s %%, %s idle GPU-hours, %s kWh", f.GPUs, pct(f.MeanUtilization), hours(f.IdleGPUHours), kwh(f.EnergyKWh))
+	return fmt.Sprintf("Fleet: %d GPUs, mean utilization %s %%, %s idle GPU-hours, %s kWh. Utilization and memory from %s.",
+		f.GPUs, pct(f.MeanUtilization), hours(f.IdleGPUHours), kwh(f.EnergyKWh), r.Sources)
 }
 
 func writeTable(w io.Writer, r *Report) error {

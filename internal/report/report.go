@@ -27,6 +27,8 @@ type Options struct {
 	By   string
 	// IdleBelow is the utilization under which a held GPU counts as idle.
 	IdleBelow float64
+	// RawOnly ignores the shipped recording rules even where they exist.
+	RawOnly bool
 }
 
 // Row is one owner's figures over the range.
@@ -59,18 +61,20 @@ type Fleet struct {
 
 // Report is the whole answer.
 type Report struct {
-	From       time.Time `json:"from"`
-	To         time.Time `json:"to"`
-	Step       string    `json:"step"`
-	By         string    `json:"by"`
-	IdleBelow  float64   `json:"idle_below"`
-	Labels     []string  `json:"owner_labels"`
-	Rows       []Row     `json:"rows"`
-	Totals     Row       `json:"totals"`
-	Fleet      Fleet     `json:"fleet"`
-	Server     string    `json:"server"`
-	Generated  time.Time `json:"generated"`
-	Provenance string    `json:"provenance"`
+	From      time.Time `json:"from"`
+	To        time.Time `json:"to"`
+	Step      string    `json:"step"`
+	By        string    `json:"by"`
+	IdleBelow float64   `json:"idle_below"`
+	Labels    []string  `json:"owner_labels"`
+	Rows      []Row     `json:"rows"`
+	Totals    Row       `json:"totals"`
+	Fleet     Fleet     `json:"fleet"`
+	Server    string    `json:"server"`
+	Generated time.Time `json:"generated"`
+	// Sources says where the utilization percentile and memory figures came
+	// from: the shipped recording rules (their names) or the raw series.
+	Sources string `json:"sources"`
 }
 
 // DefaultStep chooses the resolution from the range: fine enough to follow
@@ -141,7 +145,18 @@ func Build(ctx context.Context, q Querier, opts Options) (*Report, error) {
 		return nil, fmt.Errorf("%w: no gpu_up series between %s and %s: is gpuwatch scraped by this server?",
 			ErrNoData, opts.From.Format(time.RFC3339), opts.To.Format(time.RFC3339))
 	}
-	r := &Report{From: opts.From, To: opts.To, Step: promDuration(opts.Step), By: opts.By, IdleBelow: opts.IdleBelow, Labels: dim.labels}
+	r := &Report{From: opts.From, To: opts.To, Step: promDuration(opts.Step), By: opts.By, IdleBelow: opts.IdleBelow, Labels: dim.labels,
+		Sources: "raw series"}
+	if rules, ok := shippedRules[dim.name]; ok && !opts.RawOnly {
+		present, err := run(rulesPresentQuery(rules, promDuration(rng)))
+		if err != nil {
+			return nil, err
+		}
+		if len(present) > 0 {
+			qs.useRules(dim, rules, "["+promDuration(rng)+":"+promDuration(opts.Step)+"]")
+			r.Sources = "recording rules " + rules.util + ", " + rules.mem + " (deploy/prometheus/recording.yml)"
+		}
+	}
 	r.Fleet.GPUs = int(gpus[0].Value)
 	r.Fleet.MeanUtilization, err = scalar(run(qs.fleetUtil))
 	if err != nil {

@@ -55,15 +55,18 @@ func TestCollectorHangingSqueue(t *testing.T) {
 	pids := filepath.Join(dir, "pids")
 	squeue := writeScript(t, dir, "squeue", "sleep 600 &\necho $$ $! > '"+pids+"'\nwait\n")
 	sinfo, sdiag := fakeSlurm(t, dir)
-	c, err := NewCollector(Options{SqueuePath: squeue, SinfoPath: sinfo, SdiagPath: sdiag, Timeout: 500 * time.Millisecond})
+	// The timeout applies to every command: it must leave the working
+	// sinfo and sdiag (a shell and cat) time to run on a loaded 2-core
+	// machine, where 500ms was seen not to suffice.
+	c, err := NewCollector(Options{SqueuePath: squeue, SinfoPath: sinfo, SdiagPath: sdiag, Timeout: 3 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
 	start := time.Now()
 	out := scrape(t, c)
 	took := time.Since(start)
-	if took > 3*time.Second {
-		t.Errorf("scrape took %v with a 500ms timeout", took)
+	if took > 10*time.Second {
+		t.Errorf("scrape took %v with a 3s timeout", took)
 	}
 	for _, want := range []string{
 		`slurm_collector_success{command="squeue"} 0`,

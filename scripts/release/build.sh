@@ -13,6 +13,10 @@ cd "$(dirname "$0")/../.."
 repo="$PWD"
 
 : "${VERSION:?set by make release}" "${LDFLAGS:?set by make release}"
+if [ "$(id -u)" -ne 0 ]; then
+  echo "release: needs root (debootstrap, chroot and mounts); run make release as root" >&2
+  exit 1
+fi
 nfpm_version=v2.45.0 # see packaging/nfpm.yaml; newer ones need modules the proxy here refuses
 dist="$repo/dist"
 

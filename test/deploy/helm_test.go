@@ -47,8 +47,8 @@ type valuesCase struct {
 	name string
 	set  []string // helm --set KEY=VALUE, one per entry
 	// knownArgs: every container argument is a gpuwatch flag, so the
-	// DaemonSet's command line is started for real. extraArgs may name flags
-	// this gpuwatch does not have yet (issue 16's --compat).
+	// DaemonSet's command line is started for real (extraArgs could name
+	// flags of another gpuwatch version).
 	knownArgs bool
 }
 
@@ -70,7 +70,7 @@ var valuesCases = []valuesCase{
 		"webConfig.basicAuth.enabled=true", "webConfig.basicAuth.users." + testUser + "=" + testBcrypt,
 		"scrapeClient.basicAuthSecret.name=gpuwatch-scrape", "serviceMonitor.enabled=true", "prometheusRule.enabled=true",
 	}},
-	{name: "compat-dcgm", set: []string{"extraArgs[0]=--compat=dcgm", "podMonitor.enabled=true"}},
+	{name: "compat-dcgm", knownArgs: true, set: []string{"compat=dcgm\\,native", "extraArgs[0]=--collection.timeout=4s", "podMonitor.enabled=true"}},
 	{name: "gpu-operator-runtime-class", knownArgs: true, set: []string{
 		"runtimeClassName=nvidia", "priorityClassName=system-node-critical",
 		"attribution.cri.hostDir=/var/run/crio", "attribution.cri.socket=crio.sock",
@@ -131,6 +131,7 @@ func TestValuesSchemaRejects(t *testing.T) {
 		"serviceMonitor.enable=true", // misspelt key
 		"port=http",                  // not a number
 		"log.level=verbose",          // not a level gpuwatch knows
+		"compat=dcgm-exporter",       // not a naming scheme
 		"extraArgs[0]=compat=dcgm",   // not a flag
 		"webConfig.basicAuth.users.x=plain-password",
 		"collectors.gmp=false", // not a collector group

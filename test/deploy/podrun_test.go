@@ -79,6 +79,10 @@ func TestDaemonSetCommandLineServes(t *testing.T) {
 				t.Fatalf("liveness probe: %v\n%s", err, p.output())
 			}
 			body := checkScrape(t, c, client, port)
+			// dcgm-exporter's series name their node in Hostname: the DaemonSet passes it in NODE_NAME.
+			if compat := strings.Contains(strings.Join(ctr.Args, " "), "--compat=dcgm"); compat != strings.Contains(body, `Hostname="`+testNodeName+`"`) {
+				t.Errorf("--compat=dcgm in the args: %v, but Hostname=%q in /metrics: %v\n%s", compat, testNodeName, !compat, grepLines(body, "DCGM_FI_DEV_GPU_UTIL"))
+			}
 			allocation := `gpu_kubernetes_allocation_info{gpu="0",uuid="` + uuid + `",mig_uuid="",namespace="research",pod="trainer-0",container="train"} 1`
 			if wantAllocation := !containsSet(c, "attribution.enabled=false"); wantAllocation != strings.Contains(body, allocation) {
 				t.Errorf("pod-resources through the chart's mount: want %s in /metrics: %v\n%s", allocation, wantAllocation, grepLines(body, "gpu_kubernetes_allocation_info"))
@@ -358,18 +362,26 @@ func (p *gpuwatchProcess) output() string {
 	return p.buf.String()
 }
 
-// startGpuwatch runs the binary with args and the container's literal
-// environment; it is stopped when the test ends.
+// testNodeName is the node the emulated pod runs on (its spec.nodeName).
+const testNodeName = "gpu-node-7"
+
+// startGpuwatch runs the binary with args and the container's environment
+// (spec.nodeName is testNodeName); it is stopped when the test ends.
 func startGpuwatch(t *testing.T, args []string, env []corev1.EnvVar) *gpuwatchProcess {
 	ctx, cancel := context.WithCancel(context.Background())
 	p := &gpuwatchProcess{done: make(chan struct{})}
 	cmd := exec.CommandContext(ctx, gpuwatchBin, args...)
 	cmd.Env = os.Environ()
 	for _, e := range env {
-		if e.ValueFrom != nil {
-			t.Fatalf("env %s: valueFrom cannot be reproduced here", e.Name)
+		value := e.Value
+		switch {
+		case e.ValueFrom == nil:
+		case e.ValueFrom.FieldRef != nil && e.ValueFrom.FieldRef.FieldPath == "spec.nodeName":
+			value = testNodeName
+		default:
+			t.Fatalf("env %s: valueFrom %+v cannot be reproduced here", e.Name, e.ValueFrom)
 		}
-		cmd.Env = append(cmd.Env, e.Name+"="+e.Value)
+		cmd.Env = append(cmd.Env, e.Name+"="+value)
 	}
 	cmd.Stdout, cmd.Stderr = p, p
 	if err := cmd.Start(); err != nil {

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/gpuwatch/gpuwatch/internal/testenv"
 )
@@ -28,7 +29,11 @@ func dcgmGoldenArgs(t *testing.T, profile string) []string {
 func TestGoldenDCGM(t *testing.T) {
 	for _, profile := range profiles {
 		t.Run(profile, func(t *testing.T) {
+			t.Parallel()
 			base, _ := startGpuwatch(t, dcgmGoldenArgs(t, profile)...)
+			// As TestGolden: let the GPM window opened at start close, so
+			// the Hopper pages always hold their DCGM_FI_PROF_* series.
+			time.Sleep(gpmWindow)
 			got := stableExposition(httpGet(t, base+"/metrics"))
 			for _, line := range strings.Split(got, "\n") {
 				if strings.HasPrefix(line, "gpu_") && !strings.HasPrefix(line, "gpu_up{") {

@@ -16,6 +16,8 @@ import (
 	"testing"
 	"time"
 
+	dto "github.com/prometheus/client_model/go"
+
 	"github.com/gpuwatch/gpuwatch/internal/fakenvml/variants"
 	"github.com/gpuwatch/gpuwatch/internal/nvmlbranch"
 	"github.com/gpuwatch/gpuwatch/internal/testenv"
@@ -145,40 +147,109 @@ func runWithEnv(t *testing.T, env []string, args ...string) (string, int) {
 	return string(out), 0
 }
 
-// knownCrashes: variants on which today's gpuwatch dies at the first call
-// of a function the library lacks (go-nvml binds lazily): GPM before R525,
-// clock-event reasons before R535. Issue 9 (item 3) makes gpuwatch look
-// every symbol up first; when it lands these entries go, and the matrix
-// then asserts that gpuwatch stays up on every variant.
-var knownCrashes = map[string]bool{"R470": true, "R510": true, "R525": true, "basic": true}
-
-var undefinedSymbol = regexp.MustCompile(`symbol lookup error: .*undefined symbol: (nvml\w+)`)
-
 const h100Config = "profile: h100\npin_time: 1h\n"
 
-// checkCrash asserts that gpuwatch died the way a real process dies on a
-// library without a symbol (the dynamic linker's "symbol lookup error"),
-// and that the symbol is indeed one the variant does not export. Which
-// missing function is called first depends on the collectors' order.
-func checkCrash(t *testing.T, what, output string, exited bool, v variants.Variant) {
+// limitedGroups: the metric groups each variant's library cannot fully
+// serve on an h100, from what its nvml.h lacks (docs/driver-branches.md):
+// R470's header (CUDA 11.1) has no nvmlDeviceGetMemoryInfo_v2 (reserved
+// memory), no MPS process list and no GPM; no branch before R570 knows the
+// PCIe byte-counter field IDs 197/198; the basic library has twenty
+// functions, so every group misses something.
+var limitedGroups = map[string][]string{
+	"R470":  {"memory", "pcie", "gpm", "processes"},
+	"R525":  {"pcie"},
+	"R535":  {"pcie"},
+	"R550":  {"pcie"},
+	"R580":  nil,
+	"basic": {"info", "utilization", "memory", "temperature", "fan", "clocks", "clock_events", "power", "pcie", "ecc", "nvlink", "xid", "gpm", "mig", "processes"},
+}
+
+var (
+	libraryLabel    = regexp.MustCompile(`library="[^"]*"`)
+	undefinedSymbol = regexp.MustCompile(`symbol lookup error|undefined symbol`)
+	limitsLogLine   = regexp.MustCompile(`msg="driver limits metric groups;[^"]*" groups=([a-z_,]+) `)
+)
+
+// checkLog asserts that the start log says what the driver limits, and
+// that nothing died of a missing symbol. quiet: the command logs warnings
+// only (ps), so a driver that limits nothing says nothing.
+func checkLog(t *testing.T, variant, log string, quiet bool) {
 	t.Helper()
-	if !exited {
-		t.Fatalf("%s: expected the known crash on %s, but gpuwatch stayed up: "+
-			"if gpuwatch no longer calls missing functions, remove %s from knownCrashes", what, v.Name, v.Name)
+	if undefinedSymbol.MatchString(log) {
+		t.Fatalf("gpuwatch called a function the %s library lacks:\n%s", variant, log)
 	}
-	m := undefinedSymbol.FindStringSubmatch(output)
-	if m == nil {
-		t.Fatalf("%s: gpuwatch exited, but not with a symbol lookup error:\n%s", what, output)
+	want := limitedGroups[variant]
+	if len(want) == 0 {
+		if quiet {
+			if strings.Contains(log, "driver limits") {
+				t.Errorf("the log says the %s driver limits something:\n%s", variant, log)
+			}
+			return
+		}
+		if !strings.Contains(log, `msg="driver serves every enabled metric group"`) {
+			t.Errorf("the log does not say that the %s driver serves every group:\n%s", variant, log)
+		}
+		return
 	}
-	if slices.Contains(v.Symbols, m[1]) {
-		t.Fatalf("%s: undefined symbol %s, which the %s library does export", what, m[1], v.Name)
+	m := limitsLogLine.FindStringSubmatch(log)
+	if m == nil || m[1] != strings.Join(want, ",") {
+		t.Errorf("the log should say the %s driver limits groups=%s:\n%s", variant, strings.Join(want, ","), log)
 	}
-	t.Logf("%s: gpuwatch died on %s as a real process would: undefined symbol %s", what, v.Name, m[1])
+}
+
+// checkPage asserts what a page through variant's library holds: exactly
+// the expected limited groups, and the series that follow from the
+// branch's functions present or absent.
+func checkPage(t *testing.T, variant string, fams map[string]*dto.MetricFamily) {
+	t.Helper()
+	var limited []string
+	if mf, ok := fams["gpuwatch_driver_limited_group"]; ok {
+		for _, m := range mf.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "group" {
+					limited = append(limited, l.GetValue())
+				}
+			}
+		}
+	}
+	want := limitedGroups[variant]
+	slices.Sort(limited)
+	sortedWant := slices.Sorted(slices.Values(want))
+	if !slices.Equal(limited, sortedWant) {
+		t.Errorf("gpuwatch_driver_limited_group groups %v, want %v", limited, sortedWant)
+	}
+	has := func(name string) bool { _, ok := sample(fams, name, map[string]string{"gpu": "0"}); return ok }
+	b, isBranch := nvmlbranch.Lookup(variant)
+	expect := map[string]bool{
+		// every variant has the twenty basic functions
+		"gpu_temperature_celsius": true, "gpu_power_usage_watts": true, "gpu_memory_used_bytes": true,
+		"gpu_memory_reserved_bytes":     isBranch && b.HasFunction("nvmlDeviceGetMemoryInfo_v2"),
+		"gpu_pcie_transmit_bytes_total": isBranch && b.KnowsField(197),
+		"gpu_clock_event_active":        isBranch, // event reasons, or throttle reasons before R535
+		"gpu_energy_joules_total":       isBranch,
+		"gpu_processes":                 isBranch,
+	}
+	for name, want := range expect {
+		if has(name) != want {
+			t.Errorf("%s present=%v on %s, want %v", name, has(name), variant, want)
+		}
+	}
+	driver := "550.90.07" // the simulator's own version: basic's library does not say
+	if isBranch {
+		driver = b.DriverVersion
+	}
+	if _, ok := sample(fams, "gpuwatch_driver_info", map[string]string{"version": driver, "branch": "R" + strings.Split(driver, ".")[0]}); !ok {
+		t.Errorf("gpuwatch_driver_info does not say version %s", driver)
+	}
 }
 
 // TestDriverBranchMatrix runs gpuwatch serve, textfile and ps through each
 // default variant of the fake library (driver branches from R470 to R580
-// and the twenty-function basic library; see variants.Default).
+// and the twenty-function basic library; see variants.Default): gpuwatch
+// starts, serves a page promtool accepts, stays up, calls no function the
+// library lacks (that would end it: "symbol lookup error"), exits 0 from
+// textfile and ps, and says in its log and in gpuwatch_driver_limited_group
+// exactly which groups the driver limits.
 func TestDriverBranchMatrix(t *testing.T) {
 	promtool := testenv.RequireTool(t, "promtool", "prometheus")
 	vs, err := variants.Select("")
@@ -188,14 +259,9 @@ func TestDriverBranchMatrix(t *testing.T) {
 	for _, v := range vs {
 		t.Run(v.Name, func(t *testing.T) {
 			env := fakeEnv(t, v.Name, h100Config)
-			crashes := knownCrashes[v.Name]
 
 			t.Run("serve", func(t *testing.T) {
 				base, p, up := startWithEnv(t, env, append([]string{"--backend=nvml"}, isolated(t)...)...)
-				if crashes {
-					checkCrash(t, "serve", p.output.String(), !up, v)
-					return
-				}
 				if !up {
 					t.Fatalf("gpuwatch exited on the %s library:\n%s", v.Name, p.output.String())
 				}
@@ -211,29 +277,13 @@ func TestDriverBranchMatrix(t *testing.T) {
 				if out, err := cmd.CombinedOutput(); err != nil {
 					t.Fatalf("promtool check metrics: %v\n%s", err, out)
 				}
-				fams := parseMetrics(t, page)
-				// The basic readings every variant has.
-				for _, name := range []string{"gpu_temperature_celsius", "gpu_power_usage_watts", "gpu_memory_used_bytes"} {
-					if _, ok := sample(fams, name, map[string]string{"gpu": "0"}); !ok {
-						t.Errorf("%s missing on %s", name, v.Name)
-					}
-				}
-				wantDriver := "550.90.07" // the simulator's own version (no branch)
-				if b, ok := nvmlbranch.Lookup(v.Name); ok {
-					wantDriver = b.DriverVersion
-				}
-				if _, ok := sample(fams, "gpu_info", map[string]string{"gpu": "0", "driver_version": wantDriver}); !ok && v.Name != "basic" {
-					t.Errorf("gpu_info does not say driver_version=%q", wantDriver)
-				}
+				checkPage(t, v.Name, parseMetrics(t, page))
+				checkLog(t, v.Name, p.output.String(), false)
 			})
 
 			t.Run("textfile", func(t *testing.T) {
 				out := filepath.Join(t.TempDir(), "gpu.prom")
 				output, code := runWithEnv(t, env, append([]string{"textfile", "--backend=nvml", "--output=" + out}, isolated(t)...)...)
-				if crashes {
-					checkCrash(t, "textfile", output, code != 0, v)
-					return
-				}
 				if code != 0 {
 					t.Fatalf("textfile exited %d:\n%s", code, output)
 				}
@@ -241,23 +291,21 @@ func TestDriverBranchMatrix(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				if _, ok := sample(parseMetrics(t, string(data)), "gpu_temperature_celsius", map[string]string{"gpu": "0"}); !ok {
-					t.Errorf("textfile has no gpu_temperature_celsius:\n%s", data)
-				}
+				checkPage(t, v.Name, parseMetrics(t, string(data)))
+				checkLog(t, v.Name, output, false)
 			})
 
 			t.Run("ps", func(t *testing.T) {
 				output, code := runWithEnv(t, env, "ps", "--backend=nvml", "--slurm.jobs=false", "--docker.socket=", "--cri.socket=", "--kubelet.pod-resources-socket=")
-				if crashes {
-					checkCrash(t, "ps", output, code != 0, v)
-					return
-				}
 				if code != 0 {
 					t.Fatalf("ps exited %d:\n%s", code, output)
 				}
-				// The h100 profile's one process (pid 48213, 61 GiB).
-				if !strings.Contains(output, "48213") || !strings.Contains(output, "61.0GiB") {
-					t.Errorf("ps does not list the simulated process:\n%s", output)
+				checkLog(t, v.Name, output, true)
+				// The h100 profile's one process (pid 48213, 61 GiB), where
+				// the library has process lists (basic has none).
+				listed := strings.Contains(output, "48213") && strings.Contains(output, "61.0GiB")
+				if want := v.Name != "basic"; listed != want {
+					t.Errorf("ps lists the simulated process: %v, want %v:\n%s", listed, want, output)
 				}
 			})
 		})
@@ -284,6 +332,8 @@ func TestFakeNVMLMatchesSimulator(t *testing.T) {
 			}
 			simBase, _ := startGpuwatch(t, append([]string{"--backend=sim", "--sim.config=" + simConfig}, isolated(t)...)...)
 			viaGo := stableExposition(httpGet(t, simBase+"/metrics"))
+			// The one thing that may differ: which library was loaded.
+			viaC, viaGo = libraryLabel.ReplaceAllString(viaC, `library="?"`), libraryLabel.ReplaceAllString(viaGo, `library="?"`)
 			if viaC != viaGo {
 				t.Errorf("/metrics through the fake library differs from the simulator:\n%s", firstDifference(viaGo, viaC))
 			}
@@ -297,15 +347,13 @@ func TestFakeNVMLMatchesSimulator(t *testing.T) {
 func TestGoldenFakeNVML(t *testing.T) {
 	for _, name := range variants.Default {
 		t.Run(name, func(t *testing.T) {
-			if knownCrashes[name] {
-				t.Skipf("gpuwatch dies on %s (TestDriverBranchMatrix checks that it does): no page to compare yet", name)
-			}
 			env := fakeEnv(t, name, h100Config)
 			base, p, up := startWithEnv(t, env, append([]string{"--backend=nvml"}, isolated(t)...)...)
 			if !up {
 				t.Fatalf("gpuwatch exited:\n%s", p.output.String())
 			}
-			got := stableExposition(httpGet(t, base+"/metrics"))
+			// The library's path depends on where the build put it.
+			got := strings.ReplaceAll(stableExposition(httpGet(t, base+"/metrics")), fakeNVMLDir(t)+"/", "$GPUWATCH_FAKENVML/")
 			path := filepath.Join("testdata", "golden", "fakenvml", "h100-"+name+".prom")
 			if *update {
 				if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {

@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"flag"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -60,6 +61,19 @@ func TestGolden(t *testing.T) {
 				// container runtime or Slurm.
 				"--path.procfs="+t.TempDir(), "--slurm.jobs=false", "--sim.seed=golden",
 				"--docker.socket=", "--cri.socket=", "--kubelet.pod-resources-socket=")
+			// The page is that of a read after the first: serve starts one
+			// collection at once, and a scrape that arrived while it was
+			// still running (a loaded machine) shared it and got the first
+			// read's process utilization samples, which later reads of a
+			// pinned clock do not repeat. /readyz says it has completed.
+			waitFor(t, 30*time.Second, "the first collection (/readyz)", func() bool {
+				resp, err := http.Get(base + "/readyz")
+				if err != nil {
+					return false
+				}
+				resp.Body.Close()
+				return resp.StatusCode == http.StatusOK
+			})
 			// A GPM reading covers at least a second (NVML wants 100 ms
 			// between samples): let the window opened at start close, so
 			// that the page has the Hopper profiles' GPM series. The clock

@@ -11,15 +11,16 @@ import (
 )
 
 // buildMinimalDriver compiles testdata/minimal-nvml into a
-// libnvidia-ml.so.1 that exports only thirteen NVML functions, and returns
-// its directory, for LD_LIBRARY_PATH.
-func buildMinimalDriver(t *testing.T) string {
+// libnvidia-ml.so.1 that exports only thirteen NVML functions (eleven
+// with -DBARE), and returns its directory, for LD_LIBRARY_PATH.
+func buildMinimalDriver(t *testing.T, defines ...string) string {
 	t.Helper()
 	gcc := testenv.RequireTool(t, "gcc", "gcc")
 	dir := t.TempDir()
 	lib := filepath.Join(dir, "libnvidia-ml.so.1")
-	out, err := exec.Command(gcc, "-shared", "-fPIC", "-O1", "-Wall", "-Werror", "-o", lib,
-		filepath.Join("testdata", "minimal-nvml", "minimal_nvml.c")).CombinedOutput()
+	args := append(defines, "-shared", "-fPIC", "-O1", "-Wall", "-Werror", "-o", lib,
+		filepath.Join("testdata", "minimal-nvml", "minimal_nvml.c"))
+	out, err := exec.Command(gcc, args...).CombinedOutput()
 	if err != nil {
 		t.Fatalf("gcc: %v\n%s", err, out)
 	}
@@ -86,6 +87,41 @@ func TestMinimalDriverLibrary(t *testing.T) {
 		}
 		if strings.Contains(string(out), "symbol lookup error") {
 			t.Errorf("called a missing function:\n%s", out)
+		}
+	})
+
+	// Without nvmlShutdown and nvmlErrorString (go-nvml renders every
+	// NVML error through the latter without looking it up), and with GPU
+	// 1's power read failing: the error is reported, nothing crashes.
+	t.Run("no shutdown, no error string", func(t *testing.T) {
+		bare := buildMinimalDriver(t, "-DBARE")
+		outFile := filepath.Join(t.TempDir(), "gpu.prom")
+		cmd := exec.Command(gpuwatchBin, "textfile", "--output="+outFile)
+		cmd.Env = withLibraryPath(bare)
+		log, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("gpuwatch textfile: %v\n%s", err, log)
+		}
+		text, err := os.ReadFile(outFile)
+		if err != nil {
+			t.Fatal(err)
+		}
+		families := parseMetrics(t, string(text))
+		for _, c := range []struct {
+			name   string
+			labels map[string]string
+			want   float64
+		}{
+			{"gpu_power_usage_watts", map[string]string{"gpu": "0"}, 123.456},
+			{"gpu_temperature_celsius", map[string]string{"gpu": "1"}, 42},
+			{"gpuwatch_collector_success", map[string]string{"collector": "power"}, 0},
+		} {
+			if got, ok := sample(families, c.name, c.labels); !ok || got != c.want {
+				t.Errorf("%s%v = %v (present %v), want %v", c.name, c.labels, got, ok, c.want)
+			}
+		}
+		if _, ok := sample(families, "gpu_power_usage_watts", map[string]string{"gpu": "1"}); ok {
+			t.Errorf("GPU 1's failed power reading is present")
 		}
 	})
 

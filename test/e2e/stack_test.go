@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"google.golang.org/grpc"
-	runtimev1 "k8s.io/cri-api/pkg/apis/runtime/v1"
 	podresourcesv1 "k8s.io/kubelet/pkg/apis/podresources/v1"
 
 	"github.com/gpuwatch/gpuwatch/internal/deploycheck"
@@ -24,17 +23,24 @@ import (
 // entry is then stale). Queries over metrics still pending (NAMES.md, not
 // yet in the catalog) are allowed to return nothing without an entry here.
 var notProducible = map[string]string{
-	`gpuwatch-owners / "Utilization per Slurm account (allocated GPUs)" A`: "gpu_slurm_job_info needs a Slurm compute node with jobs (TestSlurmJobOwners)",
-	`gpuwatch-owners / "Allocated but idle for an hour (Slurm)" A`:         "gpu_slurm_job_info needs a Slurm compute node with jobs (TestSlurmJobOwners)",
-	`gpuwatch-owners / "GPU-hours per hour, by Slurm account" A`:           "its recording rule joins gpu_slurm_job_info (a Slurm compute node)",
-	`gpuwatch-node / "Fan speed" A`:                                        "no simulated profile in this fleet has a fan (rtx4090 does; datacenter GPUs do not)",
+	`gpuwatch-node / "Driver" B`:    "gpuwatch_driver_limited_group has series only for metric groups an old driver library cannot serve; every simulated host here has a current one",
+	`gpuwatch-node / "Fan speed" A`: "no simulated profile in this fleet has a fan (rtx4090 does; datacenter GPUs do not)",
 }
 
-// slurmDashboard's queries read slurm_* from --collector.slurm against a
-// real slurmctld, or gpu_slurm_job_info from a compute node: none of the
-// simulated hosts has them. internal/slurm evaluates the same queries on
-// real Slurm output (TestDashboardJoins, the real-Slurm collector tests).
-const slurmDashboard = "gpuwatch-slurm-gpu-cluster"
+// slurmCollector reports whether a query reads the cluster metrics of
+// --collector.slurm (slurm_*), which need a real slurmctld answering squeue,
+// sinfo and sdiag: no simulated host has one. internal/slurm evaluates those
+// queries on real Slurm output (TestDashboardJoins, the real-Slurm collector
+// tests). The compute-node side (gpu_slurm_job_info) comes from the
+// simulator's demo owners and is checked here.
+func slurmCollector(sels []deploycheck.Selector) bool {
+	for _, s := range sels {
+		if strings.HasPrefix(s.Metric, "slurm_") {
+			return true
+		}
+	}
+	return false
+}
 
 // TestStackDashboardsReturnData runs the compose stack's Prometheus
 // configuration, with the shipped rules, against three simulated GPU hosts
@@ -51,10 +57,10 @@ func TestStackDashboardsReturnData(t *testing.T) {
 	root := testenv.RepoRoot()
 	dir := t.TempDir()
 
-	hosts := startSimulatedFleet(t, root, dir)
 	nodePort := testenv.FreePort(t)
 	startProcess(t, nodeBin, fmt.Sprintf("--web.listen-address=127.0.0.1:%d", nodePort),
 		"--collector.disable-defaults", "--collector.cpu", "--collector.meminfo", "--collector.loadavg")
+	hosts := startSimulatedFleet(t, root, dir)
 
 	// The file_sd lists, as deploy/compose/README.md tells to write them
 	// for several hosts; node_exporter runs beside node-a.
@@ -128,8 +134,7 @@ func TestStackDashboardsReturnData(t *testing.T) {
 					got := hasData(t, engine.url, expr)
 					reason, listed := notProducible[q.String()]
 					switch {
-					case d.UID == slurmDashboard:
-						// Its variables over gpu_up answer; the rest needs Slurm.
+					case slurmCollector(sels) && !got:
 					case got && listed:
 						t.Errorf("%s returns data but is listed as not producible (%s): remove it from notProducible", q, reason)
 					case !got && !listed && !namesPending(c, sels):
@@ -142,11 +147,17 @@ func TestStackDashboardsReturnData(t *testing.T) {
 		})
 	}
 
-	// The shipped rules run in that Prometheus: recorded series appear, and
-	// the lost GPU of node-b raises GPULost (pending for its `for`).
-	for _, q := range []string{`user:gpu_process_memory_used_bytes:sum{user="alice"}`, `namespace_pod:gpu_allocated:count`,
+	// The shipped rules run in that Prometheus: recorded series appear, the
+	// lost GPU of node-b raises GPULost (pending for its `for`), and the
+	// first XID 79 of its GPU 4 fires GPUXIDCritical.
+	// The alert can fire only if Prometheus scraped node-b before its XID.
+	if v, ok := promQuery(t, promURL, `min_over_time(gpu_xid_events_total{instance="node-b",gpu="4"}[5m])`); !ok || v != 0 {
+		t.Fatalf("Prometheus's first scrape of node-b came after its XID (earliest gpu_xid_events_total %v, present %v): the machine is too slow for the 15 s the fault waits", v, ok)
+	}
+	for _, q := range []string{`user:gpu_process_memory_used_bytes:sum{user!=""}`, `slurm_job:gpu_hours:1h`, `namespace_pod:gpu_allocated:count`,
 		`compose_service:gpu_process_memory_used_bytes:sum{compose_project="lab",compose_service="trainer"}`,
-		`ALERTS{alertname="GPULost",instance="node-b",gpu="6"}`} {
+		`ALERTS{alertname="GPULost",instance="node-b",gpu="6"}`,
+		`ALERTS{alertname="GPUXIDCritical",alertstate="firing",instance="node-b",gpu="4",xid="79"}`} {
 		waitFor(t, 20*time.Second, "Prometheus rules: "+q, func() bool { return hasData(t, promURL, q) })
 	}
 }
@@ -155,42 +166,20 @@ func TestStackDashboardsReturnData(t *testing.T) {
 type simHost struct{ name, addr string }
 
 // startSimulatedFleet starts three gpuwatch instances on different profiles:
-//   - node-a runs the compose stack's gpuwatch-sim command (a DGX H100) over
-//     the attribution fixtures: processes of a user, a container, a pod (CRI)
-//     and a Slurm job, and GPUs the kubelet allocated;
-//   - node-b runs the compose stack's GPU command on a simulated DGX A100
-//     with MIG, an XID 79 and a GPU falling off the bus, and an idle GPU a
-//     pod holds;
+//   - node-a runs the compose stack's gpuwatch-sim command as it is (a DGX
+//     H100 whose demo owners are users, compose services, pods and Slurm
+//     jobs, through the real attribution code);
 //   - node-c is a V100 (page retirement instead of row remapping) whose
-//     process runs in a compose service's container (Podman's API).
+//     process runs in a compose service's container (Podman's API);
+//   - node-b, started last, runs the compose stack's GPU command on a
+//     simulated DGX A100 with MIG, an XID 79 and a GPU falling off the bus,
+//     and an idle GPU a pod holds.
 func startSimulatedFleet(t *testing.T, root, dir string) []simHost {
 	t.Helper()
 	simCmd := composeCommand(t, root, "gpuwatch-sim")
 	gpuCmd := composeCommand(t, root, "gpuwatch")
 
-	h100 := gpuUUIDs(t, "dgx-h100")
-	const trainerID = "aaa04036f0b02dc714c41a3849dbc987abed3f27a6170bc5c835b557befea24d" // fixture pid 1010
-	criA := serveGRPCOnUnixSocket(t, func(s *grpc.Server) {
-		runtimev1.RegisterRuntimeServiceServer(s, &fakeCRI{labels: map[string]map[string]string{
-			trainerID: {"io.kubernetes.pod.name": "trainer-0", "io.kubernetes.pod.namespace": "research", "io.kubernetes.container.name": "pytorch"},
-		}})
-	})
-	kubeletA := fakeKubeletSocket(t, map[string]string{"research/trainer-0": h100[1]})
-	simA := filepath.Join(dir, "node-a.yaml")
-	writeFile(t, simA, "processes:\n"+
-		"  - {gpu: 0, pid: 1001, used_memory_bytes: 1073741824, sm_utilization: 0.5}\n"+
-		"  - {gpu: 1, pid: 1010, used_memory_bytes: 2147483648, sm_utilization: 0.25}\n"+
-		"  - {gpu: 2, pid: 1025, used_memory_bytes: 3221225472, sm_utilization: 0.75}\n")
-	a, _ := startGpuwatch(t, append(simCmd, "--sim.config="+simA,
-		"--path.procfs="+fixtureProc, "--path.rootfs="+fixtureRootFS, "--docker.socket=",
-		"--cri.socket="+criA, "--kubelet.pod-resources-socket="+kubeletA, "--slurm.jobs=false")...)
-
-	a100 := gpuUUIDs(t, "dgx-a100-mig")
-	kubeletB := fakeKubeletSocket(t, map[string]string{"users/idle-notebook": a100[7]})
-	simB := filepath.Join(dir, "node-b.yaml")
-	writeFile(t, simB, "profile: dgx-a100-mig\nfaults:\n  - {gpu: 4, xid: 79, at: 1s}\n  - {gpu: 6, lost_after: 2s}\n")
-	b, _ := startGpuwatch(t, append(gpuCmd, "--backend=sim", "--sim.config="+simB,
-		"--kubelet.pod-resources-socket="+kubeletB, "--cri.socket=", "--slurm.jobs=false")...)
+	a, _ := startGpuwatch(t, simCmd...)
 
 	// node-c's GPU process runs in a container of compose service lab/trainer,
 	// named by a real Podman API (created, as containers cannot start here).
@@ -205,6 +194,16 @@ func startSimulatedFleet(t *testing.T, root, dir string) []simHost {
 	writeFile(t, simC, "profile: v100\nprocesses:\n  - {gpu: 0, pid: "+pid+", used_memory_bytes: 1073741824, sm_utilization: 0.5}\n")
 	c, _ := startGpuwatch(t, "--backend=sim", "--sim.config="+simC, "--path.procfs="+proc,
 		"--docker.socket=unix://"+podman.Socket, "--attribution.timeout=5s", "--slurm.jobs=false")
+
+	a100 := gpuUUIDs(t, "dgx-a100-mig")
+	kubeletB := fakeKubeletSocket(t, map[string]string{"users/idle-notebook": a100[7]})
+	simB := filepath.Join(dir, "node-b.yaml")
+	// The XID comes after the engines' first scrapes, so that Prometheus sees
+	// the first XID of code 79 happen and the shipped GPUXIDCritical fires:
+	// node-b starts last, right before the engines, and the XID waits 15 s.
+	writeFile(t, simB, "profile: dgx-a100-mig\nfaults:\n  - {gpu: 4, xid: 79, at: 15s}\n  - {gpu: 6, lost_after: 2s}\n")
+	b, _ := startGpuwatch(t, append(gpuCmd, "--backend=sim", "--sim.config="+simB,
+		"--kubelet.pod-resources-socket="+kubeletB, "--cri.socket=", "--slurm.jobs=false")...)
 	return []simHost{{"node-a", strings.TrimPrefix(a, "http://")}, {"node-b", strings.TrimPrefix(b, "http://")}, {"node-c", strings.TrimPrefix(c, "http://")}}
 }
 
@@ -295,7 +294,7 @@ func waitForFleet(t *testing.T, base string, engine *process, hosts int) {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	waitFor(t, 30*time.Second, base+" to see node-b's XID and lost GPU", func() bool {
+	waitFor(t, 45*time.Second, base+" to see node-b's XID and lost GPU", func() bool {
 		return hasData(t, base, `gpu_xid_errors_total{instance="node-b"}`) && hasData(t, base, `gpu_up{instance="node-b"} == 0`)
 	})
 }

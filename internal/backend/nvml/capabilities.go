@@ -196,9 +196,10 @@ var nvmlCalls = [numCalls]string{
 	callGetProcessUtilization:              "Device.GetProcessUtilization",
 }
 
-// requiredCalls are those gpuwatch cannot run without: it could not shut
-// NVML down, render an NVML error, or find a single GPU.
-var requiredCalls = []nvmlCall{callShutdown, callErrorString, callDeviceGetCount, callDeviceGetHandleByIndex, callGetUUID}
+// requiredCalls are those gpuwatch cannot run without: it could not find
+// a single GPU. (nvmlShutdown is skipped when missing, and NVML errors are
+// rendered without nvmlErrorString: see nvmlErr.)
+var requiredCalls = []nvmlCall{callDeviceGetCount, callDeviceGetHandleByIndex, callGetUUID}
 
 // symbols lists the C functions behind call c; each inner list holds
 // alternatives, of which go-nvml uses the newest the library exports.
@@ -237,10 +238,10 @@ type capabilities struct {
 	unasked bool
 }
 
-// SymbolLookup answers whether the loaded library exports a C function; nil
+// symbolLookup answers whether the loaded library exports a C function; nil
 // means it does. nvml.ExtendedInterface (go-nvml's library and the
 // simulator) is one.
-type SymbolLookup interface {
+type symbolLookup interface {
 	LookupSymbol(name string) error
 }
 
@@ -315,7 +316,7 @@ func callAvailable(c nvmlCall, has func(string) bool) (ok bool, missing string) 
 
 // extensionsOf returns lib's symbol lookup, or nil when it has none (a
 // nil ExtendedInterface, or a mock whose Extensions panics).
-func extensionsOf(lib nvml.Interface) (ext SymbolLookup) {
+func extensionsOf(lib nvml.Interface) (ext symbolLookup) {
 	defer func() {
 		if recover() != nil {
 			ext = nil

@@ -1,6 +1,7 @@
 package nvmlbackend
 
 import (
+	"fmt"
 	"sync"
 	"testing"
 	"time"
@@ -491,4 +492,46 @@ func TestSimProcessUtilizationInsufficientSizeIsRetried(t *testing.T) {
 		t.Fatalf("processes %+v", snap.Processes)
 	}
 	want(t, "process sm utilization", snap.Processes[0].SMUtilization, 0.72)
+}
+
+// preR535 is a library from before R535: it lacks
+// nvmlDeviceGetSupportedClocksEventReasons (it has the ...ThrottleReasons
+// name), and calling a function the library lacks would end the process.
+type preR535 struct{ wrappedSim }
+
+func (preR535) Extensions() nvml.ExtendedInterface {
+	return lacks{"nvmlDeviceGetSupportedClocksEventReasons"}
+}
+
+type lacks []string
+
+func (l lacks) LookupSymbol(name string) error {
+	for _, n := range l {
+		if n == name {
+			return fmt.Errorf("undefined symbol: %s", name)
+		}
+	}
+	return nil
+}
+
+type noSupportedEventReasons struct{ nvml.Device }
+
+func (noSupportedEventReasons) GetSupportedClocksEventReasons() (uint64, nvml.Return) {
+	panic("symbol lookup error: undefined symbol: nvmlDeviceGetSupportedClocksEventReasons")
+}
+
+func TestSimSupportedClockEventsOnADriverBeforeR535(t *testing.T) {
+	s := newSim(t, sim.Config{Profile: "h100"}, time.Hour)
+	lib := preR535{wrappedSim{s, func(d nvml.Device) nvml.Device { return noSupportedEventReasons{d} }}}
+	r := newReaderWith(t, lib, Options{Groups: groups(snapshot.GroupClockEvents), Now: s.Now})
+	snap := read(t, r)
+	noGroupErrors(t, snap)
+	for _, e := range snap.Devices[0].ClockEvents {
+		if e.Reason == "display_clock_setting" {
+			t.Error("display_clock_setting reported: the throttle-reasons name was not used")
+		}
+	}
+	if len(snap.Devices[0].ClockEvents) == 0 {
+		t.Error("no clock events")
+	}
 }

@@ -196,11 +196,14 @@ func TestBasicLibraryServesItsReadingsAndStaysUp(t *testing.T) {
 }
 
 func TestLibraryWithoutARequiredFunctionIsRefused(t *testing.T) {
-	for _, drop := range []string{"nvmlDeviceGetUUID", "nvmlErrorString", "nvmlShutdown"} {
+	for _, drop := range []string{"nvmlDeviceGetUUID", "nvmlDeviceGetHandleByIndex_v2", "nvmlDeviceGetCount_v2"} {
 		s := newSim(t, sim.Config{Profile: "h100"}, 0)
-		lib := newRestrictedLibrary(s, setExports(slices.DeleteFunc(slices.Clone(basicFunctions), func(f string) bool { return f == drop })...))
+		// Drop the function and its unversioned alternative.
+		lib := newRestrictedLibrary(s, setExports(slices.DeleteFunc(slices.Clone(basicFunctions), func(f string) bool {
+			return f == drop || f == strings.TrimSuffix(drop, "_v2")
+		})...))
 		_, err := New(lib, Options{Groups: AllGroups()})
-		if !errors.Is(err, errMissingFunctions) || !strings.Contains(err.Error(), drop) || strings.Contains(err.Error(), "\n") {
+		if !errors.Is(err, errMissingFunctions) || !strings.Contains(err.Error(), strings.TrimSuffix(drop, "_v2")) || strings.Contains(err.Error(), "\n") {
 			t.Errorf("without %s: err = %v, want one line naming it", drop, err)
 		}
 		if v := lib.Violations(); len(v) > 0 {

@@ -75,8 +75,20 @@ func downReason(ret nvml.Return) string {
 	return "nvml_error_" + strconv.Itoa(int(ret))
 }
 
+// nvmlErr is an NVML return code as an error whose text is gpuwatch's name
+// for the code ("no_permission"). Return.Error() would ask the library
+// (nvmlErrorString, which go-nvml calls without looking it up, and a
+// stripped-down library may lack) and get text that differs between
+// drivers. errors.Is(err, nvml.ERROR_X) keeps working.
+func nvmlErr(ret nvml.Return) error { return returnError{ret} }
+
+type returnError struct{ ret nvml.Return }
+
+func (e returnError) Error() string { return downReason(e.ret) }
+func (e returnError) Unwrap() error { return e.ret }
+
 // callError wraps an NVML return code with the device and call it came from.
 // errors.Is(err, nvml.ERROR_X) keeps working.
 func callError(gpu int, call string, ret nvml.Return) error {
-	return fmt.Errorf("gpu %d: %s: %w", gpu, call, ret)
+	return fmt.Errorf("gpu %d: %s: %w", gpu, call, nvmlErr(ret))
 }

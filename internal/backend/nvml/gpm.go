@@ -270,7 +270,7 @@ func (r *Reader) primeGPM() {
 	}
 	count, ret := r.lib.DeviceGetCount()
 	if ret != nvml.SUCCESS {
-		r.log.Warn("gpm: cannot count devices", "err", ret)
+		r.log.Warn("gpm: cannot count devices", "err", nvmlErr(ret))
 		return
 	}
 	for i := range count {

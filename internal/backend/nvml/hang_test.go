@@ -2,6 +2,7 @@ package nvmlbackend
 
 import (
 	"context"
+	"errors"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -121,6 +122,12 @@ func TestDevicesWaitingForASlotAtTheDeadline(t *testing.T) {
 		snap, err := r.Read(ctx)
 		cancel()
 		close(release)
+		if errors.Is(err, context.DeadlineExceeded) {
+			// On a loaded machine the deadline can pass before the
+			// device reads begin (Read then fails as a whole): not
+			// the case under test.
+			continue
+		}
 		if err != nil {
 			t.Fatalf("attempt %d: Read: %v", attempt, err)
 		}

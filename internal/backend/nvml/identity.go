@@ -32,7 +32,7 @@ func (r *Reader) readVersions() (versions, error) {
 			return false
 		default:
 			if firstErr == nil {
-				firstErr = fmt.Errorf("%s: %w", call, ret)
+				firstErr = fmt.Errorf("%s: %w", call, nvmlErr(ret))
 			}
 			return false
 		}

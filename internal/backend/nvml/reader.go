@@ -144,8 +144,11 @@ func (r *Reader) Close() error {
 		st.mu.Unlock()
 	}
 	r.mu.Unlock()
+	if !r.caps.can(callShutdown) {
+		return nil // a library without nvmlShutdown: the process ends anyway
+	}
 	if ret := r.lib.Shutdown(); ret != nvml.SUCCESS {
-		return fmt.Errorf("nvml shutdown: %w", ret)
+		return fmt.Errorf("nvml shutdown: %w", nvmlErr(ret))
 	}
 	return nil
 }
@@ -178,7 +181,7 @@ func (r *Reader) Read(ctx context.Context) (*snapshot.Snapshot, error) {
 
 	count, ret := r.lib.DeviceGetCount()
 	if ret != nvml.SUCCESS {
-		return nil, fmt.Errorf("nvml device count: %w", ret)
+		return nil, fmt.Errorf("nvml device count: %w", nvmlErr(ret))
 	}
 
 	if r.groups[gGPM] {

@@ -95,12 +95,12 @@ func (w *xidWatcher) build() (set nvml.EventSet, devices []xidDevice, err error)
 	case absent:
 		return nil, nil, nil
 	default:
-		return nil, nil, fmt.Errorf("EventSetCreate: %w", ret)
+		return nil, nil, fmt.Errorf("EventSetCreate: %w", nvmlErr(ret))
 	}
 	count, ret := w.lib.DeviceGetCount()
 	if ret != nvml.SUCCESS {
 		freeEventSet(set)
-		return nil, nil, fmt.Errorf("DeviceGetCount: %w", ret)
+		return nil, nil, fmt.Errorf("DeviceGetCount: %w", nvmlErr(ret))
 	}
 	for i := range count {
 		dev, ret := w.lib.DeviceGetHandleByIndex(i)
@@ -124,7 +124,7 @@ func (w *xidWatcher) build() (set nvml.EventSet, devices []xidDevice, err error)
 		case absent, deviceGone:
 		default:
 			if err == nil {
-				err = fmt.Errorf("gpu %d: RegisterEvents: %w", i, ret)
+				err = fmt.Errorf("gpu %d: RegisterEvents: %w", i, nvmlErr(ret))
 			}
 		}
 	}
@@ -177,11 +177,11 @@ func (w *xidWatcher) run() {
 			w.setErr(nil)
 		case nvml.ERROR_UNKNOWN, nvml.ERROR_GPU_IS_LOST:
 			if ret == nvml.ERROR_UNKNOWN {
-				w.setErr(fmt.Errorf("EventSetWait: %w", ret))
+				w.setErr(fmt.Errorf("EventSetWait: %w", nvmlErr(ret)))
 			}
 			w.rebuild()
 		default:
-			w.setErr(fmt.Errorf("EventSetWait: %w", ret))
+			w.setErr(fmt.Errorf("EventSetWait: %w", nvmlErr(ret)))
 			// Do not spin on a persistent error.
 			if !w.pause(xidWaitTimeout) {
 				return

@@ -6,6 +6,11 @@
  * go-nvml path (dlopen, cgo) and never call anything else: a call to a
  * function this library lacks ends the process with "symbol lookup error".
  *
+ * Built with -DBARE it also lacks nvmlShutdown and nvmlErrorString (which
+ * go-nvml calls without looking it up, to render any error), and GPU 1's
+ * power reading fails with NVML_ERROR_UNKNOWN, so that an error must be
+ * rendered without it.
+ *
  * The declarations follow nvml.h's ABI (go-nvml v0.13.3-0); only what the
  * functions need is declared, so the file builds without NVIDIA's headers.
  */
@@ -19,7 +24,7 @@ typedef struct {
 } nvmlMemory_t;
 
 enum { SUCCESS = 0, ERROR_UNINITIALIZED = 1, ERROR_INVALID_ARGUMENT = 2,
-       ERROR_INSUFFICIENT_SIZE = 7 };
+       ERROR_INSUFFICIENT_SIZE = 7, ERROR_UNKNOWN = 999 };
 
 #define GPUS 2
 static struct nvmlDevice_st { int index; } devices[GPUS] = {{0}, {1}};
@@ -39,6 +44,7 @@ static int valid(nvmlDevice_t d) {
 nvmlReturn_t nvmlInit_v2(void) { initialized++; return SUCCESS; }
 nvmlReturn_t nvmlInit(void) { return nvmlInit_v2(); }
 
+#ifndef BARE
 nvmlReturn_t nvmlShutdown(void) {
 	if (!initialized) return ERROR_UNINITIALIZED;
 	initialized--;
@@ -54,6 +60,7 @@ const char *nvmlErrorString(nvmlReturn_t r) {
 	}
 	return "Unknown Error";
 }
+#endif
 
 nvmlReturn_t nvmlDeviceGetCount_v2(unsigned int *count) {
 	if (!initialized) return ERROR_UNINITIALIZED;
@@ -89,6 +96,9 @@ nvmlReturn_t nvmlDeviceGetTemperature(nvmlDevice_t d, int sensor, unsigned int *
 
 nvmlReturn_t nvmlDeviceGetPowerUsage(nvmlDevice_t d, unsigned int *milliwatts) {
 	if (!valid(d) || milliwatts == NULL) return ERROR_INVALID_ARGUMENT;
+#ifdef BARE
+	if (d->index == 1) return ERROR_UNKNOWN;
+#endif
 	*milliwatts = 123456 + 1000 * d->index;
 	return SUCCESS;
 }
