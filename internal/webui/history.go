@@ -61,7 +61,7 @@ type Recorder struct {
 	latestErr    error
 	gpus         map[int]*gpuHistory
 	owners       map[string]*ownerHistory
-	ownersDroped uint64
+	ownersDropped uint64
 }
 
 // NewRecorder keeps history long / interval samples per GPU and owner.
@@ -153,7 +153,7 @@ func (r *Recorder) recordOwners(s *snapshot.Snapshot, ms int64) {
 		h := r.owners[key]
 		if h == nil {
 			if len(r.owners) >= MaxOwners {
-				r.ownersDroped++
+				r.ownersDropped++
 				continue
 			}
 			h = &ownerHistory{kind: a.kind, name: a.name, samples: NewRing[ownerSample](r.samples)}
@@ -235,7 +235,7 @@ type OwnerSeries struct {
 func (r *Recorder) History() HistoryDoc {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	doc := HistoryDoc{IntervalSeconds: r.interval.Seconds(), MaxSamples: r.samples, GPUs: []GPUSeries{}, Owners: []OwnerSeries{}, OwnersDropped: r.ownersDroped}
+	doc := HistoryDoc{IntervalSeconds: r.interval.Seconds(), MaxSamples: r.samples, GPUs: []GPUSeries{}, Owners: []OwnerSeries{}, OwnersDropped: r.ownersDropped}
 	for idx, h := range r.gpus {
 		v := h.samples.Values()
 		g := GPUSeries{Index: idx, UUID: h.uuid, TimeMilli: make([]int64, len(v)),
