@@ -56,11 +56,11 @@ type Recorder struct {
 	interval time.Duration
 	samples  int
 
-	mu           sync.Mutex
-	latest       *snapshot.Snapshot
-	latestErr    error
-	gpus         map[int]*gpuHistory
-	owners       map[string]*ownerHistory
+	mu            sync.Mutex
+	latest        *snapshot.Snapshot
+	latestErr     error
+	gpus          map[int]*gpuHistory
+	owners        map[string]*ownerHistory
 	ownersDropped uint64
 }
 
