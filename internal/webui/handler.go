@@ -62,7 +62,14 @@ func Handler(rec *Recorder, opts Options) http.Handler {
 		writeJSON(w, http.StatusOK, ps.NewDocument(s, ps.Filter{SimulatedClock: opts.Simulated}))
 	})
 	mux.HandleFunc("GET /api/v1/history", func(w http.ResponseWriter, _ *http.Request) {
-		writeJSON(w, http.StatusOK, rec.History())
+		b, err := rec.HistoryJSON()
+		if err != nil {
+			writeJSON(w, http.StatusInternalServerError, map[string]string{"error": err.Error()})
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		w.Header().Set("Cache-Control", "no-store")
+		_, _ = w.Write(b)
 	})
 	return mux
 }

@@ -296,3 +296,23 @@ func TestCheckFlags(t *testing.T) {
 		t.Errorf("defaults refused: %v", err)
 	}
 }
+
+// TestHistoryJSONEncodedOncePerCollection: pages polling between two
+// collections get the same encoding; a new collection renews it.
+func TestHistoryJSONEncodedOncePerCollection(t *testing.T) {
+	rec := NewRecorder(&fakeSource{}, time.Second, time.Minute)
+	rec.Record(testSnapshot(time.Unix(1000, 0)), nil)
+	a, err := rec.HistoryJSON()
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := rec.HistoryJSON()
+	if &a[0] != &b[0] {
+		t.Error("history encoded again without a new collection")
+	}
+	rec.Record(testSnapshot(time.Unix(1001, 0)), nil)
+	c, _ := rec.HistoryJSON()
+	if string(c) == string(a) || !strings.Contains(string(c), "1001000") {
+		t.Errorf("history not renewed after a collection:\n%s", c)
+	}
+}

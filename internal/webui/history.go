@@ -2,6 +2,7 @@ package webui
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"sort"
 	"strconv"
@@ -62,6 +63,12 @@ type Recorder struct {
 	gpus          map[int]*gpuHistory
 	owners        map[string]*ownerHistory
 	ownersDropped uint64
+	// generation counts recorded collections; historyJSON is the
+	// history encoded at historyGen, so that any number of open pages
+	// cost one encoding per collection.
+	generation  uint64
+	historyJSON []byte
+	historyGen  uint64
 }
 
 // NewRecorder keeps history long / interval samples per GPU and owner.
@@ -100,6 +107,7 @@ func (r *Recorder) Record(s *snapshot.Snapshot, err error) {
 		return
 	}
 	r.latest = s
+	r.generation++
 	ms := s.Time.UnixMilli()
 	for i := range s.Devices {
 		d := &s.Devices[i]
@@ -231,10 +239,29 @@ type OwnerSeries struct {
 	SMUtilization   []reading `json:"sm_utilization"`
 }
 
+// HistoryJSON is History encoded as JSON, encoded once per collection.
+func (r *Recorder) HistoryJSON() ([]byte, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.historyJSON != nil && r.historyGen == r.generation {
+		return r.historyJSON, nil
+	}
+	b, err := json.Marshal(r.history())
+	if err != nil {
+		return nil, err
+	}
+	r.historyJSON, r.historyGen = append(b, '\n'), r.generation
+	return r.historyJSON, nil
+}
+
 // History copies the held history.
 func (r *Recorder) History() HistoryDoc {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	return r.history()
+}
+
+func (r *Recorder) history() HistoryDoc {
 	doc := HistoryDoc{IntervalSeconds: r.interval.Seconds(), MaxSamples: r.samples, GPUs: []GPUSeries{}, Owners: []OwnerSeries{}, OwnersDropped: r.ownersDropped}
 	for idx, h := range r.gpus {
 		v := h.samples.Values()
