@@ -30,8 +30,10 @@ if [ -z "$short" ]; then
 fi
 
 echo "== go test"
-# The binary the end-to-end tests drive is the one just built.
+# The binary the end-to-end tests drive is the one just built. The live
+# page's screenshot is kept in build/screenshots to be looked at.
+UI_SCREENSHOT_DIR="${UI_SCREENSHOT_DIR:-$PWD/build/screenshots}" \
 GPUWATCH_BIN="$PWD/bin/gpuwatch" GPUWATCH_FAKENVML="$PWD/build/fakenvml" go test $short -count=1 -timeout 15m ./...
 
 echo "== go test -race (concurrent packages)"
-go test $short -count=1 -race ./internal/pipeline/... ./internal/backend/... ./internal/exporter/... ./internal/attribution/... ./internal/slurm/... ./internal/server/...
+go test $short -count=1 -race ./internal/pipeline/... ./internal/backend/... ./internal/exporter/... ./internal/attribution/... ./internal/slurm/... ./internal/server/... ./internal/webui/...

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"os"
 	"os/signal"
 	"runtime"
@@ -17,6 +18,7 @@ import (
 
 	"github.com/gpuwatch/gpuwatch/internal/configfile"
 	"github.com/gpuwatch/gpuwatch/internal/server"
+	"github.com/gpuwatch/gpuwatch/internal/webui"
 )
 
 // defaultListenAddress is gpuwatch's port. dcgm-exporter uses 9400 and
@@ -32,6 +34,9 @@ type serveCommand struct {
 	maxConns      int
 	idleTimeout   time.Duration
 	pprof         bool
+	ui            bool
+	uiInterval    time.Duration
+	uiHistory     time.Duration
 }
 
 func newServeCommand(app *kingpin.Application, common *commonFlags) *serveCommand {
@@ -50,6 +55,12 @@ func newServeCommand(app *kingpin.Application, common *commonFlags) *serveComman
 		Default("3m").DurationVar(&c.idleTimeout)
 	app.Flag("web.enable-pprof", "Serve Go's profiler under /debug/pprof/ (for diagnosing gpuwatch itself; exposes internals). Heap profiling is sampled only with this on.").
 		Default("false").BoolVar(&c.pprof)
+	app.Flag("web.ui", "Serve the live page at / and its JSON API under /api/v1/, with a history in memory. --no-web.ui serves the plain landing page and keeps no history.").
+		Default("true").BoolVar(&c.ui)
+	app.Flag("ui.interval", "How often the live page's history collects (sharing the collection with scrapes in flight); also how often the page refreshes.").
+		Default("15s").DurationVar(&c.uiInterval)
+	app.Flag("ui.history", "How much history the live page keeps per GPU and per owner, in memory: this divided by --ui.interval samples (24 bytes per GPU sample).").
+		Default("1h").DurationVar(&c.uiHistory)
 	return c
 }
 
@@ -82,6 +93,23 @@ func (c *serveCommand) run() error {
 	}
 	defer st.Close()
 
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+
+	var ui http.Handler
+	if c.ui {
+		rec := webui.NewRecorder(st.pipeline, c.uiInterval, c.uiHistory)
+		// Its first collection also warms caches and tells the start log
+		// what was found.
+		go rec.Run(ctx)
+		ui = webui.Handler(rec, webui.Options{
+			TelemetryPath: c.telemetryPath, Pprof: c.pprof, Simulated: st.sim != nil, Version: version.Info(),
+		})
+	} else {
+		// A first collection warms caches, makes /readyz meaningful early
+		// and tells the start log what was found.
+		go func() { _, _ = st.pipeline.Snapshot(context.Background()) }()
+	}
 	handler, err := server.Handler(server.Options{
 		TelemetryPath:       c.telemetryPath,
 		Metrics:             st.metricsHandler(),
@@ -90,16 +118,11 @@ func (c *serveCommand) run() error {
 		Logger:              logger,
 		MaxRequestsInFlight: c.maxRequests,
 		Pprof:               c.pprof,
+		UI:                  ui,
 	})
 	if err != nil {
 		return err
 	}
-	// A first collection warms caches, makes /readyz meaningful early and
-	// tells the start log what was found.
-	go func() { _, _ = st.pipeline.Snapshot(context.Background()) }()
-
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
 	limits := server.DefaultLimits(c.common.timeout)
 	limits.MaxConnections, limits.IdleTimeout = c.maxConns, c.idleTimeout
 	return server.Run(ctx, handler, c.web, limits, shutdownDrain(c.common.timeout), logger)
@@ -116,6 +139,11 @@ func (c *serveCommand) checkFlags() error {
 		return fmt.Errorf("--web.max-connections=%d: too few to serve a scrape beside a health probe; use 4 or more, or 0 for no limit", c.maxConns)
 	case c.idleTimeout <= 0:
 		return fmt.Errorf("--web.idle-timeout=%s: must be positive", c.idleTimeout)
+	}
+	if c.ui {
+		if err := webui.CheckFlags(c.uiInterval, c.uiHistory); err != nil {
+			return err
+		}
 	}
 	// Before anything starts, so the refusal is the only line printed.
 	return server.CheckTelemetryPath(c.telemetryPath, c.pprof)

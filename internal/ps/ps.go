@@ -245,6 +245,14 @@ type Process struct {
 
 // WriteJSON writes the processes as one indented JSON document.
 func WriteJSON(w io.Writer, s *snapshot.Snapshot, f Filter) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(NewDocument(s, f))
+}
+
+// NewDocument is the JSON document of s's selected processes; the web UI's
+// /api/v1/processes serves the same shape.
+func NewDocument(s *snapshot.Snapshot, f Filter) Document {
 	doc := Document{Time: s.Time.UTC(), Clock: "wall", Processes: []Process{}}
 	if f.SimulatedClock {
 		doc.Clock = "simulated"
@@ -267,9 +275,7 @@ func WriteJSON(w io.Writer, s *snapshot.Snapshot, f Filter) error {
 		}
 		doc.Processes = append(doc.Processes, out)
 	}
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(doc)
+	return doc
 }
 
 func ptr[T any](o snapshot.Opt[T]) *T {

@@ -35,6 +35,10 @@ type Options struct {
 	// Pprof serves Go's profiler under /debug/pprof/. It exposes internals
 	// and costs CPU while profiling, so it is off unless asked for.
 	Pprof bool
+	// UI, when set, serves / and everything the ServeMux does not route
+	// elsewhere (the live page, its assets and /api/v1/) in place of the
+	// generic landing page.
+	UI http.Handler
 }
 
 // Handler builds the exporter's HTTP handler.
@@ -72,7 +76,9 @@ func Handler(opts Options) (http.Handler, error) {
 		mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
 		mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
 	}
-	{
+	if opts.UI != nil {
+		mux.Handle("/", opts.UI)
+	} else {
 		landing, err := web.NewLandingPage(web.LandingConfig{
 			Name:        "gpuwatch",
 			Description: "NVIDIA GPU exporter: device health and who is using each GPU",

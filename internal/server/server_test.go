@@ -137,3 +137,21 @@ func TestTelemetryPathCannotTakeAnotherEndpoint(t *testing.T) {
 		}
 	}
 }
+
+// TestUITakesTheRootOnly: the live page's handler gets / and the paths
+// nothing else serves; metrics and the probes keep their own handlers.
+func TestUITakesTheRootOnly(t *testing.T) {
+	ui := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { _, _ = w.Write([]byte("ui " + r.URL.Path)) })
+	metrics := http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("metrics")) })
+	h, err := Handler(Options{TelemetryPath: "/metrics", Metrics: metrics, UI: ui})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for path, want := range map[string]string{
+		"/": "ui /", "/api/v1/snapshot": "ui /api/v1/snapshot", "/metrics": "metrics", "/healthz": "ok\n", "/readyz": "ready\n",
+	} {
+		if code, body := get(t, h, path); code != http.StatusOK || body != want {
+			t.Errorf("GET %s: %d %q, want %q", path, code, body, want)
+		}
+	}
+}

@@ -1,0 +1,78 @@
+package webui
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/gpuwatch/gpuwatch/internal/snapshot"
+)
+
+// countingSource hands out snapshots and counts collections.
+type countingSource struct {
+	mu    sync.Mutex
+	calls int
+}
+
+func (c *countingSource) Snapshot(context.Context) (*snapshot.Snapshot, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.calls++
+	s := testSnapshot(time.Unix(int64(1000+c.calls), 0))
+	return s, nil
+}
+
+func (c *countingSource) count() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.calls
+}
+
+// TestRecorderRunCollectsAtOnceThenEveryInterval: the first collection
+// does not wait an interval (the page has data at once), later ones come
+// on the ticker, and Run returns when its context ends.
+func TestRecorderRunCollectsAtOnceThenEveryInterval(t *testing.T) {
+	src := &countingSource{}
+	rec := NewRecorder(src, 10*time.Millisecond, time.Second)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { rec.Run(ctx); close(done) }()
+	deadline := time.Now().Add(30 * time.Second)
+	for src.count() < 3 && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	cancel()
+	select {
+	case <-done:
+	case <-time.After(30 * time.Second):
+		t.Fatal("Run did not return after its context ended")
+	}
+	if src.count() < 3 {
+		t.Fatalf("%d collections, want at least 3", src.count())
+	}
+	if s, err := rec.Latest(); s == nil || err != nil {
+		t.Errorf("latest = %v, %v after collections", s, err)
+	}
+	if h := rec.History(); len(h.GPUs) != 2 || len(h.GPUs[0].TimeMilli) < 2 {
+		t.Errorf("history after %d collections: %+v", src.count(), h.GPUs)
+	}
+}
+
+// TestRecorderFirstCollectionIsImmediate: with an hour-long interval the
+// page still gets its first snapshot at once.
+func TestRecorderFirstCollectionIsImmediate(t *testing.T) {
+	src := &countingSource{}
+	rec := NewRecorder(src, time.Hour, time.Hour)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go rec.Run(ctx)
+	deadline := time.Now().Add(30 * time.Second)
+	for time.Now().Before(deadline) {
+		if s, _ := rec.Latest(); s != nil {
+			return
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	t.Fatal("no snapshot 30 s after Run started with a 1 h interval")
+}

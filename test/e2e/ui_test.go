@@ -1,0 +1,109 @@
+package e2e
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+)
+
+// TestLivePage opens gpuwatch's live page in headless Chromium against a
+// simulated DGX H100 whose GPU 3 falls off the bus after a few seconds,
+// and checks what a user sees: eight GPU cards, the MIG instances, the
+// processes with their owners, charts that gain points, the lost GPU
+// turning "down", and no console error. The screenshot lands in
+// $UI_SCREENSHOT_DIR (or the test's temp dir).
+func TestLivePage(t *testing.T) {
+	cfg := filepath.Join(t.TempDir(), "sim.yaml")
+	writeFile(t, cfg, "profile: dgx-h100\nfaults:\n  - {gpu: 3, lost_after: 4s}\n")
+	base, _ := startGpuwatch(t, "--backend=sim", "--sim.config="+cfg, "--ui.interval=1s")
+
+	b := newBrowser(t)
+	var cards, migs int
+	var banner, procs string
+	b.run(t,
+		chromedp.Navigate(base+"/"),
+		chromedp.WaitVisible(`article.card[data-gpu="7"] .mig-instance`),
+		chromedp.Evaluate(`document.querySelectorAll("article.card").length`, &cards),
+		chromedp.Evaluate(`document.querySelectorAll('article.card[data-gpu="7"] .mig-instance').length`, &migs),
+		chromedp.Text(`#sim-banner`, &banner),
+		chromedp.WaitVisible(`#processes tbody tr`),
+		chromedp.Text(`#processes tbody`, &procs),
+	)
+	if cards != 8 {
+		t.Errorf("%d GPU cards, want 8", cards)
+	}
+	if migs != 4 {
+		t.Errorf("GPU 7 shows %d MIG instances, want the simulator's 4", migs)
+	}
+	if !strings.Contains(banner, "Simulated GPUs") {
+		t.Errorf("simulator banner: %q", banner)
+	}
+	// The demo's owners: a Slurm job, a compose service, a pod, a plain user.
+	for _, want := range []string{"alice", "4211", "trainer", "vllm-0", "dave"} {
+		if !strings.Contains(procs, want) {
+			t.Errorf("process table lacks %q:\n%s", want, procs)
+		}
+	}
+
+	points := func() int {
+		var n int
+		b.run(t, chromedp.Evaluate(`Number(document.querySelector('article.card[data-gpu="0"] svg.chart').dataset.points)`, &n))
+		return n
+	}
+	first := points()
+	waitFor(t, 20*time.Second, "GPU 0's utilization chart to gain points", func() bool { return points() >= first+2 })
+
+	waitFor(t, 30*time.Second, "GPU 3's card to turn down", func() bool {
+		var state string
+		b.run(t, chromedp.Text(`article.card[data-gpu="3"] .state`, &state))
+		return state == "down"
+	})
+	var up int
+	b.run(t, chromedp.Evaluate(`document.querySelectorAll("article.card .state.up").length`, &up))
+	if up != 7 {
+		t.Errorf("%d GPUs shown up after GPU 3 was lost, want 7", up)
+	}
+
+	dir := os.Getenv("UI_SCREENSHOT_DIR")
+	if dir == "" {
+		dir = t.TempDir()
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	b.screenshot(t, filepath.Join(dir, "ui-dgx-h100.png"))
+
+	// On a phone the page reflows into one column: nothing wider than the
+	// screen but the process table, which scrolls inside its own box.
+	var overflow int
+	b.run(t,
+		chromedp.EmulateViewport(390, 844, chromedp.EmulateMobile),
+		chromedp.Reload(),
+		chromedp.WaitVisible(`article.card[data-gpu="7"] .mig-instance`),
+		chromedp.Evaluate(`document.documentElement.scrollWidth - document.documentElement.clientWidth`, &overflow),
+	)
+	if overflow > 0 {
+		t.Errorf("at 390 px the page is %d px wider than the screen", overflow)
+	}
+	b.screenshot(t, filepath.Join(dir, "ui-phone.png"))
+	if errs := b.consoleErrors(); len(errs) > 0 {
+		t.Errorf("console errors:\n%s", strings.Join(errs, "\n"))
+	}
+}
+
+// TestNoWebUI: --no-web.ui serves the plain landing page and no API.
+func TestNoWebUI(t *testing.T) {
+	base, _ := startGpuwatch(t, "--backend=sim", "--sim.profile=h100", "--no-web.ui")
+	if page := httpGet(t, base+"/"); strings.Contains(page, "/assets/app.js") || !strings.Contains(page, "/metrics") {
+		t.Errorf("with --no-web.ui, / is not the plain landing page:\n%s", page)
+	}
+	for _, path := range []string{"/api/v1/snapshot", "/api/v1/history", "/assets/app.js"} {
+		if _, err := httpGetNoFail(base + path); err == nil {
+			t.Errorf("GET %s answered with --no-web.ui", path)
+		}
+	}
+}
