@@ -45,9 +45,16 @@ func Start(opts Options) (env *Env, err error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
+	if n := removeStale(os.TempDir()); n > 0 {
+		opts.Logger.Info("removed demo directories left by gpuwatch processes that were killed", "count", n)
+	}
 	// Short: a unix socket path must fit in 108 bytes.
-	dir, err := os.MkdirTemp("", "gpuwatch-demo-")
+	dir, err := os.MkdirTemp("", dirPattern)
 	if err != nil {
+		return nil, fmt.Errorf("demo: %w", err)
+	}
+	if err := markOwner(dir); err != nil {
+		_ = os.RemoveAll(dir)
 		return nil, fmt.Errorf("demo: %w", err)
 	}
 	env = &Env{
