@@ -6,7 +6,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/gpuwatch/gpuwatch/internal/testenv"
 )
@@ -31,9 +30,7 @@ func TestGoldenDCGM(t *testing.T) {
 		t.Run(profile, func(t *testing.T) {
 			t.Parallel()
 			base, _ := startGpuwatch(t, dcgmGoldenArgs(t, profile)...)
-			// As TestGolden: let the GPM window opened at start close, so
-			// the Hopper pages always hold their DCGM_FI_PROF_* series.
-			time.Sleep(gpmWindow)
+			settle(t, base)
 			got := stableExposition(httpGet(t, base+"/metrics"))
 			for _, line := range strings.Split(got, "\n") {
 				if strings.HasPrefix(line, "gpu_") && !strings.HasPrefix(line, "gpu_up{") {

@@ -319,18 +319,22 @@ func TestFakeNVMLMatchesSimulator(t *testing.T) {
 	newest := nvmlbranch.Newest().Name
 	for _, profile := range []string{"h100", "dgx-h100", "dgx-a100-mig", "rtx4090", "v100"} {
 		t.Run(profile, func(t *testing.T) {
-			config := "profile: " + profile + "\npin_time: 1h\ndriver: " + newest + "\n"
+			// One seed for both sides: the command line would otherwise
+			// derive the simulated UUIDs from the host name.
+			config := "profile: " + profile + "\npin_time: 1h\ndriver: " + newest + "\nseed: matrix\n"
 			env := fakeEnv(t, newest, config)
 			base, p, up := startWithEnv(t, env, append([]string{"--backend=nvml"}, isolated(t)...)...)
 			if !up {
 				t.Fatalf("gpuwatch exited:\n%s", p.output.String())
 			}
+			settle(t, base)
 			viaC := stableExposition(httpGet(t, base+"/metrics"))
 			simConfig := filepath.Join(t.TempDir(), "sim.yaml")
 			if err := os.WriteFile(simConfig, []byte(config), 0o644); err != nil {
 				t.Fatal(err)
 			}
 			simBase, _ := startGpuwatch(t, append([]string{"--backend=sim", "--sim.config=" + simConfig}, isolated(t)...)...)
+			settle(t, simBase)
 			viaGo := stableExposition(httpGet(t, simBase+"/metrics"))
 			// The one thing that may differ: which library was loaded.
 			viaC, viaGo = libraryLabel.ReplaceAllString(viaC, `library="?"`), libraryLabel.ReplaceAllString(viaGo, `library="?"`)
@@ -352,6 +356,7 @@ func TestGoldenFakeNVML(t *testing.T) {
 			if !up {
 				t.Fatalf("gpuwatch exited:\n%s", p.output.String())
 			}
+			settle(t, base)
 			// The library's path depends on where the build put it.
 			got := strings.ReplaceAll(stableExposition(httpGet(t, base+"/metrics")), fakeNVMLDir(t)+"/", "$GPUWATCH_FAKENVML/")
 			path := filepath.Join("testdata", "golden", "fakenvml", "h100-"+name+".prom")

@@ -50,6 +50,26 @@ func stableExposition(text string) string {
 // gpmWindow is a little more than the reader's shortest GPM window.
 const gpmWindow = 1100 * time.Millisecond
 
+// settle waits until a page no longer depends on how fast the machine is:
+// the first collection, which serve starts by itself, has completed (a
+// scrape that shared it would get the first read's process utilization
+// samples, which later reads of a pinned clock do not repeat: /readyz says
+// it is done), and the GPM window it opened has closed (a GPM reading covers
+// at least a second; the clock is pinned, so the values do not depend on how
+// long this took).
+func settle(t *testing.T, base string) {
+	t.Helper()
+	waitFor(t, 30*time.Second, "the first collection (/readyz)", func() bool {
+		resp, err := http.Get(base + "/readyz")
+		if err != nil {
+			return false
+		}
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK
+	})
+	time.Sleep(gpmWindow)
+}
+
 func TestGolden(t *testing.T) {
 	for _, profile := range profiles {
 		t.Run(profile, func(t *testing.T) {
@@ -61,24 +81,7 @@ func TestGolden(t *testing.T) {
 				// container runtime or Slurm.
 				"--path.procfs="+t.TempDir(), "--slurm.jobs=false", "--sim.seed=golden",
 				"--docker.socket=", "--cri.socket=", "--kubelet.pod-resources-socket=")
-			// The page is that of a read after the first: serve starts one
-			// collection at once, and a scrape that arrived while it was
-			// still running (a loaded machine) shared it and got the first
-			// read's process utilization samples, which later reads of a
-			// pinned clock do not repeat. /readyz says it has completed.
-			waitFor(t, 30*time.Second, "the first collection (/readyz)", func() bool {
-				resp, err := http.Get(base + "/readyz")
-				if err != nil {
-					return false
-				}
-				resp.Body.Close()
-				return resp.StatusCode == http.StatusOK
-			})
-			// A GPM reading covers at least a second (NVML wants 100 ms
-			// between samples): let the window opened at start close, so
-			// that the page has the Hopper profiles' GPM series. The clock
-			// is pinned, so the values do not depend on how long this took.
-			time.Sleep(gpmWindow)
+			settle(t, base)
 			got := stableExposition(httpGet(t, base+"/metrics"))
 			path := filepath.Join("testdata", "golden", profile+".prom")
 			if *update {
