@@ -157,7 +157,7 @@ func (f *commonFlags) buildStack(logger *slog.Logger) (*stack, error) {
 // openReader starts the NVML reader on the driver or on the simulator.
 // With --backend=sim it also returns the simulator.
 func (f *commonFlags) openReader(logger *slog.Logger) (*nvmlbackend.Reader, *sim.Sim, error) {
-	opts := nvmlbackend.Options{Groups: f.enabledCollectors(), Logger: logger, WaitForGPM: f.waitForGPM}
+	opts := nvmlbackend.Options{Groups: f.enabledCollectors(), Logger: logger, WaitForGPM: f.waitForGPM, StartTimeout: f.timeout}
 	var lib nvml.Interface
 	var simulated *sim.Sim
 	switch f.backend {

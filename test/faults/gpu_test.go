@@ -55,6 +55,25 @@ func TestGPUHungThenRecovered(t *testing.T) {
 	h.noLeak()
 }
 
+// A GPU that hangs from the very first NVML call used to keep gpuwatch
+// from finishing its start: the first GPM sample and the XID registration
+// waited on it forever.
+func TestGPUHungFromStart(t *testing.T) {
+	t.Parallel()
+	record(t, "gpu", "dgx-h100, GPU 5 hangs from the first call for 10s, timeout 1s: gpuwatch starts, GPU 5 down and the others up, then GPU 5 back, no leak")
+	h := start(t, "--backend=sim", "--collection.timeout=1s",
+		"--sim.config="+simConfig(t, "profile: dgx-h100\nfaults:\n  - {gpu: 5, hang_after: 0s, hang_for: 10s}\n"))
+	if got := upGPUs(h.scrape(), 8); fmt.Sprint(got) != "[1 1 1 1 1 0 1 1]" {
+		t.Errorf("while GPU 5 hangs: gpu_up = %v\n%s", got, h.tail())
+	}
+	if !strings.Contains(h.out.String(), "gpu did not answer NVML at start") {
+		t.Errorf("the start log does not name the hung GPU:\n%s", h.tail())
+	}
+	h.baseline()
+	waitUntil(t, 30*time.Second, "GPU 5 back up", func() bool { v, _ := gpuUp(h.scrape(), 5); return v == 1 })
+	h.noLeak()
+}
+
 // Issue 10, item 3: healthy GPUs were reported down when as many GPUs hung
 // as there are read slots.
 func TestGPUsHungInAGroup(t *testing.T) {

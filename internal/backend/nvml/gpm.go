@@ -263,39 +263,55 @@ func (d *deviceReader) gpmCompute(older, newer nvml.GpmSample, wholeGPU bool) (v
 
 // primeGPM takes the first sample of every GPM-capable device at start, so
 // that the first Read already reports GPM values. Failures are only logged:
-// Read retries, and reports them.
-func (r *Reader) primeGPM() {
+// Read retries, and reports them. It returns the devices that did not
+// answer within timeout (see callEach).
+func (r *Reader) primeGPM(timeout time.Duration) (hung []int) {
 	if !r.caps.gpm() {
-		return
+		return nil
 	}
 	count, ret := r.lib.DeviceGetCount()
 	if ret != nvml.SUCCESS {
 		r.log.Warn("gpm: cannot count devices", "err", nvmlErr(ret))
-		return
+		return nil
 	}
-	for i := range count {
+	primed := make([]bool, count)
+	errs := make([]error, count)
+	devices := allDevices(count)
+	outcomes := r.blocked.callEach(timeout, devices, func(i int) {
 		dev, ret := r.lib.DeviceGetHandleByIndex(i)
 		if ret != nvml.SUCCESS {
-			continue
+			return
 		}
 		uuid, ret := dev.GetUUID()
 		if ret != nvml.SUCCESS {
-			continue
+			return
 		}
 		st := r.state(i, uuid)
 		st.mu.Lock()
+		defer st.mu.Unlock()
 		var out deviceResult
 		d := &deviceReader{r: r, index: i, dev: dev, st: st, out: &out}
 		d.run(gGPM, d.readGPM)
-		primed := st.gpm.device.primed || len(st.gpm.mig) > 0
-		st.mu.Unlock()
-		if primed && r.gpmFirstWindow.IsZero() {
-			r.gpmFirstWindow = time.Now().Add(gpmMinWindow)
+		primed[i] = st.gpm.device.primed || len(st.gpm.mig) > 0
+		errs[i] = out.stats[gGPM].err
+	})
+	anyPrimed := false
+	for i, o := range outcomes {
+		if o != callAnswered {
+			continue
 		}
-		if err := out.stats[gGPM].err; err != nil {
-			r.log.Warn("gpm: cannot take the first sample", "gpu", i, "err", err)
+		anyPrimed = anyPrimed || primed[i]
+		if errs[i] != nil {
+			r.log.Warn("gpm: cannot take the first sample", "gpu", i, "err", errs[i])
 		}
 	}
+	if anyPrimed {
+		// Taken after the last sample, so every primed window spans it.
+		r.mu.Lock()
+		r.gpmFirstWindow = time.Now().Add(gpmMinWindow)
+		r.mu.Unlock()
+	}
+	return unanswered(devices, outcomes)
 }
 
 // waitFirstGPMWindow makes the first Read after New wait, within ctx, until

@@ -3,6 +3,8 @@ package nvmlbackend
 import (
 	"context"
 	"errors"
+	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -182,5 +184,142 @@ func TestHungDevicesDoNotStarveHealthyOnes(t *testing.T) {
 		if hung := i < parallel; d.Up == hung {
 			t.Errorf("GPU %d: up=%v (%q), want up=%v", i, d.Up, d.DownReason, !hung)
 		}
+	}
+}
+
+// A GPU that hangs from its very first NVML call must not keep New from
+// returning (it used to block in the first GPM sample forever): New waits
+// StartTimeout for it, the first Read reports it down without calling it
+// again, and the other GPUs are read as usual. Once its call returns, the
+// GPU is read again and comes back.
+func TestDeviceHungFromTheFirstCall(t *testing.T) {
+	h := newFakeHost()
+	release := make(chan struct{})
+	var hungCalls atomic.Int32
+	hang := func(d *mock.Device) {
+		answer := d.GetUUIDFunc
+		d.GetUUIDFunc = func() (string, nvml.Return) {
+			select {
+			case <-release:
+			default:
+				hungCalls.Add(1)
+				<-release
+			}
+			return answer()
+		}
+	}
+	h.devices = []nvml.Device{newFakeH100(h, 0), newFakeH100(h, 1, hang), newFakeH100(h, 2)}
+	releaseOnce := sync.OnceFunc(func() { close(release) })
+	t.Cleanup(releaseOnce)
+
+	const startTimeout = 300 * time.Millisecond
+	begin := time.Now()
+	r := newReaderWith(t, h, Options{Groups: AllGroups(), Now: steppingClock(), StartTimeout: startTimeout})
+	if took := time.Since(begin); took > startTimeout+2*time.Second {
+		t.Fatalf("New took %v with a %v start timeout", took, startTimeout)
+	}
+	if n := hungCalls.Load(); n != 1 {
+		t.Errorf("the hung GPU was called %d times during New, want 1 (the XID registration must skip it)", n)
+	}
+
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	snap, err := r.Read(ctx)
+	cancel()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, d := range snap.Devices {
+		if hung := i == 1; d.Up == hung {
+			t.Errorf("GPU %d: up=%v (%q), want up=%v", i, d.Up, d.DownReason, !hung)
+		}
+	}
+	if d := snap.Devices[1]; d.DownReason != "not_answering" {
+		t.Errorf("hung GPU's down reason %q, want not_answering", d.DownReason)
+	}
+	if n := hungCalls.Load(); n != 1 {
+		t.Errorf("the hung GPU was called %d times, want 1 (no second blocked call)", n)
+	}
+
+	releaseOnce()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		snap = read(t, r)
+		if snap.Devices[1].Up {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the GPU did not come back after its call returned")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// Close must not wait for a read blocked in a hung GPU: that read holds its
+// device's state, and Close used to wait for the lock forever.
+func TestCloseWithAReadBlockedInAHungGPU(t *testing.T) {
+	h := newFakeHost()
+	release := make(chan struct{})
+	defer close(release)
+	blocked := make(chan struct{}, 1)
+	hang := func(d *mock.Device) {
+		d.GetTemperatureFunc = func(nvml.TemperatureSensors) (uint32, nvml.Return) {
+			blocked <- struct{}{}
+			<-release
+			return 50, nvml.SUCCESS
+		}
+	}
+	h.devices = []nvml.Device{newFakeH100(h, 0), newFakeH100(h, 1, hang)}
+	groups := AllGroups()
+	delete(groups, snapshot.GroupXID) // its watcher takes half a second to stop
+	r, err := New(h, Options{Groups: groups, Now: steppingClock()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	if _, err := r.Read(ctx); err != nil {
+		t.Fatal(err)
+	}
+	cancel()
+	<-blocked // the read of GPU 1 is inside the hung call, holding its state
+
+	closed := make(chan error, 1)
+	go func() { closed <- r.Close() }()
+	select {
+	case err := <-closed:
+		if err != nil {
+			t.Errorf("Close: %v", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("Close waited for the read blocked in the hung GPU")
+	}
+}
+
+// nvmlShutdown can itself wait on a call blocked in a hung GPU: Close
+// gives up on it after shutdownTimeout with an error instead of hanging
+// the exporter's exit.
+func TestCloseDoesNotWaitForeverOnShutdown(t *testing.T) {
+	h := newFakeHost()
+	h.devices = []nvml.Device{newFakeH100(h, 0)}
+	release := make(chan struct{})
+	defer close(release)
+	h.Interface.ShutdownFunc = func() nvml.Return {
+		<-release
+		return nvml.SUCCESS
+	}
+	groups := AllGroups()
+	delete(groups, snapshot.GroupXID)
+	r, err := New(h, Options{Groups: groups, Now: steppingClock()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	closed := make(chan error, 1)
+	go func() { closed <- r.Close() }()
+	select {
+	case err := <-closed:
+		if err == nil || !strings.Contains(err.Error(), "did not return") {
+			t.Errorf("Close = %v, want the shutdown that did not return", err)
+		}
+	case <-time.After(shutdownTimeout + 5*time.Second):
+		t.Fatal("Close waited for nvmlShutdown forever")
 	}
 }

@@ -39,7 +39,20 @@ type Options struct {
 	// (textfile, ps) has GPM values. A server leaves it off: its first
 	// scrape simply has none yet.
 	WaitForGPM bool
+	// StartTimeout bounds how long New waits for each device's start-up
+	// calls (the first GPM sample, XID registration). A device that has
+	// not answered by then is treated as hung: New returns without it,
+	// and Read reports it down until its call returns. Default 5s; the
+	// commands pass --collection.timeout.
+	StartTimeout time.Duration
 }
+
+// defaultStartTimeout is Options.StartTimeout's default.
+const defaultStartTimeout = 5 * time.Second
+
+// shutdownTimeout bounds how long Close waits for nvmlShutdown, which may
+// wait in turn on a call blocked in a hung GPU.
+const shutdownTimeout = 2 * time.Second
 
 // Reader reads every GPU of one NVML library into snapshots. It keeps
 // per-device state between reads (static identity, GPM samples, the last
@@ -116,13 +129,34 @@ func New(lib nvml.Interface, opts Options) (*Reader, error) {
 		return nil, err
 	}
 
+	start := opts.StartTimeout
+	if start <= 0 {
+		start = defaultStartTimeout
+	}
+	var hung []int
 	if r.groups[gGPM] {
-		r.primeGPM()
+		hung = r.primeGPM(start)
 	}
 	if r.groups[gXID] && r.caps.xid() {
-		r.xid, r.xidSetupErr = startXIDWatcher(lib, &r.caps, r.log)
+		var skipped []int
+		r.xid, skipped, r.xidSetupErr = startXIDWatcher(lib, &r.caps, &r.blocked, start, r.log)
+		hung = append(hung, skipped...)
 	}
+	r.logHungAtStart(hung, start)
 	return r, nil
+}
+
+// logHungAtStart names the GPUs that did not answer New's calls in time:
+// they are reported down (not_answering) until their calls return.
+func (r *Reader) logHungAtStart(hung []int, timeout time.Duration) {
+	slices.Sort(hung)
+	hung = slices.Compact(hung)
+	for _, i := range hung {
+		if r.blocked.isAbandoned(i) {
+			r.log.Warn("gpu did not answer NVML at start; reported down (gpu_up 0, not_answering) until it does",
+				"gpu", i, "waited", timeout)
+		}
+	}
 }
 
 // Close stops the XID watcher, frees GPM samples and shuts NVML down. It
@@ -139,7 +173,12 @@ func (r *Reader) Close() error {
 	}
 	r.mu.Lock()
 	for _, st := range r.states {
-		st.mu.Lock()
+		// A device whose read is blocked in a hung GPU holds its lock
+		// for as long as the call blocks: its samples are left to the
+		// process's exit.
+		if !st.mu.TryLock() {
+			continue
+		}
 		st.gpm.free()
 		st.mu.Unlock()
 	}
@@ -147,10 +186,17 @@ func (r *Reader) Close() error {
 	if !r.caps.can(callShutdown) {
 		return nil // a library without nvmlShutdown: the process ends anyway
 	}
-	if ret := r.lib.Shutdown(); ret != nvml.SUCCESS {
-		return fmt.Errorf("nvml shutdown: %w", nvmlErr(ret))
+	shut := make(chan nvml.Return, 1)
+	go func() { shut <- r.lib.Shutdown() }()
+	select {
+	case ret := <-shut:
+		if ret != nvml.SUCCESS {
+			return fmt.Errorf("nvml shutdown: %w", nvmlErr(ret))
+		}
+		return nil
+	case <-time.After(shutdownTimeout):
+		return fmt.Errorf("nvml shutdown did not return within %s (a GPU may be hung); leaving it", shutdownTimeout)
 	}
-	return nil
 }
 
 // errClosed is returned by Read after Close.
@@ -364,6 +410,14 @@ func (b *blockedReads) finish(i int) {
 		delete(b.running, i)
 		delete(b.abandoned, i)
 	}
+}
+
+// isAbandoned says whether device i has a call that was given up on and
+// has not returned yet.
+func (b *blockedReads) isAbandoned(i int) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.abandoned[i]
 }
 
 func (b *blockedReads) abandon(i int) {

@@ -37,11 +37,21 @@ type xidWatcher struct {
 	caps *capabilities // the watcher is started only when caps.xid()
 	log  *slog.Logger
 
-	// set and devices belong to the run goroutine once it started.
-	set nvml.EventSet
+	// blocked is the reader's bookkeeping of calls blocked in hung GPUs:
+	// registration is bounded by timeout and skips a GPU known to hang.
+	blocked *blockedReads
+	timeout time.Duration
+
+	// set, devices, missing and triedAt belong to the run goroutine once
+	// it started.
+	set *xidSet
 	// devices are the registered devices, to map an event's device handle
 	// back to a UUID when the handle can no longer answer GetUUID.
 	devices []xidDevice
+	// missing are the GPUs that did not answer when the set was built
+	// (hung): registering them is tried again every xidRetryInterval.
+	missing []int
+	triedAt time.Time
 
 	mu     sync.Mutex
 	counts map[string]*xidCounts // by GPU UUID, for every GPU ever registered
@@ -67,70 +77,152 @@ type xidCounts struct {
 // report XIDs and starts the watcher. It returns nil without an error when
 // no device supports XID events (e.g. the simulator's consumer profile) and
 // an error, to report in the xid group's status, for other failures.
-func startXIDWatcher(lib nvml.Interface, caps *capabilities, log *slog.Logger) (*xidWatcher, error) {
+// Registration waits at most timeout for each GPU; the GPUs that did not
+// answer are returned, and registered later once they do.
+func startXIDWatcher(lib nvml.Interface, caps *capabilities, blocked *blockedReads, timeout time.Duration, log *slog.Logger) (*xidWatcher, []int, error) {
 	w := &xidWatcher{
-		lib:    lib,
-		caps:   caps,
-		log:    log,
-		counts: make(map[string]*xidCounts),
-		quit:   make(chan struct{}),
-		done:   make(chan struct{}),
+		lib:     lib,
+		caps:    caps,
+		log:     log,
+		blocked: blocked,
+		timeout: timeout,
+		counts:  make(map[string]*xidCounts),
+		quit:    make(chan struct{}),
+		done:    make(chan struct{}),
 	}
-	set, devices, err := w.build()
+	set, devices, missing, err := w.build()
 	if set == nil {
-		return nil, err
+		return nil, nil, err
 	}
-	w.set, w.devices = set, devices
+	w.set, w.devices, w.missing, w.triedAt = set, devices, missing, time.Now()
 	go w.run()
-	return w, err
+	return w, missing, err
+}
+
+// xidSet is an event set and the registrations still running on it. A
+// registration abandoned on a hung GPU may return at any time, so the set
+// is freed only after every registration on it has returned.
+type xidSet struct {
+	set nvml.EventSet
+
+	mu          sync.Mutex
+	registering int  // registrations started and not yet returned
+	freeing     bool // free was asked while registrations ran: the last one frees it
+}
+
+func (s *xidSet) beginRegistrations(n int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.registering += n
+}
+
+func (s *xidSet) endRegistration() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.registering--
+	if s.registering == 0 && s.freeing {
+		freeEventSet(s.set)
+	}
+}
+
+func (s *xidSet) free() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.registering > 0 {
+		s.freeing = true
+		return
+	}
+	freeEventSet(s.set)
 }
 
 // build creates an event set and registers every device that answers and
-// supports XID events. set is nil when none could be registered; err is the
-// first unexpected failure.
-func (w *xidWatcher) build() (set nvml.EventSet, devices []xidDevice, err error) {
-	set, ret := w.lib.EventSetCreate()
+// supports XID events. set is nil when none could be registered and none
+// is missing (hung); err is the first unexpected failure.
+func (w *xidWatcher) build() (set *xidSet, devices []xidDevice, missing []int, err error) {
+	created, ret := w.lib.EventSetCreate()
 	switch classify(ret) {
 	case succeeded:
 	case absent:
-		return nil, nil, nil
+		return nil, nil, nil, nil
 	default:
-		return nil, nil, fmt.Errorf("EventSetCreate: %w", nvmlErr(ret))
+		return nil, nil, nil, fmt.Errorf("EventSetCreate: %w", nvmlErr(ret))
 	}
+	set = &xidSet{set: created}
 	count, ret := w.lib.DeviceGetCount()
 	if ret != nvml.SUCCESS {
-		freeEventSet(set)
-		return nil, nil, fmt.Errorf("DeviceGetCount: %w", nvmlErr(ret))
+		set.free()
+		return nil, nil, nil, fmt.Errorf("DeviceGetCount: %w", nvmlErr(ret))
 	}
-	for i := range count {
+	devices, missing, err = w.register(set, allDevices(count))
+	if len(devices) == 0 && len(missing) == 0 {
+		set.free()
+		return nil, nil, nil, err
+	}
+	return set, devices, missing, err
+}
+
+// register registers the given devices on set, each within w.timeout. It
+// returns the devices registered and the ones that did not answer in time
+// (or still have a blocked call); a lost GPU or one without XID events is
+// in neither.
+func (w *xidWatcher) register(set *xidSet, indices []int) (devices []xidDevice, missing []int, err error) {
+	type registration struct {
+		device xidDevice
+		ret    nvml.Return
+		tried  bool // the device answered and RegisterEvents was called
+	}
+	results := make([]registration, len(indices))
+	slot := make(map[int]int, len(indices)) // device index → position in indices
+	for k, i := range indices {
+		slot[i] = k
+	}
+	set.beginRegistrations(len(indices))
+	outcomes := w.blocked.callEach(w.timeout, indices, func(i int) {
+		defer set.endRegistration()
 		dev, ret := w.lib.DeviceGetHandleByIndex(i)
 		if ret != nvml.SUCCESS {
-			continue // a lost GPU raises no more events
+			return // a lost GPU raises no more events
 		}
 		uuid, ret := dev.GetUUID()
 		if ret != nvml.SUCCESS {
-			continue
+			return
 		}
 		// When the device says which events it supports, respect it;
 		// otherwise let RegisterEvents decide.
 		if w.caps.can(callGetSupportedEventTypes) {
 			if types, ret := dev.GetSupportedEventTypes(); ret == nvml.SUCCESS && types&nvml.EventTypeXidCriticalError == 0 {
-				continue
+				return
 			}
 		}
-		switch ret := dev.RegisterEvents(nvml.EventTypeXidCriticalError, set); classify(ret) {
+		results[slot[i]] = registration{
+			device: xidDevice{handle: dev, uuid: uuid},
+			ret:    dev.RegisterEvents(nvml.EventTypeXidCriticalError, set.set),
+			tried:  true,
+		}
+	})
+	for k, o := range outcomes {
+		switch o {
+		case callSkipped:
+			set.endRegistration() // its call never started
+			missing = append(missing, indices[k])
+			continue
+		case callAbandoned:
+			missing = append(missing, indices[k])
+			continue
+		}
+		res := results[k]
+		if !res.tried {
+			continue
+		}
+		switch classify(res.ret) {
 		case succeeded:
-			devices = append(devices, xidDevice{handle: dev, uuid: uuid})
+			devices = append(devices, res.device)
 		case absent, deviceGone:
 		default:
 			if err == nil {
-				err = fmt.Errorf("gpu %d: RegisterEvents: %w", i, nvmlErr(ret))
+				err = fmt.Errorf("gpu %d: RegisterEvents: %w", indices[k], nvmlErr(res.ret))
 			}
 		}
-	}
-	if len(devices) == 0 {
-		freeEventSet(set)
-		return nil, nil, err
 	}
 	w.mu.Lock()
 	for _, d := range devices {
@@ -139,7 +231,22 @@ func (w *xidWatcher) build() (set nvml.EventSet, devices []xidDevice, err error)
 		}
 	}
 	w.mu.Unlock()
-	return set, devices, err
+	return devices, missing, err
+}
+
+// registerMissing tries again to register the GPUs that did not answer
+// when the set was built.
+func (w *xidWatcher) registerMissing() {
+	w.triedAt = time.Now()
+	devices, missing, err := w.register(w.set, w.missing)
+	w.devices = append(w.devices, devices...)
+	w.missing = missing
+	if err != nil {
+		w.setErr(err)
+	}
+	if len(devices) > 0 {
+		w.log.Info("xid: registered GPUs that answer again", "gpus", len(devices))
+	}
 }
 
 // freeEventSet frees a set; a panicking binding must not stop the watcher.
@@ -152,7 +259,7 @@ func (w *xidWatcher) run() {
 	defer close(w.done)
 	defer func() {
 		if w.set != nil {
-			freeEventSet(w.set)
+			w.set.free()
 		}
 	}()
 	for {
@@ -166,6 +273,16 @@ func (w *xidWatcher) run() {
 				return
 			}
 			w.rebuild()
+			continue
+		}
+		if len(w.missing) > 0 && time.Since(w.triedAt) >= xidRetryInterval {
+			w.registerMissing()
+		}
+		if len(w.devices) == 0 {
+			// Every GPU that could report XIDs is hung: nothing to wait on yet.
+			if !w.pause(xidWaitTimeout) {
+				return
+			}
 			continue
 		}
 		data, ret := w.wait()
@@ -207,11 +324,11 @@ func (w *xidWatcher) pause(d time.Duration) bool {
 // after a registration.
 func (w *xidWatcher) rebuild() {
 	if w.set != nil {
-		freeEventSet(w.set)
-		w.set, w.devices = nil, nil
+		w.set.free()
+		w.set, w.devices, w.missing = nil, nil, nil
 	}
-	set, devices, err := w.build()
-	w.set, w.devices = set, devices
+	set, devices, missing, err := w.build()
+	w.set, w.devices, w.missing, w.triedAt = set, devices, missing, time.Now()
 	switch {
 	case err != nil:
 		w.setErr(err)
@@ -230,7 +347,7 @@ func (w *xidWatcher) wait() (data nvml.EventData, ret nvml.Return) {
 			w.log.Error("xid: event wait panicked", "panic", p)
 		}
 	}()
-	return w.set.Wait(uint32(xidWaitTimeout / time.Millisecond))
+	return w.set.set.Wait(uint32(xidWaitTimeout / time.Millisecond))
 }
 
 func (w *xidWatcher) record(data nvml.EventData) {
