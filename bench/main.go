@@ -50,6 +50,7 @@ func main() {
 	flag.StringVar(&cpuProfileDir, "cpuprofile-dir", "", "save a 3-second CPU profile of gpuwatch from each run into this directory (go tool pprof)")
 	flag.DurationVar(&warmup, "warmup", 3*time.Second, "scrape each run at least this long before measuring")
 	attribution := flag.Bool("attribution", true, "also measure the attribution fleet (8 GPUs × 256 processes in 50 containers) with and without attribution")
+	soakIdle := flag.Duration("soak-idle", 4*time.Minute, "after the soak's scrapes, sample the idle process this long (4 samples): the Go runtime hands freed memory back meanwhile")
 	soakScrapes := flag.Int("soak", 0, "instead of the latency runs, soak one dgx-h100 with this many scrapes by 4 scrapers, sampling RSS, goroutines and fds every tenth (make bench runs 100000)")
 	install := flag.Bool("install", true, "copy the binary to a temporary directory and measure the copy, as it runs once installed (see the package comment)")
 	flag.Parse()
@@ -63,7 +64,7 @@ func main() {
 		*bin = installed
 	}
 	if *soakScrapes > 0 {
-		if err := soak(*bin, "dgx-h100", *soakScrapes, 4, max(*soakScrapes/10, 1)); err != nil {
+		if err := soak(*bin, "dgx-h100", *soakScrapes, 4, max(*soakScrapes/10, 1), *soakIdle); err != nil {
 			fatalf("soak: %v", err)
 		}
 		return
