@@ -2,16 +2,9 @@ package deploy
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
-	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
 	"fmt"
 	"io"
-	"math/big"
 	"net"
 	"net/http"
 	"os"
@@ -305,32 +298,7 @@ func probeClient() *http.Client {
 
 // writeKeyPair writes a self-signed tls.crt and tls.key into dir.
 func writeKeyPair(t *testing.T, dir string) {
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(1),
-		Subject:      pkix.Name{CommonName: "gpuwatch"},
-		NotBefore:    time.Now().Add(-time.Hour),
-		NotAfter:     time.Now().Add(time.Hour),
-		IPAddresses:  []net.IP{net.ParseIP("127.0.0.1")},
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	keyDER, err := x509.MarshalECPrivateKey(key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	write := func(name, typ string, b []byte) {
-		if err := os.WriteFile(filepath.Join(dir, name), pem.EncodeToMemory(&pem.Block{Type: typ, Bytes: b}), 0o600); err != nil {
-			t.Fatal(err)
-		}
-	}
-	write("tls.crt", "CERTIFICATE", der)
-	write("tls.key", "EC PRIVATE KEY", keyDER)
+	testenv.SelfSignedCert(t, filepath.Join(dir, "tls.crt"), filepath.Join(dir, "tls.key"))
 }
 
 // gpuwatchProcess is a running gpuwatch and its output.

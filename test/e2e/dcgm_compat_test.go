@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -41,23 +40,7 @@ func TestGoldenDCGM(t *testing.T) {
 				t.Fatalf("--compat=dcgm page lacks DCGM_FI_DEV_GPU_TEMP:\n%s", got)
 			}
 			path := filepath.Join("testdata", "golden", "dcgm", profile+".prom")
-			if *update {
-				if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-					t.Fatal(err)
-				}
-				if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
-					t.Fatal(err)
-				}
-				return
-			}
-			want, err := os.ReadFile(path)
-			if err != nil {
-				t.Fatalf("%v (create it with: make golden)", err)
-			}
-			if got != string(want) {
-				t.Errorf("--compat=dcgm /metrics for %s differs from %s; if intended, run `make golden` and review the diff.\n%s",
-					profile, path, firstDifference(string(want), got))
-			}
+			compareGolden(t, path, got, "--compat=dcgm /metrics for "+profile)
 		})
 	}
 }

@@ -96,26 +96,7 @@ func isolated(t *testing.T) []string {
 func startWithEnv(t *testing.T, env []string, args ...string) (base string, p *process, ok bool) {
 	t.Helper()
 	addr := fmt.Sprintf("127.0.0.1:%d", testenv.FreePort(t))
-	p = &process{cmd: exec.Command(gpuwatchBin, append([]string{"--web.listen-address=" + addr}, args...)...),
-		output: &syncBuffer{}, done: make(chan struct{})}
-	p.cmd.Env = env
-	p.cmd.Stdout, p.cmd.Stderr = p.output, p.output
-	if err := p.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	go func() { _ = p.cmd.Wait(); close(p.done) }()
-	t.Cleanup(func() {
-		_ = p.cmd.Process.Signal(os.Interrupt)
-		select {
-		case <-p.done:
-		case <-time.After(5 * time.Second):
-			_ = p.cmd.Process.Kill()
-			<-p.done
-		}
-		if t.Failed() {
-			t.Logf("gpuwatch output:\n%s", p.output.String())
-		}
-	})
+	p = startProcessEnv(t, env, gpuwatchBin, append([]string{"--web.listen-address=" + addr}, args...)...)
 	base = "http://" + addr
 	waitFor(t, 20*time.Second, "gpuwatch to answer /healthz or exit", func() bool {
 		if p.exited() {
@@ -360,23 +341,7 @@ func TestGoldenFakeNVML(t *testing.T) {
 			// The library's path depends on where the build put it.
 			got := strings.ReplaceAll(stableExposition(httpGet(t, base+"/metrics")), fakeNVMLDir(t)+"/", "$GPUWATCH_FAKENVML/")
 			path := filepath.Join("testdata", "golden", "fakenvml", "h100-"+name+".prom")
-			if *update {
-				if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-					t.Fatal(err)
-				}
-				if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
-					t.Fatal(err)
-				}
-				return
-			}
-			want, err := os.ReadFile(path)
-			if err != nil {
-				t.Fatalf("%v (create it with: make golden)", err)
-			}
-			if got != string(want) {
-				t.Errorf("/metrics through the %s library differs from %s; if intended, run `make golden` and review the diff.\n%s",
-					name, path, firstDifference(string(want), got))
-			}
+			compareGolden(t, path, got, "/metrics through the "+name+" library")
 		})
 	}
 }

@@ -84,23 +84,7 @@ func TestGolden(t *testing.T) {
 			settle(t, base)
 			got := stableExposition(httpGet(t, base+"/metrics"))
 			path := filepath.Join("testdata", "golden", profile+".prom")
-			if *update {
-				if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-					t.Fatal(err)
-				}
-				if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
-					t.Fatal(err)
-				}
-				return
-			}
-			want, err := os.ReadFile(path)
-			if err != nil {
-				t.Fatalf("%v (create it with: make golden)", err)
-			}
-			if got != string(want) {
-				t.Errorf("/metrics for %s differs from %s; if the change is intended, run `make golden` and review the diff.\n%s",
-					profile, path, firstDifference(string(want), got))
-			}
+			compareGolden(t, path, got, "/metrics for "+profile)
 		})
 	}
 }
@@ -136,5 +120,28 @@ func TestPromtoolCheckMetrics(t *testing.T) {
 				t.Fatalf("promtool check metrics on %s: %v\n%s", profile, err, out)
 			}
 		})
+	}
+}
+
+// compareGolden compares got with the golden file at path, or writes it
+// there with -update (make golden). what names the page in the failure.
+func compareGolden(t *testing.T, path, got, what string) {
+	t.Helper()
+	if *update {
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (create it with: make golden)", err)
+	}
+	if got != string(want) {
+		t.Errorf("%s differs from %s; if the change is intended, run `make golden` and review the diff.\n%s",
+			what, path, firstDifference(string(want), got))
 	}
 }

@@ -4,7 +4,6 @@
 package e2e
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -12,9 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -32,47 +29,18 @@ func TestMain(m *testing.M) {
 }
 
 func runMain(m *testing.M) int {
-	// scripts/test.sh passes the binary it just built; a plain `go test`
-	// builds one here so the package also runs on its own.
-	gpuwatchBin = os.Getenv("GPUWATCH_BIN")
-	if gpuwatchBin == "" {
-		dir, err := os.MkdirTemp("", "gpuwatch-e2e-")
-		if err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			return 1
-		}
-		defer os.RemoveAll(dir)
-		gpuwatchBin = filepath.Join(dir, "gpuwatch")
-		_, thisFile, _, _ := runtime.Caller(0)
-		root := filepath.Join(filepath.Dir(thisFile), "..", "..")
-		build := exec.Command("go", "build", "-ldflags=-extldflags=-Wl,-z,lazy", "-o", gpuwatchBin, "./cmd/gpuwatch")
-		build.Dir = root
-		build.Stdout, build.Stderr = os.Stderr, os.Stderr
-		if err := build.Run(); err != nil {
-			fmt.Fprintln(os.Stderr, "building gpuwatch:", err)
-			return 1
-		}
+	bin, cleanup, err := testenv.GpuwatchBinary("e2e")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
 	}
+	defer cleanup()
+	gpuwatchBin = bin
 	return m.Run()
 }
 
 // syncBuffer collects a child's output for failure messages.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
+type syncBuffer = testenv.SyncBuffer
 
 // process is a running child: gpuwatch or prometheus.
 type process struct {

@@ -51,23 +51,13 @@ func TestMain(m *testing.M) {
 }
 
 func runMain(m *testing.M) int {
-	gpuwatchBin = os.Getenv("GPUWATCH_BIN")
-	if gpuwatchBin == "" {
-		dir, err := os.MkdirTemp("", "gpuwatch-faults-")
-		if err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			return 1
-		}
-		defer os.RemoveAll(dir)
-		gpuwatchBin = filepath.Join(dir, "gpuwatch")
-		build := exec.Command("go", "build", "-ldflags=-extldflags=-Wl,-z,lazy", "-o", gpuwatchBin, "./cmd/gpuwatch")
-		build.Dir = testenv.RepoRoot()
-		build.Stdout, build.Stderr = os.Stderr, os.Stderr
-		if err := build.Run(); err != nil {
-			fmt.Fprintln(os.Stderr, "building gpuwatch:", err)
-			return 1
-		}
+	bin, cleanup, err := testenv.GpuwatchBinary("faults")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
 	}
+	defer cleanup()
+	gpuwatchBin = bin
 	code := m.Run()
 	printTable(code)
 	return code
@@ -356,22 +346,7 @@ func firstLine(s string) string {
 }
 
 // syncBuffer collects a child's output.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
+type syncBuffer = testenv.SyncBuffer
 
 // writeFile writes a fixture file, failing the test on error.
 func writeFile(t *testing.T, path, content string) string {
