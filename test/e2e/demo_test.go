@@ -115,9 +115,12 @@ func TestLogsSpeakUp(t *testing.T) {
 	missing := "/nonexistent/kubelet.sock"
 	base, proc := startGpuwatch(t, "--backend=sim", "--sim.profile=dgx-h100", "--path.procfs="+t.TempDir(),
 		"--docker.socket=", "--cri.socket=", "--kubelet.pod-resources-socket="+missing, "--slurm.jobs=false")
-	waitFor(t, 15*time.Second, "the kubelet failure warning", func() bool {
+	// The start summary follows the first collection, whose owner lookup
+	// may log the failure first: wait for both.
+	waitFor(t, 15*time.Second, "the kubelet failure warning and the start summary", func() bool {
 		_, _ = httpGetNoFail(base + "/metrics")
-		return strings.Contains(proc.output.String(), `msg="attribution source failing`)
+		out := proc.output.String()
+		return strings.Contains(out, `msg="attribution source failing`) && strings.Contains(out, `msg="gpuwatch started"`)
 	})
 	out := proc.output.String()
 	for _, want := range []string{

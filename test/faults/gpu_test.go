@@ -66,9 +66,11 @@ func TestGPUHungFromStart(t *testing.T) {
 	if got := upGPUs(h.scrape(), 8); fmt.Sprint(got) != "[1 1 1 1 1 0 1 1]" {
 		t.Errorf("while GPU 5 hangs: gpu_up = %v\n%s", got, h.tail())
 	}
-	if !strings.Contains(h.out.String(), "gpu did not answer NVML at start") {
-		t.Errorf("the start log does not name the hung GPU:\n%s", h.tail())
-	}
+	// Written before gpuwatch listened, but copied from its stderr pipe
+	// by another goroutine: wait for it.
+	waitUntil(t, 5*time.Second, "the start log to name the hung GPU", func() bool {
+		return strings.Contains(h.out.String(), `msg="gpu did not answer NVML at start; reported down (gpu_up 0, not_answering) until it does" gpu=5`)
+	})
 	h.baseline()
 	waitUntil(t, 30*time.Second, "GPU 5 back up", func() bool { v, _ := gpuUp(h.scrape(), 5); return v == 1 })
 	h.noLeak()
