@@ -323,3 +323,57 @@ func TestCloseDoesNotWaitForeverOnShutdown(t *testing.T) {
 		t.Fatal("Close waited for nvmlShutdown forever")
 	}
 }
+
+// A GPU that did not answer at start is registered for XID events once it
+// answers again (the watcher retries every xidRetryInterval), so its XID
+// series appear without a restart.
+func TestHungAtStartIsRegisteredForXIDsLater(t *testing.T) {
+	h := newFakeHost()
+	release := make(chan struct{})
+	hang := func(d *mock.Device) {
+		answer := d.GetUUIDFunc
+		d.GetUUIDFunc = func() (string, nvml.Return) {
+			<-release
+			return answer()
+		}
+	}
+	h.devices = []nvml.Device{newFakeH100(h, 0), newFakeH100(h, 1, hang)}
+	releaseOnce := sync.OnceFunc(func() { close(release) })
+	t.Cleanup(releaseOnce)
+	r := newReaderWith(t, h, Options{Groups: AllGroups(), Now: steppingClock(), StartTimeout: 200 * time.Millisecond})
+
+	snap := read(t, r)
+	if _, ok := snap.Devices[1].XIDEvents.Get(); ok {
+		t.Fatal("the GPU that did not answer at start has XID counts before it was registered")
+	}
+	if _, ok := snap.Devices[0].XIDEvents.Get(); !ok {
+		t.Fatal("the healthy GPU has no XID counts")
+	}
+
+	releaseOnce()
+	deadline := time.Now().Add(xidRetryInterval + 5*time.Second)
+	for {
+		snap = read(t, r)
+		if n, ok := snap.Devices[1].XIDEvents.Get(); ok {
+			if n != 0 {
+				t.Errorf("gpu 1: %d XID events, want 0", n)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("gpu 1 was not registered for XID events within %v of answering", xidRetryInterval+5*time.Second)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	h.events <- nvml.EventData{Device: h.devices[1], EventType: nvml.EventTypeXidCriticalError, EventData: 48}
+	deadline = time.Now().Add(5 * time.Second)
+	for {
+		if n, _ := read(t, r).Devices[1].XIDLastCode.Get(); n == 48 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the late-registered GPU's XID was not counted")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
