@@ -7,7 +7,6 @@
 package testenv
 
 import (
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -34,17 +33,6 @@ func Missing(t testing.TB, why string) {
 		t.Fatalf("CI=true and a test dependency is missing: %s", why)
 	}
 	t.Skip(why)
-}
-
-// FreePort returns a TCP port on 127.0.0.1 that was free a moment ago.
-func FreePort(t testing.TB) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
 }
 
 // RepoRoot is the repository's top directory, wherever the test runs from.
