@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -29,9 +30,9 @@ func TestLivePage(t *testing.T) {
 		chromedp.WaitVisible(`article.card[data-gpu="7"] .mig-instance`),
 		chromedp.Evaluate(`document.querySelectorAll("article.card").length`, &cards),
 		chromedp.Evaluate(`document.querySelectorAll('article.card[data-gpu="7"] .mig-instance').length`, &migs),
-		chromedp.Text(`#sim-banner`, &banner),
+		visibleText(`#sim-banner`, &banner),
 		chromedp.WaitVisible(`#processes tbody tr`),
-		chromedp.Text(`#processes tbody`, &procs),
+		visibleText(`#processes tbody`, &procs),
 	)
 	if cards != 8 {
 		t.Errorf("%d GPU cards, want 8", cards)
@@ -59,7 +60,7 @@ func TestLivePage(t *testing.T) {
 
 	waitFor(t, 30*time.Second, "GPU 3's card to turn down", func() bool {
 		var state string
-		b.run(t, chromedp.Text(`article.card[data-gpu="3"] .state`, &state))
+		b.run(t, visibleText(`article.card[data-gpu="3"] .state`, &state))
 		return state == "down"
 	})
 	var up int
@@ -93,6 +94,15 @@ func TestLivePage(t *testing.T) {
 	if errs := b.consoleErrors(); len(errs) > 0 {
 		t.Errorf("console errors:\n%s", strings.Join(errs, "\n"))
 	}
+}
+
+// visibleText reads the text of the first element matching selector ("" when
+// there is none) in one step inside the page. chromedp.Text finds the node
+// first and asks for its text in a second call, and the live page redraws
+// its cards and tables every --ui.interval: the node found can be gone by
+// then ("No node with given id found").
+func visibleText(selector string, text *string) chromedp.Action {
+	return chromedp.Evaluate(fmt.Sprintf(`(document.querySelector(%q) || {innerText: ""}).innerText`, selector), text)
 }
 
 // TestNoWebUI: --no-web.ui serves the plain landing page and no API.
