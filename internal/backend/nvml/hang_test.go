@@ -74,14 +74,20 @@ func TestHungDeviceIsReportedDownAndNotReadAgain(t *testing.T) {
 	}
 	// The call returns: the device is read again and comes back.
 	close(release)
-	deadline := time.Now().Add(5 * time.Second)
-	for {
+	waitForDevice(t, "the device to come back after its call returned", func() bool {
 		up, _ = readWithin(5 * time.Second)
-		if up[1] {
-			break
-		}
+		return up[1]
+	})
+}
+
+// waitForDevice polls cond for up to 5 seconds, failing the test with what
+// when it never holds.
+func waitForDevice(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for !cond() {
 		if time.Now().After(deadline) {
-			t.Fatal("the device did not come back after its call returned")
+			t.Fatalf("timed out waiting for %s", what)
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
@@ -241,17 +247,7 @@ func TestDeviceHungFromTheFirstCall(t *testing.T) {
 	}
 
 	releaseOnce()
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		snap = read(t, r)
-		if snap.Devices[1].Up {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the GPU did not come back after its call returned")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	waitForDevice(t, "the GPU to come back after its call returned", func() bool { return read(t, r).Devices[1].Up })
 }
 
 // Close must not wait for a read blocked in a hung GPU: that read holds its
