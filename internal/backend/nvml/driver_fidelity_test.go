@@ -3,6 +3,7 @@ package nvmlbackend
 import (
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -181,16 +182,49 @@ func TestSimXIDWatcherSurvivesALostGPU(t *testing.T) {
 		{GPU: 3, LostAfter: durationPtr(10 * time.Second)},
 		{GPU: 1, XID: 31, At: durationPtr(20 * time.Second)},
 	}}, 0)
-	r := newSimReader(t, s, groups(snapshot.GroupXID))
+	regs := &registrations{}
+	r := newReaderWith(t, wrappedSim{s, regs.wrap}, Options{Groups: groups(snapshot.GroupXID), Now: s.Now})
 	read(t, r)
 	s.SetElapsed(11 * time.Second)
-	time.Sleep(50 * time.Millisecond) // let the watcher see the loss first
+	// GPU 1's XID must come after the rebuilt set registers it (8 GPUs at
+	// start, the 7 left after the loss): NVML drops earlier events.
+	regs.waitFor(t, 8+7)
 	s.SetElapsed(21 * time.Second)
 	snap := pollUntil(t, r, func(s *snapshot.Snapshot) bool { return s.Devices[1].XIDEvents.Value == 1 })
 	want(t, "gpu 1 last xid", snap.Devices[1].XIDLastCode, 31)
 	if err := snap.Groups[snapshot.GroupXID].Err; err != nil {
 		t.Errorf("xid group error after the rebuild: %v", err)
 	}
+}
+
+// registrations counts the devices' successful RegisterEvents calls, so a
+// test raises an XID only once the watcher listens for it.
+type registrations struct{ n atomic.Int64 }
+
+func (c *registrations) wrap(d nvml.Device) nvml.Device { return countedRegistrations{d, c} }
+
+func (c *registrations) waitFor(t *testing.T, n int64) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for c.n.Load() < n {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d event registrations within 10s, want %d", c.n.Load(), n)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+type countedRegistrations struct {
+	nvml.Device
+	c *registrations
+}
+
+func (d countedRegistrations) RegisterEvents(types uint64, set nvml.EventSet) nvml.Return {
+	ret := d.Device.RegisterEvents(types, set)
+	if ret == nvml.SUCCESS {
+		d.c.n.Add(1)
+	}
+	return ret
 }
 
 // flakySet answers Wait with the codes in fail first, then as the
@@ -268,10 +302,13 @@ func TestSimXIDWatcherRebuildsTheSetAfterUnknownError(t *testing.T) {
 	s := newSim(t, sim.Config{Profile: "h100", Faults: []sim.Fault{{GPU: 0, XID: 79, At: durationPtr(10 * time.Second)}}}, 0)
 	lib := newFlakySets(s, nvml.ERROR_UNKNOWN)
 	r := newReaderWith(t, lib, Options{Groups: groups(snapshot.GroupXID), Now: s.Now})
-	deadline := time.Now().Add(5 * time.Second)
-	for lib.sets() < 2 && time.Now().Before(deadline) {
-		time.Sleep(5 * time.Millisecond)
-	}
+	// The XID must come after the GPU is registered on the rebuilt set:
+	// NVML drops events from before a registration. The watcher records
+	// the wait's error before it creates the new set and clears it only
+	// once that set is built, registrations included.
+	pollUntil(t, r, func(snap *snapshot.Snapshot) bool {
+		return lib.sets() >= 2 && snap.Groups[snapshot.GroupXID].Err == nil
+	})
 	s.SetElapsed(11 * time.Second)
 	snap := pollUntil(t, r, func(s *snapshot.Snapshot) bool { return s.Devices[0].XIDEvents.Value == 1 })
 	if err := snap.Groups[snapshot.GroupXID].Err; err != nil {
