@@ -305,10 +305,21 @@ func TestSimXIDWatcherRebuildsTheSetAfterUnknownError(t *testing.T) {
 	// The XID must come after the GPU is registered on the rebuilt set:
 	// NVML drops events from before a registration. The watcher records
 	// the wait's error before it creates the new set and clears it only
-	// once that set is built, registrations included.
-	pollUntil(t, r, func(snap *snapshot.Snapshot) bool {
-		return lib.sets() >= 2 && snap.Groups[snapshot.GroupXID].Err == nil
-	})
+	// once that set is built, registrations included. So a read made after
+	// the second set was created, and without the error, comes after the
+	// registration (the count is taken first: a read from before the set's
+	// creation may not have the error yet).
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		created := lib.sets() >= 2
+		if created && read(t, r).Groups[snapshot.GroupXID].Err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the event set was not rebuilt within 10s (%d sets created)", lib.sets())
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
 	s.SetElapsed(11 * time.Second)
 	snap := pollUntil(t, r, func(s *snapshot.Snapshot) bool { return s.Devices[0].XIDEvents.Value == 1 })
 	if err := snap.Groups[snapshot.GroupXID].Err; err != nil {
