@@ -6,11 +6,14 @@
 # each run's whole output to build/ci-repeat/runN.log.
 #   ./scripts/ci-repeat.sh        ten runs
 #   ./scripts/ci-repeat.sh 3      three
+#   CI_REPEAT_COMMIT=abc1234 ./scripts/ci-repeat.sh 4
+#                                 four of that commit instead of HEAD (to go
+#                                 on with a streak begun earlier)
 set -uo pipefail
 cd "$(dirname "$0")/.."
 runs=${1:-10}
 repo=$PWD
-sha=$(git rev-parse HEAD)
+sha=$(git rev-parse --verify "${CI_REPEAT_COMMIT:-HEAD}^{commit}") || exit 2
 logs=$repo/build/ci-repeat
 mkdir -p "$logs"
 results=${CI_REPEAT_LOG:-$logs/results.txt}
