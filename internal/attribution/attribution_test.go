@@ -3,11 +3,13 @@ package attribution
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/gpuwatch/gpuwatch/internal/snapshot"
+	"github.com/gpuwatch/gpuwatch/internal/testenv"
 )
 
 // fakeSlurm answers job lookups like internal/slurm's, and counts them.
@@ -92,18 +94,14 @@ func TestSlowSlurmDoesNotHoldEnrich(t *testing.T) {
 	}
 	// The lookup goes on in the background; a later scrape has its answer
 	// (polled: how soon depends on the machine's load, not on the code).
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	testenv.Eventually(t, 10*time.Second, func() error {
 		s = procs(1023)
 		a.Enrich(context.Background(), s)
-		if s.Processes[0].Owner.Slurm.User == "carol" {
-			break
+		if got := s.Processes[0].Owner.Slurm; got.User != "carol" {
+			return fmt.Errorf("no scrape has the background lookup's answer: got %+v", got)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no scrape within 10s has the background lookup's answer: got %+v", s.Processes[0].Owner.Slurm)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return nil
+	})
 	if n := fs.count("123"); n != 1 {
 		t.Errorf("looked up %d times, want once", n)
 	}
@@ -126,13 +124,12 @@ func TestCacheExpiryRefreshesAndKeepsStaleAnswer(t *testing.T) {
 	if s.Processes[0].Owner.Slurm.User != "carol" {
 		t.Errorf("expired answer not served while refreshing: got %+v", s.Processes[0].Owner.Slurm)
 	}
-	deadline := time.Now().Add(5 * time.Second)
-	for fs.count("123") != 2 && time.Now().Before(deadline) {
-		time.Sleep(5 * time.Millisecond)
-	}
-	if n := fs.count("123"); n != 2 {
-		t.Errorf("looked up %d times after the TTL, want 2", n)
-	}
+	testenv.Eventually(t, 5*time.Second, func() error {
+		if n := fs.count("123"); n != 2 {
+			return fmt.Errorf("looked up %d times after the TTL, want 2", n)
+		}
+		return nil
+	})
 }
 
 // fakeAllocations stands in for the kubelet pod-resources source.

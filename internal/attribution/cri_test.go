@@ -15,6 +15,7 @@ import (
 	runtimev1 "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/gpuwatch/gpuwatch/internal/snapshot"
+	"github.com/gpuwatch/gpuwatch/internal/testenv"
 )
 
 // Containers of the fixture procfs tree.
@@ -290,11 +291,10 @@ func TestEnrichWithSilentCRI(t *testing.T) {
 	if got := s.Processes[0].Owner.Container.ID; got != fixtureContainerdID {
 		t.Errorf("cgroup attribution lost: %q", got)
 	}
-	deadline := time.Now().Add(5 * time.Second)
-	for a.errs.snapshot()[SourceCRI] == 0 && time.Now().Before(deadline) {
-		time.Sleep(10 * time.Millisecond)
-	}
-	if a.errs.snapshot()[SourceCRI] == 0 {
-		t.Error("a silent CRI socket counted no error")
-	}
+	testenv.Eventually(t, 5*time.Second, func() error {
+		if a.errs.snapshot()[SourceCRI] == 0 {
+			return errors.New("a silent CRI socket counted no error")
+		}
+		return nil
+	})
 }

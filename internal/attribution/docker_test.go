@@ -214,13 +214,12 @@ func TestEnrichHangingSocket(t *testing.T) {
 	}
 
 	// The lookups time out in the background and are counted.
-	deadline := time.Now().Add(5 * time.Second)
-	for a.errs.snapshot()[SourceDocker] == 0 && time.Now().Before(deadline) {
-		time.Sleep(10 * time.Millisecond)
-	}
-	if got := a.errs.snapshot()[SourceDocker]; got == 0 {
-		t.Fatal("a hanging socket counted no error")
-	}
+	testenv.Eventually(t, 5*time.Second, func() error {
+		if a.errs.snapshot()[SourceDocker] == 0 {
+			return errors.New("a hanging socket counted no error")
+		}
+		return nil
+	})
 
 	// Within the negative period: no waiting, no new connections.
 	conns := accepted.Load()

@@ -57,17 +57,13 @@ func sleeper(t *testing.T) *child {
 func (c *child) waitForExec(t *testing.T) {
 	t.Helper()
 	path := filepath.Join("/proc", strconv.Itoa(c.pid), "cmdline")
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	testenv.Eventually(t, 10*time.Second, func() error {
 		b, err := os.ReadFile(path)
-		if err == nil && string(b) == "sleep\x00300\x00" {
-			return
+		if err == nil && string(b) != "sleep\x00300\x00" {
+			err = fmt.Errorf("%s reads %q, before the exec", path, b)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s still reads %q (%v) 10s after the exec", path, b, err)
-		}
-		time.Sleep(time.Millisecond)
-	}
+		return err
+	})
 }
 
 // exitAndReap kills the process and waits for it, so its PID is free.
@@ -206,18 +202,16 @@ func TestZombieKeepsItsOwner(t *testing.T) {
 
 func waitForZombie(t *testing.T, pid int) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for time.Now().Before(deadline) {
+	testenv.Eventually(t, 10*time.Second, func() error {
 		stat, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "stat"))
 		if err != nil {
 			t.Fatal(err)
 		}
 		if i := bytes.LastIndexByte(stat, ')'); i > 0 && strings.HasPrefix(string(stat[i:]), ") Z") {
-			return
+			return nil
 		}
-		time.Sleep(5 * time.Millisecond)
-	}
-	t.Fatalf("process %d did not become a zombie", pid)
+		return fmt.Errorf("process %d is not a zombie: %s", pid, stat)
+	})
 }
 
 // TestReusedPIDIsRereadAtOnce cannot make the kernel reuse a PID, so it

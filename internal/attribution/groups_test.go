@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/gpuwatch/gpuwatch/internal/snapshot"
+	"github.com/gpuwatch/gpuwatch/internal/testenv"
 )
 
 // fakeResolver is a container resolver whose answers a test can change.
@@ -100,14 +101,14 @@ func TestChangedContainerAnswerReachesCachedProcesses(t *testing.T) {
 	a.Enrich(context.Background(), s)
 	wantContainers(t, s, [2]string{fixtureDockerID, "before"}, [2]string{fixtureDockerID, "before"})
 	release()
-	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); {
+	testenv.Eventually(t, 5*time.Second, func() error {
 		s = procs(1001, 1001)
 		a.Enrich(context.Background(), s)
-		if s.Processes[0].Owner.Container.Name != "before" {
-			break
+		if s.Processes[0].Owner.Container.Name == "before" {
+			return errors.New("the refreshed answer is not served yet")
 		}
-		time.Sleep(5 * time.Millisecond)
-	}
+		return nil
+	})
 	wantContainers(t, s, [2]string{fixtureDockerID, "after"}, [2]string{fixtureDockerID, "after"})
 	if img := s.Processes[1].Owner.Container.Image; img != "img" {
 		t.Errorf("image = %q after the refresh, want img", img)

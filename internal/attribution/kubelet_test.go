@@ -20,6 +20,7 @@ import (
 	podresourcesv1 "k8s.io/kubelet/pkg/apis/podresources/v1"
 
 	"github.com/gpuwatch/gpuwatch/internal/snapshot"
+	"github.com/gpuwatch/gpuwatch/internal/testenv"
 )
 
 // Device ids of testdata/k8s/podresources-list.json.
@@ -514,18 +515,14 @@ func TestKubeletRestart(t *testing.T) {
 
 	// gRPC may still be waiting out its reconnect backoff (at most 5s)
 	// when the retry period ends; the kubelet is back within a few tries.
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	testenv.Eventually(t, 10*time.Second, func() error {
 		clock.Advance(k.retryAfter)
 		got, err := k.Allocations(context.Background())
-		if err == nil && len(got) > 0 {
-			break
+		if err == nil && len(got) == 0 {
+			err = errors.New("no allocations")
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("kubelet back for 10s, still: %v", err)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+		return err
+	})
 }
 
 // BenchmarkKubeletWarm is the per-scrape cost of the kubelet source with

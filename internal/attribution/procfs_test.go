@@ -2,6 +2,7 @@ package attribution
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -390,13 +391,12 @@ func TestStuckProcessIsNotReadAgainWhileStuck(t *testing.T) {
 		t.Errorf("%d PIDs with reads in flight, want 1 (the stuck one)", n)
 	}
 	release()
-	deadline := time.Now().Add(10 * time.Second)
-	for a.procs.inFlight.count() != 0 {
-		if time.Now().After(deadline) {
-			t.Fatal("the stuck read did not end after its release")
+	testenv.Eventually(t, 10*time.Second, func() error {
+		if n := a.procs.inFlight.count(); n != 0 {
+			return fmt.Errorf("%d reads still in flight after the stuck one's release", n)
 		}
-		time.Sleep(time.Millisecond)
-	}
+		return nil
+	})
 }
 
 // TestReadsInFlightAreBounded: however many processes hang, at most

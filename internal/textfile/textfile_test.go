@@ -3,6 +3,7 @@ package textfile
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -12,6 +13,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
+
+	"github.com/gpuwatch/gpuwatch/internal/testenv"
 )
 
 func testRegistry(v float64) *prometheus.Registry {
@@ -86,17 +89,12 @@ func TestLoopRewritesUntilCancelled(t *testing.T) {
 	go func() {
 		done <- Loop(ctx, gatherAndCount{reg, c}, out, 5*time.Millisecond, slog.New(slog.DiscardHandler))
 	}()
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		data, _ := os.ReadFile(out)
-		if strings.Contains(string(data), "gpu_test_writes_total 3") {
-			break
+	testenv.Eventually(t, 5*time.Second, func() error {
+		if data, _ := os.ReadFile(out); !strings.Contains(string(data), "gpu_test_writes_total 3") {
+			return fmt.Errorf("loop did not rewrite the file: %q", data)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("loop did not rewrite the file: %q", data)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+		return nil
+	})
 	cancel()
 	if err := <-done; err != nil {
 		t.Fatal(err)

@@ -2,11 +2,14 @@ package webui
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/gpuwatch/gpuwatch/internal/snapshot"
+	"github.com/gpuwatch/gpuwatch/internal/testenv"
 )
 
 // countingSource hands out snapshots and counts collections.
@@ -38,18 +41,18 @@ func TestRecorderRunCollectsAtOnceThenEveryInterval(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { rec.Run(ctx); close(done) }()
-	deadline := time.Now().Add(30 * time.Second)
-	for src.count() < 3 && time.Now().Before(deadline) {
-		time.Sleep(5 * time.Millisecond)
-	}
+	defer cancel()
+	testenv.Eventually(t, 30*time.Second, func() error {
+		if n := src.count(); n < 3 {
+			return fmt.Errorf("%d collections, want at least 3", n)
+		}
+		return nil
+	})
 	cancel()
 	select {
 	case <-done:
 	case <-time.After(30 * time.Second):
 		t.Fatal("Run did not return after its context ended")
-	}
-	if src.count() < 3 {
-		t.Fatalf("%d collections, want at least 3", src.count())
 	}
 	if s, err := rec.Latest(); s == nil || err != nil {
 		t.Errorf("latest = %v, %v after collections", s, err)
@@ -67,12 +70,10 @@ func TestRecorderFirstCollectionIsImmediate(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	go rec.Run(ctx)
-	deadline := time.Now().Add(30 * time.Second)
-	for time.Now().Before(deadline) {
-		if s, _ := rec.Latest(); s != nil {
-			return
+	testenv.Eventually(t, 30*time.Second, func() error {
+		if s, _ := rec.Latest(); s == nil {
+			return errors.New("no snapshot since Run started with a 1 h interval")
 		}
-		time.Sleep(5 * time.Millisecond)
-	}
-	t.Fatal("no snapshot 30 s after Run started with a 1 h interval")
+		return nil
+	})
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/gpuwatch/gpuwatch/internal/backend/sim"
 	"github.com/gpuwatch/gpuwatch/internal/snapshot"
+	"github.com/gpuwatch/gpuwatch/internal/testenv"
 )
 
 // Differences between a real driver and a naive reading of it, each shown
@@ -205,13 +206,12 @@ func (c *registrations) wrap(d nvml.Device) nvml.Device { return countedRegistra
 
 func (c *registrations) waitFor(t *testing.T, n int64) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for c.n.Load() < n {
-		if time.Now().After(deadline) {
-			t.Fatalf("%d event registrations within 10s, want %d", c.n.Load(), n)
+	testenv.Eventually(t, 10*time.Second, func() error {
+		if got := c.n.Load(); got < n {
+			return fmt.Errorf("%d successful event registrations, want %d", got, n)
 		}
-		time.Sleep(5 * time.Millisecond)
-	}
+		return nil
+	})
 }
 
 type countedRegistrations struct {
@@ -309,17 +309,16 @@ func TestSimXIDWatcherRebuildsTheSetAfterUnknownError(t *testing.T) {
 	// the second set was created, and without the error, comes after the
 	// registration (the count is taken first: a read from before the set's
 	// creation may not have the error yet).
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		created := lib.sets() >= 2
-		if created && read(t, r).Groups[snapshot.GroupXID].Err == nil {
-			break
+	testenv.Eventually(t, 10*time.Second, func() error {
+		created := lib.sets()
+		if created < 2 {
+			return fmt.Errorf("the event set was not rebuilt (%d sets created)", created)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the event set was not rebuilt within 10s (%d sets created)", lib.sets())
+		if err := read(t, r).Groups[snapshot.GroupXID].Err; err != nil {
+			return fmt.Errorf("the xid group still has the error of before the rebuild: %v", err)
 		}
-		time.Sleep(5 * time.Millisecond)
-	}
+		return nil
+	})
 	s.SetElapsed(11 * time.Second)
 	snap := pollUntil(t, r, func(s *snapshot.Snapshot) bool { return s.Devices[0].XIDEvents.Value == 1 })
 	if err := snap.Groups[snapshot.GroupXID].Err; err != nil {

@@ -3,6 +3,7 @@ package nvmlbackend
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -13,6 +14,7 @@ import (
 	"github.com/NVIDIA/go-nvml/pkg/nvml/mock"
 
 	"github.com/gpuwatch/gpuwatch/internal/snapshot"
+	"github.com/gpuwatch/gpuwatch/internal/testenv"
 )
 
 // A GPU whose NVML calls hang must cost a read no more than its deadline,
@@ -74,23 +76,12 @@ func TestHungDeviceIsReportedDownAndNotReadAgain(t *testing.T) {
 	}
 	// The call returns: the device is read again and comes back.
 	close(release)
-	waitForDevice(t, "the device to come back after its call returned", func() bool {
-		up, _ = readWithin(5 * time.Second)
-		return up[1]
-	})
-}
-
-// waitForDevice polls cond for up to 5 seconds, failing the test with what
-// when it never holds.
-func waitForDevice(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
+	testenv.Eventually(t, 5*time.Second, func() error {
+		if up, _ = readWithin(5 * time.Second); !up[1] {
+			return errors.New("the device is still down after its call returned")
 		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		return nil
+	})
 }
 
 // A cancelled context (the caller gave up) is still an error, not a
@@ -247,7 +238,12 @@ func TestDeviceHungFromTheFirstCall(t *testing.T) {
 	}
 
 	releaseOnce()
-	waitForDevice(t, "the GPU to come back after its call returned", func() bool { return read(t, r).Devices[1].Up })
+	testenv.Eventually(t, 5*time.Second, func() error {
+		if !read(t, r).Devices[1].Up {
+			return errors.New("the GPU is still down after its call returned")
+		}
+		return nil
+	})
 }
 
 // Close must not wait for a read blocked in a hung GPU: that read holds its
@@ -347,29 +343,22 @@ func TestHungAtStartIsRegisteredForXIDsLater(t *testing.T) {
 	}
 
 	releaseOnce()
-	deadline := time.Now().Add(xidRetryInterval + 5*time.Second)
-	for {
-		snap = read(t, r)
-		if n, ok := snap.Devices[1].XIDEvents.Get(); ok {
-			if n != 0 {
-				t.Errorf("gpu 1: %d XID events, want 0", n)
-			}
-			break
+	var events uint64
+	testenv.Eventually(t, xidRetryInterval+5*time.Second, func() error {
+		var registered bool
+		if events, registered = read(t, r).Devices[1].XIDEvents.Get(); !registered {
+			return errors.New("gpu 1 answers but is not registered for XID events")
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("gpu 1 was not registered for XID events within %v of answering", xidRetryInterval+5*time.Second)
-		}
-		time.Sleep(100 * time.Millisecond)
+		return nil
+	})
+	if events != 0 {
+		t.Errorf("gpu 1: %d XID events, want 0", events)
 	}
 	h.events <- nvml.EventData{Device: h.devices[1], EventType: nvml.EventTypeXidCriticalError, EventData: 48}
-	deadline = time.Now().Add(5 * time.Second)
-	for {
-		if n, _ := read(t, r).Devices[1].XIDLastCode.Get(); n == 48 {
-			break
+	testenv.Eventually(t, 5*time.Second, func() error {
+		if code, _ := read(t, r).Devices[1].XIDLastCode.Get(); code != 48 {
+			return fmt.Errorf("the late-registered GPU's last XID is %d, want 48", code)
 		}
-		if time.Now().After(deadline) {
-			t.Fatal("the late-registered GPU's XID was not counted")
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return nil
+	})
 }

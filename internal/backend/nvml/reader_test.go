@@ -3,6 +3,7 @@ package nvmlbackend
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -12,6 +13,7 @@ import (
 	"github.com/NVIDIA/go-nvml/pkg/nvml/mock"
 
 	"github.com/gpuwatch/gpuwatch/internal/snapshot"
+	"github.com/gpuwatch/gpuwatch/internal/testenv"
 )
 
 func newReader(t *testing.T, lib nvml.Interface, groups map[string]bool) *Reader {
@@ -512,17 +514,14 @@ func TestXIDCountedOnTheRightDevice(t *testing.T) {
 // pollUntil reads until cond holds, failing after a few seconds.
 func pollUntil(t *testing.T, r *Reader, cond func(*snapshot.Snapshot) bool) *snapshot.Snapshot {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		snap := read(t, r)
-		if cond(snap) {
-			return snap
+	var snap *snapshot.Snapshot
+	testenv.Eventually(t, 5*time.Second, func() error {
+		if snap = read(t, r); !cond(snap) {
+			return fmt.Errorf("no snapshot met the condition; the last one's devices: %+v", snap.Devices)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("condition not met within 5s; last snapshot devices: %+v", snap.Devices)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return nil
+	})
+	return snap
 }
 
 func TestReadDoesNotWaitForXIDEvents(t *testing.T) {
