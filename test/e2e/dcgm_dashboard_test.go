@@ -78,7 +78,7 @@ scrape_configs:
 	promURL := fmt.Sprintf("http://127.0.0.1:%d", promPort)
 	startProcess(t, promBin, "--config.file="+promConfig, "--storage.tsdb.path="+filepath.Join(dir, "tsdb"),
 		"--web.listen-address="+promURL[len("http://"):])
-	waitFor(t, 60*time.Second, "Prometheus to scrape gpuwatch", func() bool {
+	testenv.WaitFor(t, 60*time.Second, "Prometheus to scrape gpuwatch", func() bool {
 		v, ok := promQuery(t, promURL, `up{job="gpuwatch"}`)
 		return ok && v == 1
 	})
@@ -96,7 +96,7 @@ scrape_configs:
 	for _, p := range dashboard12239 {
 		expr := all.Replace(p.expr)
 		var result []map[string]string
-		waitFor(t, 15*time.Second, "panel "+p.panel, func() bool {
+		testenv.WaitFor(t, 15*time.Second, "panel "+p.panel, func() bool {
 			result = promVector(t, promURL, expr)
 			return len(result) > 0
 		})

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	dto "github.com/prometheus/client_model/go"
+
+	"github.com/gpuwatch/gpuwatch/internal/testenv"
 )
 
 // TestDemoShowsEveryOwnerKind: the README's demo, run as a new user would
@@ -69,7 +71,7 @@ func TestDemoShowsEveryOwnerKind(t *testing.T) {
 	// A lookup that misses one scrape's budget on a busy machine serves
 	// the next scrape.
 	var fams map[string]*dto.MetricFamily
-	waitFor(t, 20*time.Second, "owners of every kind on /metrics", func() bool {
+	testenv.WaitFor(t, 20*time.Second, "owners of every kind on /metrics", func() bool {
 		fams = parseMetrics(t, httpGet(t, base+"/metrics"))
 		return len(ownerKinds(fams)) == 4
 	})
@@ -117,7 +119,7 @@ func TestLogsSpeakUp(t *testing.T) {
 		"--docker.socket=", "--cri.socket=", "--kubelet.pod-resources-socket="+missing, "--slurm.jobs=false")
 	// The start summary follows the first collection, whose owner lookup
 	// may log the failure first: wait for both.
-	waitFor(t, 15*time.Second, "the kubelet failure warning and the start summary", func() bool {
+	testenv.WaitFor(t, 15*time.Second, "the kubelet failure warning and the start summary", func() bool {
 		_, _ = httpGetNoFail(base + "/metrics")
 		out := proc.output.String()
 		return strings.Contains(out, `msg="attribution source failing`) && strings.Contains(out, `msg="gpuwatch started"`)
@@ -140,7 +142,7 @@ func TestLogsSpeakUp(t *testing.T) {
 
 	// The demo: every source on, Slurm named once.
 	_, demo := startGpuwatch(t, "--backend=sim", "--sim.profile=dgx-h100")
-	waitFor(t, 15*time.Second, "the start summary", func() bool {
+	testenv.WaitFor(t, 15*time.Second, "the start summary", func() bool {
 		return strings.Contains(demo.output.String(), `msg="gpuwatch started"`)
 	})
 	out = demo.output.String()

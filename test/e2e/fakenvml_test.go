@@ -98,7 +98,7 @@ func startWithEnv(t *testing.T, env []string, args ...string) (base string, p *p
 	addr := fmt.Sprintf("127.0.0.1:%d", testenv.FreePort(t))
 	p = startProcessEnv(t, env, gpuwatchBin, append([]string{"--web.listen-address=" + addr}, args...)...)
 	base = "http://" + addr
-	waitFor(t, 20*time.Second, "gpuwatch to answer /healthz or exit", func() bool {
+	testenv.WaitFor(t, 20*time.Second, "gpuwatch to answer /healthz or exit", func() bool {
 		if p.exited() {
 			return true
 		}

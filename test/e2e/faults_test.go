@@ -9,6 +9,8 @@ import (
 	"time"
 
 	dto "github.com/prometheus/client_model/go"
+
+	"github.com/gpuwatch/gpuwatch/internal/testenv"
 )
 
 // TestFaults runs a simulated DGX in real time with a GPU that is lost after
@@ -41,14 +43,14 @@ faults:
 	}
 
 	// The XID arrives through the event goroutine.
-	waitFor(t, 15*time.Second, "gpu_xid_errors_total{gpu=2,xid=79} = 1", func() bool {
+	testenv.WaitFor(t, 15*time.Second, "gpu_xid_errors_total{gpu=2,xid=79} = 1", func() bool {
 		v, ok := sample(parseMetrics(t, httpGet(t, base+"/metrics")), "gpu_xid_errors_total", map[string]string{"gpu": "2", "xid": "79"})
 		return ok && v == 1
 	})
 
 	// GPU 3 falls off the bus: gpu_up goes to 0, its readings vanish, the
 	// other seven keep reporting, and the process stays up.
-	waitFor(t, 15*time.Second, "gpu_up{gpu=3} = 0", func() bool {
+	testenv.WaitFor(t, 15*time.Second, "gpu_up{gpu=3} = 0", func() bool {
 		v, ok := sample(parseMetrics(t, httpGet(t, base+"/metrics")), "gpu_up", map[string]string{"gpu": "3"})
 		return ok && v == 0
 	})
@@ -74,7 +76,7 @@ faults:
 		t.Fatal("gpuwatch exited after losing a GPU")
 	}
 	// The log says so, once each.
-	waitFor(t, 10*time.Second, "warnings about the lost GPU and the XID", func() bool {
+	testenv.WaitFor(t, 10*time.Second, "warnings about the lost GPU and the XID", func() bool {
 		out := proc.output.String()
 		return strings.Contains(out, `level=WARN source=healthlog.go`) &&
 			strings.Contains(out, `msg="GPU is down" gpu=3`) && strings.Contains(out, "reason=gpu_is_lost") &&
@@ -105,7 +107,7 @@ func TestHungGPU(t *testing.T) {
 		v, _ := sample(fams, "gpu_up", map[string]string{"gpu": gpu})
 		return v
 	}
-	waitFor(t, 10*time.Second, "gpu_up{gpu=4} = 0 while it hangs", func() bool {
+	testenv.WaitFor(t, 10*time.Second, "gpu_up{gpu=4} = 0 while it hangs", func() bool {
 		fams := scrape()
 		if up(fams, "4") != 0 {
 			return false
@@ -117,7 +119,7 @@ func TestHungGPU(t *testing.T) {
 		}
 		return true
 	})
-	waitFor(t, 15*time.Second, "gpu_up{gpu=4} = 1 after the hang", func() bool { return up(scrape(), "4") == 1 })
+	testenv.WaitFor(t, 15*time.Second, "gpu_up{gpu=4} = 1 after the hang", func() bool { return up(scrape(), "4") == 1 })
 	if proc.exited() {
 		t.Fatal("gpuwatch exited")
 	}
@@ -143,12 +145,12 @@ func TestReadyzWhenEveryGPUIsDown(t *testing.T) {
 	cfg := filepath.Join(t.TempDir(), "sim.yaml")
 	writeFile(t, cfg, "profile: h100\nfaults:\n  - {gpu: 0, lost_after: 2s}\n")
 	base, _ := startGpuwatch(t, "--backend=sim", "--sim.config="+cfg)
-	waitFor(t, 10*time.Second, "/readyz to answer 200", func() bool {
+	testenv.WaitFor(t, 10*time.Second, "/readyz to answer 200", func() bool {
 		_, err := httpGetNoFail(base + "/readyz")
 		return err == nil
 	})
 	var body string
-	waitFor(t, 15*time.Second, "/readyz to answer 503 once GPU 0 is lost", func() bool {
+	testenv.WaitFor(t, 15*time.Second, "/readyz to answer 503 once GPU 0 is lost", func() bool {
 		_, _ = httpGetNoFail(base + "/metrics") // a collection
 		resp, err := http.Get(base + "/readyz")
 		if err != nil {

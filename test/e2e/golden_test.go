@@ -59,7 +59,7 @@ const gpmWindow = 1100 * time.Millisecond
 // long this took).
 func settle(t *testing.T, base string) {
 	t.Helper()
-	waitFor(t, 30*time.Second, "the first collection (/readyz)", func() bool {
+	testenv.WaitFor(t, 30*time.Second, "the first collection (/readyz)", func() bool {
 		resp, err := http.Get(base + "/readyz")
 		if err != nil {
 			return false

@@ -54,7 +54,7 @@ func TestHangingRuntimeSocket(t *testing.T) {
 			t.Errorf("scrape %d: the owner procfs gives is missing", i)
 		}
 	}
-	waitFor(t, 10*time.Second, "docker errors counted", func() bool {
+	testenv.WaitFor(t, 10*time.Second, "docker errors counted", func() bool {
 		v, ok := sample(parseMetrics(t, httpGet(t, base+"/metrics")), "gpuwatch_attribution_errors_total", map[string]string{"source": "docker"})
 		return ok && v > 0
 	})

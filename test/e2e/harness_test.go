@@ -104,7 +104,7 @@ func startGpuwatch(t *testing.T, args ...string) (string, *process) {
 // waitForHealthz waits until the gpuwatch p answers base/healthz.
 func waitForHealthz(t *testing.T, p *process, base string) {
 	t.Helper()
-	waitFor(t, 15*time.Second, "gpuwatch to answer /healthz", func() bool {
+	testenv.WaitFor(t, 15*time.Second, "gpuwatch to answer /healthz", func() bool {
 		if p.exited() {
 			t.Fatalf("gpuwatch exited early:\n%s", p.output.String())
 		}
@@ -115,17 +115,6 @@ func waitForHealthz(t *testing.T, p *process, base string) {
 		resp.Body.Close()
 		return resp.StatusCode == 200
 	})
-}
-
-func waitFor(t *testing.T, timeout time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s waiting for %s", timeout, what)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
 }
 
 func httpGet(t *testing.T, url string) string {

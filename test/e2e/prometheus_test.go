@@ -65,7 +65,7 @@ func TestPrometheusScrapesSimulatedDGX(t *testing.T) {
 	// The XID reader runs on its own goroutine; wait until it has counted,
 	// and until the first GPM window (a second) has closed.
 	var exposed map[string]float64
-	waitFor(t, 15*time.Second, "gpu_xid_errors_total and GPM on /metrics", func() bool {
+	testenv.WaitFor(t, 15*time.Second, "gpu_xid_errors_total and GPM on /metrics", func() bool {
 		fams := parseMetrics(t, httpGet(t, base+"/metrics"))
 		_, ok := sample(fams, "gpu_xid_errors_total", map[string]string{"gpu": "2", "xid": "79"})
 		if _, gpm := sample(fams, "gpu_gpm_sm_active_ratio", map[string]string{"gpu": "0"}); !ok || !gpm {
@@ -99,14 +99,14 @@ scrape_configs:
 		"--web.listen-address="+promURL[len("http://"):],
 	)
 
-	waitFor(t, 60*time.Second, "Prometheus to scrape gpuwatch", func() bool {
+	testenv.WaitFor(t, 60*time.Second, "Prometheus to scrape gpuwatch", func() bool {
 		v, ok := promQuery(t, promURL, `up{job="gpuwatch"}`)
 		return ok && v == 1
 	})
 	for _, g := range everyGroup {
 		q := g.name + selector(g.labels)
 		var got float64
-		waitFor(t, 10*time.Second, "PromQL "+q, func() bool {
+		testenv.WaitFor(t, 10*time.Second, "PromQL "+q, func() bool {
 			v, ok := promQuery(t, promURL, q)
 			got = v
 			return ok

@@ -196,7 +196,7 @@ func startPrometheusOn(t *testing.T, tsdb string, extra ...string) string {
 func startPrometheusWithHistory(t *testing.T, start time.Time) string {
 	t.Helper()
 	url := "http://" + startPrometheusOn(t, backfillHistory(t, start))
-	waitFor(t, 60*time.Second, "Prometheus to load the history", func() bool {
+	testenv.WaitFor(t, 60*time.Second, "Prometheus to load the history", func() bool {
 		v, ok := promQuery(t, url, fmt.Sprintf(`count(gpu_up @ %d)`, start.Add(time.Hour).Unix()))
 		return ok && v == 4
 	})
@@ -370,12 +370,12 @@ func TestReportAgainstVictoriaMetrics(t *testing.T) {
 	// sample interval, so a series ends at its last sample.
 	startProcess(t, vmBin, "-storageDataPath="+filepath.Join(dir, "vm"), "-httpListenAddr="+url[len("http://"):],
 		"-retentionPeriod=1y", "-search.maxStalenessInterval=4m", "-search.disableCache", "-loggerLevel=ERROR")
-	waitFor(t, 30*time.Second, "VictoriaMetrics to answer", func() bool {
+	testenv.WaitFor(t, 30*time.Second, "VictoriaMetrics to answer", func() bool {
 		_, err := httpGetNoFail(url + "/health")
 		return err == nil
 	})
 	importPrometheusText(t, url, history)
-	waitFor(t, 30*time.Second, "VictoriaMetrics to serve the history", func() bool {
+	testenv.WaitFor(t, 30*time.Second, "VictoriaMetrics to serve the history", func() bool {
 		v, ok := promQuery(t, url, fmt.Sprintf(`count(gpu_up @ %d)`, start.Add(time.Hour).Unix()))
 		return ok && v == 4
 	})
@@ -537,7 +537,7 @@ func TestReportTLSAndBasicAuth(t *testing.T) {
 
 	var out string
 	var code int
-	waitFor(t, 60*time.Second, "the report through TLS and basic auth", func() bool {
+	testenv.WaitFor(t, 60*time.Second, "the report through TLS and basic auth", func() bool {
 		out, code = runReport(t, append(args, "--prometheus.http-config="+good)...)
 		return code == 0
 	})
@@ -569,7 +569,7 @@ func TestReportUsesRecordingRules(t *testing.T) {
 	tsdb := backfillHistory(t, start)
 	addr := startPrometheusOn(t, tsdb)
 	url := "http://" + addr
-	waitFor(t, 60*time.Second, "Prometheus to load the history", func() bool {
+	testenv.WaitFor(t, 60*time.Second, "Prometheus to load the history", func() bool {
 		v, ok := promQuery(t, url, fmt.Sprintf(`count(gpu_up @ %d)`, start.Add(time.Hour).Unix()))
 		return ok && v == 4
 	})
@@ -598,7 +598,7 @@ func TestReportUsesRecordingRules(t *testing.T) {
 		}
 	}
 	url2 := "http://" + startPrometheusOn(t, both)
-	waitFor(t, 60*time.Second, "Prometheus to load the recorded history", func() bool {
+	testenv.WaitFor(t, 60*time.Second, "Prometheus to load the recorded history", func() bool {
 		v, ok := promQuery(t, url2, fmt.Sprintf(`count(namespace_pod:gpu_utilization_ratio:avg @ %d)`, start.Add(time.Hour).Unix()))
 		return ok && v == 2
 	})

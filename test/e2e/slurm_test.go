@@ -67,7 +67,7 @@ func TestSlurmJobOwners(t *testing.T) {
 	base, _ := startGpuwatch(t, append(common, "--collector.slurm", "--slurm.poll-interval=1s")...)
 	// Job lookups run in the background on the first scrape; poll.
 	var fams = parseMetrics(t, httpGet(t, base+"/metrics"))
-	waitFor(t, 20*time.Second, "gpu_slurm_job_info for both jobs", func() bool {
+	testenv.WaitFor(t, 20*time.Second, "gpu_slurm_job_info for both jobs", func() bool {
 		fams = parseMetrics(t, httpGet(t, base+"/metrics"))
 		_, a := sample(fams, "gpu_slurm_job_info", map[string]string{"gpu": "0", "job_id": busy, "user": "root", "account": "physics", "partition": "gpu"})
 		_, b := sample(fams, "gpu_slurm_job_info", map[string]string{"gpu": "1", "job_id": idle, "user": "root", "account": "chem", "partition": "gpu"})

@@ -158,7 +158,7 @@ func TestStackDashboardsReturnData(t *testing.T) {
 		`compose_service:gpu_process_memory_used_bytes:sum{compose_project="lab",compose_service="trainer"}`,
 		`ALERTS{alertname="GPULost",instance="node-b",gpu="6"}`,
 		`ALERTS{alertname="GPUXIDCritical",alertstate="firing",instance="node-b",gpu="4",xid="79"}`} {
-		waitFor(t, 20*time.Second, "Prometheus rules: "+q, func() bool { return hasData(t, promURL, q) })
+		testenv.WaitFor(t, 20*time.Second, "Prometheus rules: "+q, func() bool { return hasData(t, promURL, q) })
 	}
 }
 
@@ -294,7 +294,7 @@ func waitForFleet(t *testing.T, base string, engine *process, hosts int) {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	waitFor(t, 45*time.Second, base+" to see node-b's XID and lost GPU", func() bool {
+	testenv.WaitFor(t, 45*time.Second, base+" to see node-b's XID and lost GPU", func() bool {
 		return hasData(t, base, `gpu_xid_errors_total{instance="node-b"}`) && hasData(t, base, `gpu_up{instance="node-b"} == 0`)
 	})
 }

@@ -7,6 +7,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/gpuwatch/gpuwatch/internal/testenv"
 )
 
 // TestTextfileInterval runs `gpuwatch textfile --interval` against the
@@ -30,8 +32,8 @@ func TestTextfileInterval(t *testing.T) {
 		return v
 	}
 	var first float64
-	waitFor(t, 10*time.Second, "the first write", func() bool { first = energy(); return first > 0 })
-	waitFor(t, 10*time.Second, "a rewrite with a grown energy counter", func() bool { return energy() > first })
+	testenv.WaitFor(t, 10*time.Second, "the first write", func() bool { first = energy(); return first > 0 })
+	testenv.WaitFor(t, 10*time.Second, "a rewrite with a grown energy counter", func() bool { return energy() > first })
 
 	entries, _ := os.ReadDir(dir)
 	for _, e := range entries {
@@ -60,7 +62,7 @@ func TestTextfileInterval(t *testing.T) {
 // /healthz from the start.
 func TestReadiness(t *testing.T) {
 	base, _ := startGpuwatch(t, "--backend=sim", "--sim.profile=h100")
-	waitFor(t, 10*time.Second, "/readyz to answer 200", func() bool {
+	testenv.WaitFor(t, 10*time.Second, "/readyz to answer 200", func() bool {
 		_, err := httpGetNoFail(base + "/readyz")
 		return err == nil
 	})

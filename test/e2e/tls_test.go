@@ -54,7 +54,7 @@ func TestTLSAndBasicAuth(t *testing.T) {
 		body, _ := io.ReadAll(resp.Body)
 		return resp.StatusCode, string(body), nil
 	}
-	waitFor(t, 15*time.Second, "gpuwatch to serve TLS", func() bool {
+	testenv.WaitFor(t, 15*time.Second, "gpuwatch to serve TLS", func() bool {
 		if proc.exited() {
 			t.Fatalf("gpuwatch exited:\n%s", proc.output.String())
 		}

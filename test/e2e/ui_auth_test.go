@@ -40,7 +40,7 @@ func TestLivePageNeedsCredentials(t *testing.T) {
 		resp.Body.Close()
 		return resp.StatusCode
 	}
-	waitFor(t, 15*time.Second, "gpuwatch to answer with credentials", func() bool {
+	testenv.WaitFor(t, 15*time.Second, "gpuwatch to answer with credentials", func() bool {
 		if proc.exited() {
 			t.Fatalf("gpuwatch exited:\n%s", proc.output.String())
 		}

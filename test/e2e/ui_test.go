@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/chromedp/chromedp"
+
+	"github.com/gpuwatch/gpuwatch/internal/testenv"
 )
 
 // TestLivePage opens gpuwatch's live page in headless Chromium against a
@@ -56,9 +58,9 @@ func TestLivePage(t *testing.T) {
 		return n
 	}
 	first := points()
-	waitFor(t, 20*time.Second, "GPU 0's utilization chart to gain points", func() bool { return points() >= first+2 })
+	testenv.WaitFor(t, 20*time.Second, "GPU 0's utilization chart to gain points", func() bool { return points() >= first+2 })
 
-	waitFor(t, 30*time.Second, "GPU 3's card to turn down", func() bool {
+	testenv.WaitFor(t, 30*time.Second, "GPU 3's card to turn down", func() bool {
 		var state string
 		b.run(t, visibleText(`article.card[data-gpu="3"] .state`, &state))
 		return state == "down"

@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/gpuwatch/gpuwatch/internal/testenv"
 )
 
 // GPU faults come from the simulator's fault config: the NVML reader runs
@@ -30,7 +32,7 @@ func TestGPULost(t *testing.T) {
 	record(t, "gpu", "dgx-h100, GPU 3 lost after 2s: gpu_up 0 for it only, its readings absent")
 	h := start(t, "--backend=sim", "--sim.config="+simConfig(t, "profile: dgx-h100\nfaults:\n  - {gpu: 3, lost_after: 2s}\n"))
 	h.baseline()
-	waitUntil(t, 20*time.Second, "GPU 3 down", func() bool { v, _ := gpuUp(h.scrape(), 3); return v == 0 })
+	testenv.WaitFor(t, 20*time.Second, "GPU 3 down", func() bool { v, _ := gpuUp(h.scrape(), 3); return v == 0 })
 	page := h.scrape()
 	if got := upGPUs(page, 8); fmt.Sprint(got) != "[1 1 1 0 1 1 1 1]" {
 		t.Errorf("gpu_up = %v", got)
@@ -47,11 +49,11 @@ func TestGPUHungThenRecovered(t *testing.T) {
 	h := start(t, "--backend=sim", "--collection.timeout=1s",
 		"--sim.config="+simConfig(t, "profile: dgx-h100\nfaults:\n  - {gpu: 2, hang_after: 2s, hang_for: 6s}\n"))
 	h.baseline()
-	waitUntil(t, 20*time.Second, "GPU 2 reported down while hung", func() bool { v, _ := gpuUp(h.scrape(), 2); return v == 0 })
+	testenv.WaitFor(t, 20*time.Second, "GPU 2 reported down while hung", func() bool { v, _ := gpuUp(h.scrape(), 2); return v == 0 })
 	if got := upGPUs(h.scrape(), 8); fmt.Sprint(got) != "[1 1 0 1 1 1 1 1]" {
 		t.Errorf("while GPU 2 hangs: gpu_up = %v", got)
 	}
-	waitUntil(t, 30*time.Second, "GPU 2 back up", func() bool { v, _ := gpuUp(h.scrape(), 2); return v == 1 })
+	testenv.WaitFor(t, 30*time.Second, "GPU 2 back up", func() bool { v, _ := gpuUp(h.scrape(), 2); return v == 1 })
 	h.noLeak()
 }
 
@@ -68,11 +70,11 @@ func TestGPUHungFromStart(t *testing.T) {
 	}
 	// Written before gpuwatch listened, but copied from its stderr pipe
 	// by another goroutine: wait for it.
-	waitUntil(t, 5*time.Second, "the start log to name the hung GPU", func() bool {
+	testenv.WaitFor(t, 5*time.Second, "the start log to name the hung GPU", func() bool {
 		return strings.Contains(h.out.String(), `msg="gpu did not answer NVML at start; reported down (gpu_up 0, not_answering) until it does" gpu=5`)
 	})
 	h.baseline()
-	waitUntil(t, 30*time.Second, "GPU 5 back up", func() bool { v, _ := gpuUp(h.scrape(), 5); return v == 1 })
+	testenv.WaitFor(t, 30*time.Second, "GPU 5 back up", func() bool { v, _ := gpuUp(h.scrape(), 5); return v == 1 })
 	h.noLeak()
 }
 
@@ -115,7 +117,7 @@ func TestGPUsAllHung(t *testing.T) {
 		faults += fmt.Sprintf("  - {gpu: %d, hang_after: 2s}\n", g)
 	}
 	h := start(t, "--backend=sim", "--collection.timeout=1s", "--sim.config="+simConfig(t, faults))
-	waitUntil(t, 30*time.Second, "every GPU down", func() bool {
+	testenv.WaitFor(t, 30*time.Second, "every GPU down", func() bool {
 		return fmt.Sprint(upGPUs(h.scrape(), 8)) == "[0 0 0 0 0 0 0 0]"
 	})
 	h.baseline()
@@ -137,7 +139,7 @@ func TestGPULargeFleetLostAndHung(t *testing.T) {
 		}
 	}
 	h := start(t, "--backend=sim", "--collection.timeout=4s", "--sim.config="+simConfig(t, faults))
-	waitUntil(t, 30*time.Second, "16 GPUs down", func() bool {
+	testenv.WaitFor(t, 30*time.Second, "16 GPUs down", func() bool {
 		return strings.Count(fmt.Sprint(upGPUs(h.scrape(), 64)), "0") == 16
 	})
 	h.baseline()
@@ -165,7 +167,7 @@ func TestGPUXIDStorm(t *testing.T) {
 		}
 		return sum
 	}
-	waitUntil(t, 30*time.Second, "400 XIDs counted", func() bool { return total() == 400 })
+	testenv.WaitFor(t, 30*time.Second, "400 XIDs counted", func() bool { return total() == 400 })
 	h.noLeak()
 }
 
@@ -177,7 +179,7 @@ func TestGPUXIDThenLost(t *testing.T) {
 	h := start(t, "--backend=sim", "--sim.config="+simConfig(t,
 		"profile: dgx-h100\nfaults:\n  - {gpu: 5, xid: 79, at: 1s}\n  - {gpu: 5, lost_after: 2s}\n"))
 	want := map[string]string{"gpu": "5", "xid": "79"}
-	waitUntil(t, 20*time.Second, "GPU 5 lost", func() bool { v, _ := gpuUp(h.scrape(), 5); return v == 0 })
+	testenv.WaitFor(t, 20*time.Second, "GPU 5 lost", func() bool { v, _ := gpuUp(h.scrape(), 5); return v == 0 })
 	h.baseline()
 	for range 3 {
 		if v, ok := value(h.scrape(), "gpu_xid_errors_total", want); !ok || v != 1 {

@@ -365,15 +365,3 @@ func simConfig(t *testing.T, yaml string) string {
 	t.Helper()
 	return writeFile(t, filepath.Join(t.TempDir(), "sim.yaml"), yaml)
 }
-
-// waitUntil polls cond every 100ms until it holds or timeout passes.
-func waitUntil(t *testing.T, timeout time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s waiting for %s", timeout, what)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-}

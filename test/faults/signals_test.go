@@ -8,6 +8,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/gpuwatch/gpuwatch/internal/testenv"
 )
 
 func TestSignalHangupServe(t *testing.T) {
@@ -18,7 +20,7 @@ func TestSignalHangupServe(t *testing.T) {
 	for range 3 {
 		_ = h.cmd.Process.Signal(syscall.SIGHUP)
 	}
-	waitUntil(t, 10*time.Second, "the SIGHUP to be logged", func() bool { return strings.Contains(h.out.String(), "SIGHUP") })
+	testenv.WaitFor(t, 10*time.Second, "the SIGHUP to be logged", func() bool { return strings.Contains(h.out.String(), "SIGHUP") })
 	h.scrape()
 	h.noLeak()
 }
@@ -69,7 +71,7 @@ func TestSignalHangupTextfile(t *testing.T) {
 			<-done
 		}
 	}()
-	waitUntil(t, 20*time.Second, "the first write", func() bool { _, err := os.Stat(out); return err == nil })
+	testenv.WaitFor(t, 20*time.Second, "the first write", func() bool { _, err := os.Stat(out); return err == nil })
 	_ = cmd.Process.Signal(syscall.SIGHUP)
 	time.Sleep(1500 * time.Millisecond)
 	select {

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/gpuwatch/gpuwatch/internal/testenv"
 )
 
 // Slurm commands replaced by scripts that hang or print garbage. Process
@@ -72,7 +74,7 @@ func slurmCase(t *testing.T, body string) {
 	h.noLeak()
 	// Commands are started again at every poll; each must be gone within
 	// its timeout.
-	waitUntil(t, 10*time.Second, "no Slurm command running past its timeout", func() bool {
+	testenv.WaitFor(t, 10*time.Second, "no Slurm command running past its timeout", func() bool {
 		return h.children() <= 4
 	})
 }
