@@ -3,12 +3,16 @@ package pipeline
 import (
 	"context"
 	"errors"
+	"fmt"
+	"runtime"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/gpuwatch/gpuwatch/internal/snapshot"
+	"github.com/gpuwatch/gpuwatch/internal/testenv"
 )
 
 type countingReader struct {
@@ -52,12 +56,16 @@ func TestConcurrentCallersShareOneCollection(t *testing.T) {
 			results <- s
 		}()
 	}
-	// Let every caller reach the in-flight collection before it finishes.
-	deadline := time.Now().Add(5 * time.Second)
-	for r.calls.Load() == 0 && time.Now().Before(deadline) {
-		time.Sleep(time.Millisecond)
-	}
-	time.Sleep(50 * time.Millisecond)
+	// Every caller must have joined the in-flight collection before it
+	// finishes: with MaxAge zero, one that arrives later starts another.
+	// A sleep cannot promise that on a loaded machine; the callers'
+	// stacks can.
+	testenv.Eventually(t, 10*time.Second, func() error {
+		if n := goroutinesWaitingIn("pipeline.(*Pipeline).Snapshot"); n != callers {
+			return fmt.Errorf("%d of %d callers wait for the collection", n, callers)
+		}
+		return nil
+	})
 	close(r.release)
 	wg.Wait()
 	close(results)
@@ -181,4 +189,18 @@ func TestOnCollectSeesEveryCollection(t *testing.T) {
 	if len(seen) != 2 || seen[0] != nil || seen[1] != boom {
 		t.Errorf("OnCollect saw %v", seen)
 	}
+}
+
+// goroutinesWaitingIn counts the goroutines blocked in a select inside the
+// function whose qualified name ends with fn.
+func goroutinesWaitingIn(fn string) int {
+	buf := make([]byte, 1<<20)
+	buf = buf[:runtime.Stack(buf, true)]
+	n := 0
+	for _, g := range strings.Split(string(buf), "\n\n") {
+		if strings.Contains(g, " [select") && strings.Contains(g, fn+"(") {
+			n++
+		}
+	}
+	return n
 }
