@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"runtime"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -61,7 +59,7 @@ func TestConcurrentCallersShareOneCollection(t *testing.T) {
 	// A sleep cannot promise that on a loaded machine; the callers'
 	// stacks can.
 	testenv.Eventually(t, 10*time.Second, func() error {
-		if n := goroutinesWaitingIn("pipeline.(*Pipeline).Snapshot"); n != callers {
+		if n := testenv.GoroutinesWaitingIn("pipeline.(*Pipeline).Snapshot"); n != callers {
 			return fmt.Errorf("%d of %d callers wait for the collection", n, callers)
 		}
 		return nil
@@ -189,18 +187,4 @@ func TestOnCollectSeesEveryCollection(t *testing.T) {
 	if len(seen) != 2 || seen[0] != nil || seen[1] != boom {
 		t.Errorf("OnCollect saw %v", seen)
 	}
-}
-
-// goroutinesWaitingIn counts the goroutines blocked in a select inside the
-// function whose qualified name ends with fn.
-func goroutinesWaitingIn(fn string) int {
-	buf := make([]byte, 1<<20)
-	buf = buf[:runtime.Stack(buf, true)]
-	n := 0
-	for _, g := range strings.Split(string(buf), "\n\n") {
-		if strings.Contains(g, " [select") && strings.Contains(g, fn+"(") {
-			n++
-		}
-	}
-	return n
 }
