@@ -3,6 +3,7 @@ package slurm
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -10,6 +11,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/gpuwatch/gpuwatch/internal/testenv"
 )
 
 // writeScript writes an executable shell script into dir.
@@ -85,14 +88,26 @@ func TestCollectorHangingSqueue(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(100 * time.Millisecond)
-	for _, f := range strings.Fields(string(data)) {
-		pid, _ := strconv.Atoi(f)
-		if pid > 0 && pidAlive(pid) {
-			t.Errorf("process %d of the hung squeue still runs", pid)
+	// The group was sent SIGKILL; each process dies once the kernel runs
+	// it, which a loaded machine may put off.
+	var alive []int
+	defer func() {
+		for _, pid := range alive {
 			syscall.Kill(pid, syscall.SIGKILL)
 		}
-	}
+	}()
+	testenv.Eventually(t, 10*time.Second, func() error {
+		alive = alive[:0]
+		for _, f := range strings.Fields(string(data)) {
+			if pid, _ := strconv.Atoi(f); pid > 0 && pidAlive(pid) {
+				alive = append(alive, pid)
+			}
+		}
+		if len(alive) > 0 {
+			return fmt.Errorf("processes %v of the hung squeue still run", alive)
+		}
+		return nil
+	})
 }
 
 func TestCollectorGarbageSqueue(t *testing.T) {

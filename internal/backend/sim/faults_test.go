@@ -1,11 +1,15 @@
 package sim
 
 import (
+	"errors"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
+
+	"github.com/gpuwatch/gpuwatch/internal/testenv"
 )
 
 func exampleSim(t *testing.T) *Sim {
@@ -214,11 +218,21 @@ func TestFreeDoesNotWakeWait(t *testing.T) {
 	set := registerXID(t, s, 2)
 	done := make(chan nvml.Return)
 	start := time.Now()
+	var returned atomic.Bool
 	go func() {
 		_, r := set.Wait(200)
+		returned.Store(true)
 		done <- r
 	}()
-	time.Sleep(20 * time.Millisecond)
+	// Free must come while Wait is in progress: a set freed before the
+	// Wait begins answers at once, and rightly so. (On a machine too
+	// loaded to see the Wait within its 200ms, Free comes after it.)
+	testenv.Eventually(t, 10*time.Second, func() error {
+		if testenv.GoroutinesWaitingIn("sim.(*eventSet).Wait") == 0 && !returned.Load() {
+			return errors.New("Wait has not begun")
+		}
+		return nil
+	})
 	set.Free()
 	r := <-done
 	if took := time.Since(start); took < 200*time.Millisecond {
