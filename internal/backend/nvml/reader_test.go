@@ -530,7 +530,8 @@ func TestReadDoesNotWaitForXIDEvents(t *testing.T) {
 	r := newReader(t, h, map[string]bool{snapshot.GroupXID: true})
 	// The watcher is blocked in Wait (500 ms timeout) almost all the time;
 	// ten reads must not queue behind it. Not a timing assertion on speed,
-	// only that reads complete while Wait is outstanding.
+	// only that reads complete while Wait is outstanding: reads queued
+	// behind it would take about 500ms each, 5s for the ten.
 	done := make(chan struct{})
 	go func() {
 		for range 10 {
@@ -542,7 +543,7 @@ func TestReadDoesNotWaitForXIDEvents(t *testing.T) {
 	}()
 	select {
 	case <-done:
-	case <-time.After(400 * time.Millisecond):
+	case <-time.After(2500 * time.Millisecond):
 		t.Fatal("reads blocked behind the XID event wait")
 	}
 }
