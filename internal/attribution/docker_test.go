@@ -198,7 +198,9 @@ func TestEnrichAbsentSocket(t *testing.T) {
 func TestEnrichHangingSocket(t *testing.T) {
 	socket, accepted := silentSocket(t)
 
-	const timeout = 300 * time.Millisecond
+	// The socket's timeout is far from the budget, and the bounds below
+	// sit between the two with a margin a loaded machine cannot eat.
+	const timeout = 2 * time.Second
 	a := newFixtureAttributor(t, Options{DockerSocket: "unix://" + socket, Timeout: timeout})
 	s := &snapshot.Snapshot{Processes: []snapshot.Process{{PID: 1001}, {PID: 1002}, {PID: 1003}, {PID: 1018}}}
 
@@ -206,7 +208,7 @@ func TestEnrichHangingSocket(t *testing.T) {
 	defer cancel()
 	start := time.Now()
 	a.Enrich(ctx, s)
-	if took := time.Since(start); took > 100*time.Millisecond+200*time.Millisecond {
+	if took := time.Since(start); took > 100*time.Millisecond+time.Second {
 		t.Errorf("Enrich took %v with a 100ms budget", took)
 	}
 	if s.Processes[0].Owner.Container.ID != fixtureDockerID {
@@ -214,7 +216,7 @@ func TestEnrichHangingSocket(t *testing.T) {
 	}
 
 	// The lookups time out in the background and are counted.
-	testenv.Eventually(t, 5*time.Second, func() error {
+	testenv.Eventually(t, timeout+10*time.Second, func() error {
 		if a.errs.snapshot()[SourceDocker] == 0 {
 			return errors.New("a hanging socket counted no error")
 		}
@@ -226,7 +228,7 @@ func TestEnrichHangingSocket(t *testing.T) {
 	start = time.Now()
 	s2 := &snapshot.Snapshot{Processes: []snapshot.Process{{PID: 1001}, {PID: 1004}, {PID: 1005}}}
 	a.Enrich(context.Background(), s2)
-	if took := time.Since(start); took > timeout {
+	if took := time.Since(start); took > timeout/2 {
 		t.Errorf("second Enrich took %v; a known-down socket must cost nothing", took)
 	}
 	if got := accepted.Load(); got != conns {
