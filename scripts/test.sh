@@ -15,6 +15,10 @@ if [ -n "$unformatted" ]; then echo "gofmt would change: $unformatted" >&2; exit
 echo "== go vet"
 go vet ./...
 
+echo "== staticcheck"
+# Pinned, built once into .tools/ (scripts/staticcheck.sh); zero findings allowed.
+"$(./scripts/staticcheck.sh)" ./...
+
 echo "== build"
 make --no-print-directory build
 

@@ -11,6 +11,7 @@ import (
 
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
 	versioncollector "github.com/prometheus/client_golang/prometheus/collectors/version"
 	"github.com/prometheus/common/version"
 
@@ -69,7 +70,7 @@ func (s *stack) metricsHandler() http.Handler {
 	runtime := prometheus.NewRegistry()
 	runtime.MustRegister(
 		versioncollector.NewCollector("gpuwatch"),
-		prometheus.NewGoCollector(),
+		collectors.NewGoCollector(),
 		selfstats.NewProcessCollector(),
 	)
 	runtime.MustRegister(s.extra...)

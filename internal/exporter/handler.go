@@ -146,7 +146,7 @@ func (h *textHandler) writeExtra(buf *bytes.Buffer) {
 		// Not through expfmt's Encoder: it copies every family to escape
 		// names for the legacy format, a copy per scrape that the names
 		// here (go_*, process_*, gpuwatch_*, slurm_*) never need.
-		if !model.IsValidLegacyMetricName(mf.GetName()) {
+		if !model.LegacyValidation.IsValidMetricName(mf.GetName()) {
 			mf = model.EscapeMetricFamily(mf, model.UnderscoreEscaping)
 		}
 		_, _ = expfmt.MetricFamilyToText(buf, mf) // writes to a bytes.Buffer cannot fail

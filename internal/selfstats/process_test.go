@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 )
 
@@ -46,7 +47,7 @@ func TestProcessMetricsArePlausible(t *testing.T) {
 func TestSameNamesAsClientGolang(t *testing.T) {
 	ours, theirs := prometheus.NewRegistry(), prometheus.NewRegistry()
 	ours.MustRegister(NewProcessCollector())
-	theirs.MustRegister(prometheus.NewProcessCollector(prometheus.ProcessCollectorOpts{}))
+	theirs.MustRegister(collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	o, _ := ours.Gather()
 	th, _ := theirs.Gather()
 	types := map[string]string{}

@@ -96,10 +96,3 @@ func descs() map[string]*prometheus.Desc {
 	}
 	return m
 }
-
-func valueType(typ string) prometheus.ValueType {
-	if typ == "counter" {
-		return prometheus.CounterValue
-	}
-	return prometheus.GaugeValue
-}

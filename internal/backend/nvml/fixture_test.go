@@ -36,12 +36,6 @@ func (c *callLog) count(name string) int {
 	return c.n[name]
 }
 
-func (c *callLog) reset() {
-	c.mu.Lock()
-	c.n = make(map[string]int)
-	c.mu.Unlock()
-}
-
 func (c *callLog) names() []string {
 	c.mu.Lock()
 	defer c.mu.Unlock()
