@@ -1,8 +1,44 @@
 #!/usr/bin/env bash
 # Builds gpuwatch and runs it with the given flags (default: serve on :9410
-# from the NVIDIA driver). Without a GPU, run the simulator:
-#   ./scripts/run.sh --backend=sim --sim.profile=dgx-h100
+# from the NVIDIA driver).
+#
+# On a machine without NVIDIA's driver library (gpuwatch exits with status 69,
+# "no NVIDIA driver on this host") it starts the demo instead: simulated
+# dgx-h100 GPUs with owners, said so on the console and on the page. Any other
+# driver error is reported as it is, never hidden behind the demo; the gpuwatch
+# binary itself never falls back to the simulator. Naming --backend yourself
+# turns the fallback off.
+#
+#   GPUWATCH_BIN=path   run that binary instead of building one (the tests do)
 set -euo pipefail
 cd "$(dirname "$0")/.."
-make --no-print-directory build >&2
-exec ./bin/gpuwatch "$@"
+
+bin="${GPUWATCH_BIN:-}"
+if [ -z "$bin" ]; then
+  make --no-print-directory build >&2
+  bin=./bin/gpuwatch
+fi
+
+# The fallback applies only when the user left the backend to us.
+for arg in "$@"; do
+  case "$arg" in
+    --backend|--backend=*) exec "$bin" "$@" ;;
+  esac
+done
+
+# One read of the GPUs tells a host without a driver library (69) from every
+# other outcome; those go on to the real command, which reports its own error.
+status=0
+"$bin" ps --no-attribution >/dev/null 2>&1 || status=$?
+if [ "$status" -ne 69 ]; then
+  exec "$bin" "$@"
+fi
+
+cat >&2 <<'BANNER'
+================================================================================
+ gpuwatch DEMO: no NVIDIA driver on this machine (libnvidia-ml.so.1 not found),
+ so these are SIMULATED GPUs (a dgx-h100: 8 H100s) with simulated owners.
+ On a GPU node the same command serves the real GPUs; see README, Install.
+================================================================================
+BANNER
+exec "$bin" --backend=sim --sim.profile=dgx-h100 "$@"

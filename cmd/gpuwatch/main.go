@@ -3,6 +3,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"runtime"
@@ -10,6 +11,15 @@ import (
 	"github.com/alecthomas/kingpin/v2"
 	"github.com/prometheus/common/version"
 )
+
+// exitNoDriver is the exit status when NVIDIA's driver library is not on this
+// host at all (sysexits' EX_UNAVAILABLE): scripts/run.sh starts the demo on it,
+// and on nothing else, so that a driver that is there but failing is reported,
+// never hidden behind simulated GPUs. gpuwatch itself never falls back.
+const exitNoDriver = 69
+
+// errNoDriver marks the error of a host without libnvidia-ml.so.1.
+var errNoDriver = errors.New("no NVIDIA driver on this host")
 
 func main() {
 	// Heap profiling stays off unless /debug/pprof can serve the profile
@@ -32,6 +42,9 @@ func run(args []string) int {
 		if c.name() == chosen {
 			if err := c.run(); err != nil {
 				fmt.Fprintf(os.Stderr, "gpuwatch: %v\n", err)
+				if errors.Is(err, errNoDriver) {
+					return exitNoDriver
+				}
 				return 1
 			}
 			return 0

@@ -173,7 +173,8 @@ func (f *commonFlags) openReader(logger *slog.Logger) (*nvmlbackend.Reader, *sim
 	}
 	reader, err := nvmlbackend.New(lib, opts)
 	if errors.Is(err, nvmlbackend.ErrLibraryNotFound) {
-		return nil, nil, fmt.Errorf("cannot load libnvidia-ml.so.1 (is the NVIDIA driver installed and on the library path?); %s", f.simHint())
+		return nil, nil, fmt.Errorf("%w: cannot load libnvidia-ml.so.1 (is the NVIDIA driver installed and on the library path?); %s",
+			errNoDriver, f.simHint())
 	}
 	if err != nil {
 		return nil, nil, fmt.Errorf("starting the %s backend: %w", f.backend, err)
