@@ -7,12 +7,13 @@
 # tests build); for `make release` and test/release: debootstrap (the Debian 11
 # build and install roots), rpm (rpm -qp on the .rpm), systemd
 # (systemd-analyze verify and the targets units are checked against), qemu-user
-# (runs the arm64 release binary).
+# (runs the arm64 release binary); shellcheck (actionlint checks the release
+# workflow's steps with it).
 # Debian packages, so it needs root (CI runs as root).
 # Safe to run again: it installs only what is missing.
 set -euo pipefail
 
-packages=(prometheus prometheus-node-exporter victoria-metrics chromium slurm-wlm munge podman busybox-static debootstrap rpm systemd gcc qemu-user)
+packages=(prometheus prometheus-node-exporter victoria-metrics chromium slurm-wlm munge podman busybox-static debootstrap rpm systemd gcc qemu-user shellcheck)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

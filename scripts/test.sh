@@ -19,6 +19,11 @@ echo "== staticcheck"
 # Pinned, built once into .tools/ (scripts/staticcheck.sh); zero findings allowed.
 "$(./scripts/staticcheck.sh)" ./...
 
+echo "== actionlint"
+# The release workflow cannot run here (no network, no registry): lint it,
+# with shellcheck on its run: steps.
+"$(./scripts/actionlint.sh)"
+
 echo "== build"
 make --no-print-directory build
 
