@@ -75,7 +75,16 @@ func TestDashboardConventions(t *testing.T) {
 			}
 			if strings.HasPrefix(d.UID, "gpuwatch-") {
 				for _, name := range []string{"cluster", "instance"} {
-					if v, ok := d.Variable(name); !ok || !v.IsFilter() || v.AllValue != deploycheck.AllValue {
+					v, ok := d.Variable(name)
+					if d.UID == "gpuwatch-node" && name == "instance" {
+						// One host's view: no All, so that Grafana opens it on
+						// the first node instead of every node's GPUs at once.
+						if !ok || !v.IsFilter() || v.IncludeAll || len(v.Current) > 2 {
+							t.Errorf("variable %s: %+v, want a multi-value query variable without All and no saved choice", name, v)
+						}
+						continue
+					}
+					if !ok || !v.IsFilter() || v.AllValue != deploycheck.AllValue {
 						t.Errorf("variable %s: %+v, want a multi-value query variable with All = %s", name, v, deploycheck.AllValue)
 					}
 				}
@@ -160,11 +169,6 @@ var filterExemptions = map[string]map[string]map[string]string{
 		"Load (1 min)":          {"gpu": "host metric (node_exporter), no GPU"},
 		"Collectors":            {"gpu": "the exporter's own health, per collector"},
 		"Driver":                {"gpu": "the driver library, one per node"},
-	},
-	"gpuwatch-owners": {
-		"GPU-hours per hour, by user (processes)": {"instance": "a recording rule summed over every node"},
-		"GPU-hours per hour, by namespace":        {"instance": "a recording rule summed over every node"},
-		"GPU-hours per hour, by Slurm account":    {"instance": "a recording rule summed over every node"},
 	},
 	"gpuwatch-slurm-gpu-cluster": {
 		"GPUs free":               {"user": "idle GPUs belong to no user"},

@@ -51,13 +51,17 @@ type Variable struct {
 	Multi      bool            `json:"multi"`
 	IncludeAll bool            `json:"includeAll"`
 	AllValue   string          `json:"allValue"`
+	// Current is the saved choice ({} when Grafana picks the first value).
+	Current json.RawMessage `json:"current"`
 }
 
 // IsFilter reports whether the variable filters the whole dashboard: a
 // multi-value query variable with All. A single-pick variable (a Slurm
 // job id) is a drill-down for its own row instead.
 func (v Variable) IsFilter() bool {
-	return v.Type == "query" && v.Multi && v.IncludeAll
+	// instance is a filter even without All: the node dashboard opens on one
+	// node rather than the fleet, and every panel must still apply it.
+	return v.Type == "query" && v.Multi && (v.IncludeAll || v.Name == "instance")
 }
 
 // Dashboard is the part of a Grafana dashboard the checks read.

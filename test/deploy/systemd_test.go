@@ -170,3 +170,37 @@ func TestSystemdUnitsRun(t *testing.T) {
 		})
 	}
 }
+
+// A ReadWritePaths= directory that does not exist stops a unit from
+// starting at all (status 226/NAMESPACE), so every one a host may lack is
+// optional ("-"); the textfile unit may write the default directory of its
+// --output and Debian's node_exporter directory.
+func TestSystemdUnitsStartWithoutOptionalDirectories(t *testing.T) {
+	for _, path := range units(t) {
+		unit, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var writable []string
+		for _, m := range regexp.MustCompile(`(?m)^ReadWritePaths=(.+)$`).FindAllSubmatch(unit, -1) {
+			for _, p := range strings.Fields(string(m[1])) {
+				if !strings.HasPrefix(p, "-") {
+					t.Errorf("%s: ReadWritePaths=%s must be optional (-%s): a host without it could not start the unit", filepath.Base(path), p, p)
+				}
+				writable = append(writable, strings.TrimPrefix(p, "-"))
+			}
+		}
+		if filepath.Base(path) != "gpuwatch-textfile.service" {
+			continue
+		}
+		m := regexp.MustCompile(`(?m)^Environment=GPUWATCH_TEXTFILE_DIR=(\S+)$`).FindSubmatch(unit)
+		if m == nil || !strings.Contains(execStart(t, unit), "--output=${GPUWATCH_TEXTFILE_DIR}/") {
+			t.Fatalf("the textfile unit's --output is not under a default GPUWATCH_TEXTFILE_DIR")
+		}
+		for _, dir := range []string{string(m[1]), "/var/lib/prometheus/node-exporter"} {
+			if !slices.Contains(writable, dir) {
+				t.Errorf("the textfile unit may not write %s (ReadWritePaths: %v)", dir, writable)
+			}
+		}
+	}
+}
