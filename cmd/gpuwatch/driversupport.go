@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"text/tabwriter"
 
@@ -27,20 +28,45 @@ func writeDriverSupport(w io.Writer, format string) error {
 		_, err := io.WriteString(w, "\n## Metric groups by driver branch\n\n"+driverSupportIntro+"\n"+driverSupportMarkdown(support))
 		return err
 	case "table":
-		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-		fmt.Fprintf(tw, "\nGROUP")
+		return writeDriverSupportTable(w, support)
+	}
+	return nil
+}
+
+// writeDriverSupportTable writes the table to fit a terminal: a partial
+// cell is a numbered note ("partial (1)") and the notes follow the table,
+// since eight branches of full reasons would be over 200 columns wide.
+func writeDriverSupportTable(w io.Writer, support []nvmlbackend.BranchSupport) error {
+	var notes []string
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintf(tw, "\nGROUP")
+	for _, b := range support {
+		fmt.Fprintf(tw, "\t%s", b.Branch)
+	}
+	fmt.Fprintln(tw)
+	for _, g := range snapshot.AllGroups {
+		fmt.Fprint(tw, g)
 		for _, b := range support {
-			fmt.Fprintf(tw, "\t%s", b.Branch)
+			cell := nvmlbackend.SupportCell(b.Limits, g)
+			if reason, partial := strings.CutPrefix(cell, "partial: "); partial {
+				n := slices.Index(notes, reason)
+				if n < 0 {
+					notes = append(notes, reason)
+					n = len(notes) - 1
+				}
+				cell = fmt.Sprintf("partial (%d)", n+1)
+			}
+			fmt.Fprintf(tw, "\t%s", cell)
 		}
 		fmt.Fprintln(tw)
-		for _, g := range snapshot.AllGroups {
-			fmt.Fprint(tw, g)
-			for _, b := range support {
-				fmt.Fprintf(tw, "\t%s", nvmlbackend.SupportCell(b.Limits, g))
-			}
-			fmt.Fprintln(tw)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	for i, n := range notes {
+		if _, err := fmt.Fprintf(w, "(%d) %s\n", i+1, n); err != nil {
+			return err
 		}
-		return tw.Flush()
 	}
 	return nil
 }

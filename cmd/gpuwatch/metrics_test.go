@@ -5,7 +5,9 @@ import (
 	"flag"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
+	"unicode/utf8"
 
 	nvmlbackend "github.com/gpuwatch/gpuwatch/internal/backend/nvml"
 	"github.com/gpuwatch/gpuwatch/internal/exporter"
@@ -56,5 +58,31 @@ func TestREADMEDriverSupportTable(t *testing.T) {
 	table := driverSupportMarkdown(nvmlbackend.DriverSupport())
 	if !bytes.Contains(readme, []byte(table)) {
 		t.Errorf("README.md's driver-support table is out of date; replace it with:\n%s", table)
+	}
+}
+
+// The driver table of `gpuwatch metrics` fits a 100-column terminal, and
+// every partial cell's reason is in a note below it, once.
+func TestDriverSupportTableFitsATerminal(t *testing.T) {
+	var b bytes.Buffer
+	support := nvmlbackend.DriverSupport()
+	if err := writeDriverSupportTable(&b, support); err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range strings.Split(strings.TrimSpace(b.String()), "\n") {
+		if n := utf8.RuneCountInString(l); n > 100 {
+			t.Errorf("%d columns: %q", n, l)
+		}
+	}
+	for _, s := range support {
+		for _, l := range s.Limits {
+			if l.Unavailable {
+				continue
+			}
+			reason := strings.TrimPrefix(l.Reason, "partial: ")
+			if c := strings.Count(b.String(), ") "+reason+"\n"); c != 1 {
+				t.Errorf("%s %s: note %q appears %d times:\n%s", s.Branch, l.Group, reason, c, b.String())
+			}
+		}
 	}
 }

@@ -78,8 +78,26 @@ func TestWriteCatalog(t *testing.T) {
 			t.Errorf("%d columns: %q", n, l)
 		}
 	}
-	if n := strings.Count(narrow.String(), "\n"); n != len(Catalog())+1 || !strings.Contains(narrow.String(), "gpu_power_usage_watts") {
-		t.Errorf("default table has %d lines for %d metrics", n, len(Catalog()))
+	// One row per metric (continuation lines start with spaces), and the
+	// whole help text in it: wrapped, never cut.
+	rows := map[string]string{}
+	var last string
+	narrowLines := strings.Split(strings.TrimSpace(narrow.String()), "\n")
+	helpCol := strings.Index(narrowLines[0], "HELP")
+	for _, l := range narrowLines[1:] {
+		if !strings.HasPrefix(l, " ") {
+			last = strings.Fields(l)[0]
+		}
+		rows[last] += " " + l[helpCol:]
+	}
+	if len(rows) != len(Catalog()) {
+		t.Errorf("default table has %d rows for %d metrics", len(rows), len(Catalog()))
+	}
+	for _, m := range Catalog() {
+		got := strings.Join(strings.Fields(rows[m.Name]), " ")
+		if !strings.HasSuffix(got, strings.Join(strings.Fields(m.Help), " ")) {
+			t.Errorf("%s: help %q, want the whole of %q", m.Name, got, m.Help)
+		}
 	}
 
 	var table bytes.Buffer

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"text/tabwriter"
+	"unicode/utf8"
 
 	"github.com/gpuwatch/gpuwatch/internal/snapshot"
 )
@@ -130,9 +131,9 @@ func (v *catalogView) writeTable(w io.Writer) error {
 // tableWidth is the terminal width the default table fits.
 const tableWidth = 100
 
-// writeNarrowTable writes name, default and as much of the help as fits in
-// tableWidth columns (the name's suffix says type and unit); "wide" has
-// the rest.
+// writeNarrowTable writes name, default and the whole help, wrapped in its
+// column so that every line fits tableWidth columns (the name's suffix says
+// type and unit); "wide" adds the other columns on one long line each.
 func (v *catalogView) writeNarrowTable(w io.Writer) error {
 	rows := v.rows()
 	state := strings.ToUpper(v.stateColumn())
@@ -140,26 +141,40 @@ func (v *catalogView) writeNarrowTable(w io.Writer) error {
 	for _, r := range rows {
 		nameW = max(nameW, len(r.Name))
 	}
-	helpW := max(tableWidth-nameW-len(state)-2*2, 10)
+	helpW := max(tableWidth-nameW-len(state)-2*2, 20)
 	var b strings.Builder
-	line := func(name, on, help string) {
-		fmt.Fprintf(&b, "%-*s  %-*s  %s\n", nameW, name, len(state), on, cutRunes(help, helpW))
+	row := func(name, on, help string) {
+		for i, l := range wrapWords(help, helpW) {
+			if i > 0 {
+				name, on = "", ""
+			}
+			fmt.Fprintf(&b, "%-*s  %-*s  %s\n", nameW, name, len(state), on, l)
+		}
 	}
-	line("NAME", state, "HELP")
+	row("NAME", state, "HELP")
 	for _, r := range rows {
-		line(r.Name, onOff(r.on), r.Help)
+		row(r.Name, onOff(r.on), r.Help)
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
 }
 
-// cutRunes shortens s to n characters, ending in "…" when cut.
-func cutRunes(s string, n int) string {
-	r := []rune(s)
-	if len(r) <= n {
-		return s
+// wrapWords breaks s into lines of at most width characters at spaces; a
+// word longer than width gets a line of its own.
+func wrapWords(s string, width int) []string {
+	var lines []string
+	var cur strings.Builder
+	for _, word := range strings.Fields(s) {
+		if cur.Len() > 0 && utf8.RuneCountInString(cur.String())+1+utf8.RuneCountInString(word) > width {
+			lines = append(lines, cur.String())
+			cur.Reset()
+		}
+		if cur.Len() > 0 {
+			cur.WriteByte(' ')
+		}
+		cur.WriteString(word)
 	}
-	return string(r[:n-1]) + "…"
+	return append(lines, cur.String())
 }
 
 func (v *catalogView) writeJSON(w io.Writer) error {
