@@ -134,8 +134,8 @@ func TestDownAndPersistence(t *testing.T) {
 	env := baseEnv(t)
 	env.Snapshot.Devices[0].Info.PersistenceMode = "disabled"
 	r := Run(env)
-	if res := find(t, r, "persistence mode"); res.Status != Fail || res.Needed {
-		t.Errorf("persistence = %+v", res)
+	if res := find(t, r, "persistence mode"); res.Status != Fail || res.Needed || res.Found != "off on GPU 0" {
+		t.Errorf("persistence = %+v (want \"off on GPU 0\": an index, not a count)", res)
 	}
 	if !r.Healthy {
 		t.Error("persistence mode off must not fail the doctor")

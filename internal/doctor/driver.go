@@ -85,13 +85,13 @@ func checkDevices(env Env) []Result {
 		}
 	}
 	if len(persistOff) > 0 {
-		out = append(out, fail("persistence mode", "off on GPUs "+strings.Join(persistOff, ","),
+		out = append(out, fail("persistence mode", "off on "+gpuList(persistOff),
 			"run nvidia-persistenced (or nvidia-smi -pm 1): without it the driver tears GPU state down between clients and each collection pays to bring it back", false))
 	} else {
 		out = append(out, ok("persistence mode", "on (or not reported) on every GPU"))
 	}
 	if len(mig) > 0 {
-		out = append(out, ok("MIG", "MIG mode on GPUs "+strings.Join(mig, ",")+": per-instance memory and GPM in gpu_mig_*; whole-GPU utilization is not reported there"))
+		out = append(out, ok("MIG", "MIG mode on "+gpuList(mig)+": per-instance memory and GPM in gpu_mig_*; whole-GPU utilization is not reported there"))
 	} else {
 		out = append(out, skip("MIG", "no GPU in MIG mode"))
 	}
@@ -142,4 +142,12 @@ func orUnknown(s string) string {
 		return "unknown"
 	}
 	return s
+}
+
+// gpuList names GPUs by index: "GPU 7", "GPUs 2, 7".
+func gpuList(indexes []string) string {
+	if len(indexes) == 1 {
+		return "GPU " + indexes[0]
+	}
+	return "GPUs " + strings.Join(indexes, ", ")
 }

@@ -129,5 +129,8 @@ func listKubelet(ctx context.Context, path string) (string, error) {
 	if len(names) == 0 {
 		return "pod-resources API answers; no pod holds a device now", nil
 	}
+	if pods == 1 {
+		return "1 pod holds devices; resource names: " + strings.Join(names, ", "), nil
+	}
 	return fmt.Sprintf("%d pods hold devices; resource names: %s", pods, strings.Join(names, ", ")), nil
 }

@@ -144,7 +144,7 @@ func TestDescribe(t *testing.T) {
 	s.Driver.Limits = []snapshot.DriverLimit{{Group: "gpm"}}
 	var buf bytes.Buffer
 	slog.New(slog.NewTextHandler(&buf, nil)).Info("found", Describe(s)...)
-	want := `gpus=3 models="2× NVIDIA H100 80GB HBM3" driver=550.90.07 branch=R550 driver_limits=gpm mig_gpus=1 down="2 (gpu_is_lost)"`
+	want := `gpus=3 models="2× NVIDIA H100 80GB HBM3" driver=550.90.07 branch=R550 driver_limits=gpm mig_gpu_indexes=1 down="2 (gpu_is_lost)"`
 	if !strings.Contains(buf.String(), want) {
 		t.Errorf("got %s, want %s", buf.String(), want)
 	}

@@ -52,7 +52,7 @@ func Describe(s *snapshot.Snapshot) []any {
 	if s.CUDADriverVersion != "" {
 		attrs = append(attrs, "cuda", s.CUDADriverVersion)
 	}
-	attrs = append(attrs, "mig_gpus", listOrNone(mig))
+	attrs = append(attrs, "mig_gpu_indexes", listOrNone(mig))
 	if len(down) > 0 {
 		attrs = append(attrs, "down", strings.Join(down, ", "))
 	}

@@ -59,8 +59,9 @@ func (f Filter) keep(p *snapshot.Process) bool {
 	return false
 }
 
-// selected returns the kept processes ordered by GPU, then memory (largest
-// first), then PID, which puts the heaviest users of each GPU on top.
+// selected returns the kept processes ordered by GPU, MIG instance (by
+// number: gi7 before gi11), then memory (largest first), then PID, which
+// puts the heaviest users of each GPU or instance on top.
 func selected(s *snapshot.Snapshot, f Filter) []*snapshot.Process {
 	var out []*snapshot.Process
 	for i := range s.Processes {
@@ -72,6 +73,12 @@ func selected(s *snapshot.Snapshot, f Filter) []*snapshot.Process {
 		a, b := out[i], out[j]
 		if a.GPU != b.GPU {
 			return a.GPU < b.GPU
+		}
+		if c := compareOpt(a.GPUInstanceID, b.GPUInstanceID); c != 0 {
+			return c < 0
+		}
+		if c := compareOpt(a.ComputeInstanceID, b.ComputeInstanceID); c != 0 {
+			return c < 0
 		}
 		if a.UsedMemory.Value != b.UsedMemory.Value {
 			return a.UsedMemory.Value > b.UsedMemory.Value
@@ -122,16 +129,30 @@ func orDash(vals ...string) string {
 	return "-"
 }
 
+// compareOpt orders absent before present, then by value.
+func compareOpt(a, b snapshot.Opt[int]) int {
+	av, aok := a.Get()
+	bv, bok := b.Get()
+	switch {
+	case aok != bok:
+		if aok {
+			return 1
+		}
+		return -1
+	case !aok:
+		return 0
+	}
+	return av - bv
+}
+
+// bytesColumn is always in MiB, as nvidia-smi shows process memory, so that
+// the column compares at a glance (no 3072MiB beside 74.0GiB).
 func bytesColumn(o snapshot.Opt[uint64]) string {
 	v, ok := o.Get()
 	if !ok {
 		return "-"
 	}
-	const mib = 1 << 20
-	if v >= 10<<30 {
-		return strconv.FormatFloat(float64(v)/(1<<30), 'f', 1, 64) + "GiB"
-	}
-	return strconv.FormatUint(v/mib, 10) + "MiB"
+	return strconv.FormatUint(v>>20, 10) + "MiB"
 }
 
 func percentColumn(o snapshot.Opt[float64]) string {

@@ -41,7 +41,7 @@ func TestTableShowsOwnersOrderedByGPUAndMemory(t *testing.T) {
 			t.Errorf("line %d = %q, want prefix %q", i, lines[i], want)
 		}
 	}
-	for _, want := range []string{"alice", "20.0GiB", "75%", "vllm", "inference/llm-0/vllm", "42 (bob@gpu)", "200  compute+mps "} {
+	for _, want := range []string{"alice", "20480MiB", "1024MiB", "75%", "vllm", "inference/llm-0/vllm", "42 (bob@gpu)", "200  compute+mps "} {
 		if !strings.Contains(b.String(), want) {
 			t.Errorf("table lacks %q:\n%s", want, b.String())
 		}
@@ -147,6 +147,31 @@ func TestJSONSaysWhichClock(t *testing.T) {
 		}
 		if want := map[bool]string{false: "wall", true: "simulated"}[simulated]; doc.Clock != want {
 			t.Errorf("simulated %v: clock %q, want %q", simulated, doc.Clock, want)
+		}
+	}
+}
+
+// MIG instances in number order (gi7 before gi11, whatever their memory),
+// and one memory unit for the whole column.
+func TestTableOrdersMIGInstancesByNumber(t *testing.T) {
+	mig := func(pid uint32, gi int, mem uint64) snapshot.Process {
+		return snapshot.Process{GPU: 0, PID: pid, Type: "compute", GPUInstanceID: snapshot.Some(gi),
+			ComputeInstanceID: snapshot.Some(0), UsedMemory: snapshot.Some(mem)}
+	}
+	s := &snapshot.Snapshot{Processes: []snapshot.Process{mig(11, 11, 70<<30), mig(7, 7, 3<<30), mig(2, 2, 1<<30)}}
+	var b bytes.Buffer
+	if err := WriteTable(&b, s, Filter{}); err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimRight(b.String(), "\n"), "\n")[1:]
+	for i, want := range []string{"0/gi2/ci0", "0/gi7/ci0", "0/gi11/ci0"} {
+		if !strings.HasPrefix(lines[i], want+" ") {
+			t.Errorf("row %d = %q, want %s", i, lines[i], want)
+		}
+	}
+	for _, want := range []string{"71680MiB", "3072MiB", "1024MiB"} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("table lacks %s:\n%s", want, b.String())
 		}
 	}
 }

@@ -129,7 +129,7 @@ func TestLogsSpeakUp(t *testing.T) {
 		`level=WARN source=attribution.go`, `msg="socket not found; its owner labels stay empty until it appears" flag=--kubelet.pod-resources-socket socket=` + missing,
 		`owner_source=kubelet failures=`, `check="--kubelet.pod-resources-socket=` + missing + `"`,
 		`level=INFO source=stack.go`, `msg="gpuwatch started"`, `backend=sim profile=dgx-h100`,
-		`gpus=8 models="8× NVIDIA H100 80GB HBM3" driver=550.90.07 branch=R550`, `mig_gpus=7`,
+		`gpus=8 models="8× NVIDIA H100 80GB HBM3" driver=550.90.07 branch=R550`, `mig_gpu_indexes=7`,
 		`owner_sources=procfs,kubelet absent=none`,
 	} {
 		if !strings.Contains(out, want) {

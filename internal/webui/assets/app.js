@@ -88,7 +88,7 @@
     const health = [];
     if (hl.xid_events) health.push(hl.xid_events + " XID (last " + hl.xid_last_code + ")");
     if (hl.ecc_volatile_uncorrected) health.push(hl.ecc_volatile_uncorrected + " uncorrected ECC");
-    if (hl.remapped_rows_uncorrectable) health.push(hl.remapped_rows_uncorrectable + " remapped rows");
+    if (hl.remapped_rows_uncorrectable) health.push(hl.remapped_rows_uncorrectable + (hl.remapped_rows_uncorrectable === 1 ? " remapped row" : " remapped rows"));
     if (hl.remapped_rows_pending) health.push("row remap pending");
     if (hl.remapped_rows_failure) health.push("row remap failed");
     row("Health", health.length ? health.join(", ") : "ok", health.length ? "throttle" : "");
