@@ -282,9 +282,9 @@ func TestDriverBranchMatrix(t *testing.T) {
 					t.Fatalf("ps exited %d:\n%s", code, output)
 				}
 				checkLog(t, v.Name, output, true)
-				// The h100 profile's one process (pid 48213, 61 GiB), where
+				// The h100 profile's one process (pid 48213, 62464 MiB), where
 				// the library has process lists (basic has none).
-				listed := strings.Contains(output, "48213") && strings.Contains(output, "61.0GiB")
+				listed := strings.Contains(output, "48213") && strings.Contains(output, "62464MiB")
 				if want := v.Name != "basic"; listed != want {
 					t.Errorf("ps lists the simulated process: %v, want %v:\n%s", listed, want, output)
 				}
