@@ -1,0 +1,71 @@
+package e2e
+
+import (
+	"fmt"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/gpuwatch/gpuwatch/internal/testenv"
+)
+
+// The README's one command for a local stack without Docker: the demo, a
+// Prometheus from PATH with the shipped rules scraping it, the URLs, and a
+// report command that works from the first minute. Ctrl-C stops it all.
+func TestLocalStack(t *testing.T) {
+	testenv.RequireTool(t, "prometheus", "prometheus")
+	gport, pport := testenv.FreePort(t), testenv.FreePort(t)
+	dir := t.TempDir()
+	p := startProcessEnv(t, append(runScriptEnv(""),
+		fmt.Sprintf("GPUWATCH_PORT=%d", gport), fmt.Sprintf("PROMETHEUS_PORT=%d", pport), "STACK_DIR="+dir),
+		filepath.Join("..", "..", "scripts", "stack.sh"))
+	var report string
+	testenv.WaitFor(t, 90*time.Second, "stack.sh to print its URLs", func() bool {
+		if p.exited() {
+			t.Fatalf("stack.sh exited:\n%s", p.output.String())
+		}
+		for _, l := range strings.Split(p.output.String(), "\n") {
+			if cmd, ok := strings.CutPrefix(l, "Report:"); ok {
+				report = strings.TrimSpace(cmd)
+			}
+		}
+		return report != ""
+	})
+	promURL := fmt.Sprintf("http://127.0.0.1:%d", pport)
+	out := p.output.String()
+	for _, want := range []string{fmt.Sprintf("http://127.0.0.1:%d/", gport), promURL + "/", "Ctrl-C stops"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("stack.sh does not print %s:\n%s", want, out)
+		}
+	}
+	if rules := httpGet(t, promURL+"/api/v1/rules"); !strings.Contains(rules, "GPUAllocatedIdleSlurm") || !strings.Contains(rules, "user:gpu_hours:1h") {
+		t.Errorf("Prometheus did not load the shipped alert and recording rules:\n%.500s", rules)
+	}
+
+	// The printed command, as a user pastes it, within the first minute.
+	args := strings.Fields(report)
+	var last string
+	testenv.WaitFor(t, 60*time.Second, "the printed report command to succeed", func() bool {
+		cmd := exec.Command(args[0], args[1:]...)
+		b, err := cmd.CombinedOutput()
+		last = string(b)
+		return err == nil
+	})
+	if !strings.Contains(last, "alice") {
+		t.Errorf("the report names no demo user:\n%s", last)
+	}
+
+	// Ctrl-C (SIGINT to the script) stops gpuwatch and Prometheus too.
+	if err := p.cmd.Process.Signal(syscall.SIGINT); err != nil {
+		t.Fatal(err)
+	}
+	testenv.WaitFor(t, 30*time.Second, "stack.sh to exit on SIGINT", p.exited)
+	testenv.WaitFor(t, 30*time.Second, "gpuwatch and Prometheus to stop", func() bool {
+		_, gerr := httpGetNoFail(fmt.Sprintf("http://127.0.0.1:%d/healthz", gport))
+		_, perr := httpGetNoFail(promURL + "/-/ready")
+		return gerr != nil && perr != nil
+	})
+}
