@@ -11,8 +11,8 @@ import (
 	"github.com/gpuwatch/gpuwatch/internal/snapshot"
 )
 
-// driverSupportIntro says what the table is; the README carries the same
-// table (TestREADMEDriverSupportTable keeps them equal).
+// driverSupportIntro says what the table is; docs/metrics-guide.md carries
+// the same table (TestDocsDriverSupportTable keeps them equal).
 const driverSupportIntro = `Which collector groups each NVIDIA driver branch can serve: "yes", "no" (the
 group is off), or "partial" and the readings that are missing. Derived from the
 functions and field IDs in each branch's nvml.h (internal/nvmlbranch); at start
@@ -71,7 +71,7 @@ func writeDriverSupportTable(w io.Writer, support []nvmlbackend.BranchSupport) e
 	return nil
 }
 
-// driverSupportMarkdown is the table alone, as in the README.
+// driverSupportMarkdown is the table alone, as in docs/metrics-guide.md.
 func driverSupportMarkdown(support []nvmlbackend.BranchSupport) string {
 	var b strings.Builder
 	b.WriteString("| Group |")

@@ -47,7 +47,7 @@ func registerCommonFlags(app *kingpin.Application) *commonFlags {
 		Default("nvml").EnumVar(&f.backend, "nvml", "sim", "none")
 	app.Flag("sim.profile", "Simulated fleet for --backend=sim: "+simProfileList()+". Overrides the profile in --sim.config.").
 		StringVar(&f.simProfile)
-	app.Flag("sim.config", "YAML file describing the simulated fleet, its processes and faults (see README, 'Simulator').").
+	app.Flag("sim.config", "YAML file describing the simulated fleet, its processes and faults (see docs/simulator.md).").
 		ExistingFileVar(&f.simConfig)
 	app.Flag("sim.pin-time", "Freeze the simulator's clock this long after its start, so every reading is constant (golden tests). 0 lets it run.").
 		Default("0s").DurationVar(&f.simPinTime)

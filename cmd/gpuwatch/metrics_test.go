@@ -48,16 +48,16 @@ func TestMetricsDoc(t *testing.T) {
 	}
 }
 
-// TestREADMEDriverSupportTable keeps the README's metric group × driver
-// branch table equal to the one gpuwatch derives from the branch tables.
-func TestREADMEDriverSupportTable(t *testing.T) {
-	readme, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
+// TestDocsDriverSupportTable keeps docs/metrics-guide.md's metric group ×
+// driver branch table equal to the one gpuwatch derives from the branch tables.
+func TestDocsDriverSupportTable(t *testing.T) {
+	readme, err := os.ReadFile(filepath.Join("..", "..", "docs", "metrics-guide.md"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	table := driverSupportMarkdown(nvmlbackend.DriverSupport())
 	if !bytes.Contains(readme, []byte(table)) {
-		t.Errorf("README.md's driver-support table is out of date; replace it with:\n%s", table)
+		t.Errorf("docs/metrics-guide.md's driver-support table is out of date; replace it with:\n%s", table)
 	}
 }
 

@@ -44,7 +44,7 @@ func checkDriver(env Env) []Result {
 			parts = append(parts, l.Group+" ("+l.Reason+")")
 		}
 		out = append(out, fail("driver limits", "this driver branch limits: "+strings.Join(parts, "; "),
-			"a newer driver branch serves them (README, driver support); or turn the group off with --no-collector.GROUP", false))
+			"a newer driver branch serves them (docs/metrics-guide.md, driver branches); or turn the group off with --no-collector.GROUP", false))
 	}
 	return out
 }

@@ -13,17 +13,29 @@ import (
 	"github.com/gpuwatch/gpuwatch/internal/testenv"
 )
 
-// readmeQueries returns every PromQL expression in README.md's ```promql
-// blocks: each line that is not a comment.
+// queryDocs are the pages whose ```promql examples must work on the demo.
+var queryDocs = []string{"README.md", filepath.Join("docs", "attribution.md")}
+
+// readmeQueries returns every PromQL expression in the ```promql blocks of
+// queryDocs: each line that is not a comment.
 func readmeQueries(t *testing.T) []string {
 	t.Helper()
-	data, err := os.ReadFile(filepath.Join(testenv.RepoRoot(), "README.md"))
-	if err != nil {
-		t.Fatal(err)
+	var out []string
+	for _, doc := range queryDocs {
+		data, err := os.ReadFile(filepath.Join(testenv.RepoRoot(), doc))
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, promqlLines(string(data))...)
 	}
+	return out
+}
+
+// promqlLines returns the expressions of a markdown page's ```promql blocks.
+func promqlLines(page string) []string {
 	var out []string
 	in := false
-	for _, line := range strings.Split(string(data), "\n") {
+	for _, line := range strings.Split(page, "\n") {
 		trimmed := strings.TrimSpace(line)
 		switch {
 		case trimmed == "```promql":

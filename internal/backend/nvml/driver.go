@@ -47,7 +47,7 @@ func (r *Reader) inspectDriver(library string) error {
 			"group", l.Group, "reason", l.Reason, "missing", strings.Join(l.Missing, ", "),
 			"driver", r.driver.Version)
 	}
-	r.log.Warn("driver limits metric groups; see gpuwatch_driver_limited_group and the README's driver-support table",
+	r.log.Warn("driver limits metric groups; see gpuwatch_driver_limited_group and the driver-support table in docs/metrics-guide.md",
 		"groups", strings.Join(groups, ","), "driver", r.driver.Version, "branch", r.driver.Branch, "library", r.driver.Library)
 	return nil
 }
