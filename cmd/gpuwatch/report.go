@@ -3,7 +3,9 @@ package main
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
+	"net/url"
 	"os"
 	"slices"
 	"strconv"
@@ -11,10 +13,10 @@ import (
 	"time"
 
 	"github.com/alecthomas/kingpin/v2"
+	"github.com/alecthomas/units"
 	"github.com/prometheus/common/model"
 
 	"github.com/gpuwatch/gpuwatch/internal/report"
-	"github.com/gpuwatch/gpuwatch/internal/textfile"
 )
 
 // reportCommand queries Prometheus for who used how much GPU; it does not
@@ -23,6 +25,7 @@ type reportCommand struct {
 	url, httpConfig string
 	timeout         time.Duration
 	retries         int
+	maxResponse     units.Base2Bytes
 	from, to, last  string
 	step            time.Duration
 	by, format, out string
@@ -38,6 +41,7 @@ func newReportCommand(app *kingpin.Application) *reportCommand {
 	cmd.Flag("prometheus.url", "Base URL of the Prometheus (or VictoriaMetrics) HTTP API that scrapes gpuwatch.").Required().StringVar(&c.url)
 	cmd.Flag("prometheus.http-config", "YAML file with the HTTP client settings for that server, as in a Prometheus scrape config: basic_auth, authorization, tls_config (ca_file, cert_file, key_file), proxy_url.").StringVar(&c.httpConfig)
 	cmd.Flag("prometheus.timeout", "Upper bound on the whole report's queries.").Default("2m").DurationVar(&c.timeout)
+	cmd.Flag("prometheus.max-response-size", "Largest answer to one query the report reads (decompressed); a larger one ends the report with an error naming the query. A report's answers hold one number per owner, so the default is ample.").Default("64MiB").BytesVar(&c.maxResponse)
 	cmd.Flag("prometheus.retries", "Retries of a query that failed for a reason that may pass (502, 503, 504, 429, a dropped connection).").Default("3").IntVar(&c.retries)
 	cmd.Flag("last", "Report the range that ends now (or at --to) and lasts this long: 24h, 7d, 4w.").StringVar(&c.last)
 	cmd.Flag("from", "Start of the range: RFC 3339 (2026-11-01T00:00:00Z), a date (2026-11-01, UTC) or Unix seconds.").StringVar(&c.from)
@@ -47,7 +51,7 @@ func newReportCommand(app *kingpin.Application) *reportCommand {
 	cmd.Flag("idle-below", "Utilization under which a held GPU counts as idle (a ratio).").Default("0.05").Float64Var(&c.idleBelow)
 	cmd.Flag("rules", "Read utilization and memory from the recording rules shipped in deploy/prometheus/recording.yml where the server has them over the whole range (cheaper); --no-rules always joins the raw series.").Default("true").BoolVar(&c.rules)
 	cmd.Flag("format", "Output format: "+strings.Join(report.Formats, ", ")+".").Default("table").StringVar(&c.format)
-	cmd.Flag("output", "Write the report to this file (atomically) instead of standard output.").StringVar(&c.out)
+	cmd.Flag("output", "Write the report to this file instead of standard output: a regular file (or a link's target) is replaced atomically; a character device or pipe (/dev/stdout, /dev/null) is written in place; anything else is refused.").StringVar(&c.out)
 	return c
 }
 
@@ -70,17 +74,22 @@ func (c *reportCommand) run() error {
 	if c.retries < 0 {
 		return fmt.Errorf("--prometheus.retries=%d: must not be negative", c.retries)
 	}
-	client, err := report.NewClient(report.ClientOptions{URL: c.url, HTTPConfigFile: c.httpConfig, Retries: c.retries})
+	if c.maxResponse <= 0 {
+		return fmt.Errorf("--prometheus.max-response-size=%s: must be positive", c.maxResponse)
+	}
+	// The URL may carry a password: no output or error shows it.
+	server := report.RedactURL(c.url)
+	client, err := report.NewClient(report.ClientOptions{URL: c.url, HTTPConfigFile: c.httpConfig, Retries: c.retries, MaxResponseBytes: int64(c.maxResponse)})
 	if err != nil {
-		return err
+		return redactPassword(err, c.url)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), c.timeout)
 	defer cancel()
 	r, err := report.Build(ctx, client, opts)
 	if err != nil {
-		return fmt.Errorf("%s: %w", c.url, err)
+		return redactPassword(fmt.Errorf("%s: %w", server, err), c.url)
 	}
-	r.Server, r.Generated = c.url, c.now().UTC()
+	r.Server, r.Generated = server, c.now().UTC()
 	var buf bytes.Buffer
 	if err := report.Write(&buf, r, c.format); err != nil {
 		return err
@@ -89,7 +98,21 @@ func (c *reportCommand) run() error {
 		_, err := os.Stdout.Write(buf.Bytes())
 		return err
 	}
-	return textfile.WriteAtomic(c.out, buf.Bytes())
+	return report.WriteFile(c.out, buf.Bytes())
+}
+
+// redactPassword is the last guard: whatever a library put in an error (a
+// URL it quoted whole), the password of --prometheus.url does not appear.
+func redactPassword(err error, rawURL string) error {
+	u, perr := url.Parse(rawURL)
+	if perr != nil || u.User == nil {
+		return err
+	}
+	pw, ok := u.User.Password()
+	if !ok || pw == "" || !strings.Contains(err.Error(), pw) {
+		return err
+	}
+	return errors.New(strings.ReplaceAll(err.Error(), pw, "xxxxx"))
 }
 
 // options turns the range flags into times: --last alone ends now,
@@ -111,14 +134,9 @@ func (c *reportCommand) options() (report.Options, error) {
 		if err != nil || d <= 0 {
 			return o, fmt.Errorf("--last=%s: want a positive duration such as 24h, 7d or 4w", c.last)
 		}
-		if c.to == "" {
-			// Whole steps: two reports of the same --last in one minute agree.
-			step := c.step
-			if step == 0 {
-				step = report.DefaultStep(time.Duration(d))
-			}
-			o.To = o.To.Truncate(step)
-		}
+		// The range ends now, not at the last whole step: rounding down
+		// would hide the newest data (all of it, for a server that began
+		// scraping gpuwatch less than a step ago).
 		o.From = o.To.Add(-time.Duration(d))
 	case c.from != "":
 		if o.From, err = parseTime("--from", c.from); err != nil {

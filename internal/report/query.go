@@ -17,19 +17,20 @@ import (
 
 // queries are the PromQL texts of one report.
 type queries struct {
-	allocSteps string // steps during which the owner held a GPU, summed over its GPUs
-	usedSteps  string // the same, weighted by the GPU's utilization (or the owner's SM share)
-	idleSteps  string // held steps with utilization below the idle threshold
-	p95Util    string // 95th percentile over time of the owner's mean utilization
-	memPeak    string // peak of the owner's GPU memory, bytes
-	memMean    string // mean of the owner's GPU memory while present, bytes
-	wattSteps  string // power summed over held steps (× step = joules)
-	jobSteps   string // --by=job: steps during which the job held any GPU
+	allocSteps    string // steps during which the owner held a GPU, summed over its GPUs
+	measuredSteps string // the held steps with a utilization reading, summed over its GPUs
+	usedSteps     string // the measured steps weighted by the GPU's utilization (or the owner's SM share)
+	idleSteps     string // held steps with utilization below the idle threshold
+	p95Util       string // 95th percentile over time of the owner's mean utilization per GPU
+	memPeak       string // peak of the owner's GPU memory summed over its GPUs, bytes
+	memMean       string // mean of the same while present, bytes
+	wattSteps     string // power summed over held steps (× step = joules)
+	jobSteps      string // --by=job: steps during which the job held any GPU
 
-	fleetGPUs      string
-	fleetUtil      string
-	fleetIdleSteps string
-	fleetWattSteps string
+	fleetUnmeasured string // GPUs up in the range without any utilization reading
+	fleetUtil       string
+	fleetIdleSteps  string
+	fleetWattSteps  string
 }
 
 func by(labels []string) string { return "by (" + strings.Join(labels, ", ") + ")" }
@@ -66,8 +67,10 @@ func buildQueries(dim dimension, rng, step time.Duration, idle float64) queries 
 		sel := "{" + dim.ownerKey() + `!=""}`
 		own = "group " + ownerGPU + " (gpu_process_memory_used_bytes" + sel + ")"
 		// What the owner's own processes used of the GPU, not the whole
-		// GPU's utilization: owners that share a GPU do not each get all of it.
-		used = "sum " + ownerGPU + " (gpu_process_sm_utilization_ratio" + sel + ")"
+		// GPU's utilization: owners that share a GPU do not each get all of
+		// it. NVML samples each process on its own, so the sum over an
+		// owner's processes can pass 1; one GPU is at most all of it.
+		used = "clamp_max(sum " + ownerGPU + " (gpu_process_sm_utilization_ratio" + sel + "), 1)"
 		mem = "gpu_process_memory_used_bytes" + sel
 		// The GPU's power is shared equally by the owners on it at each step.
 		watts = own + " * " + gpuKey + " (gpu_power_usage_watts / on(instance, uuid) group_left() count by (instance, uuid) (" + own + "))"
@@ -81,23 +84,25 @@ func buildQueries(dim dimension, rng, step time.Duration, idle float64) queries 
 	}
 	idleHeld := own + " * " + gpuKey + " " + idleFilter
 
+	// A GPU without a utilization reading (MIG mode) has no "used" series
+	// at that step: it counts in allocSteps, not in measuredSteps, usedSteps,
+	// idleSteps or the percentile, so unknown never counts as 0 %.
 	q := queries{
-		allocSteps: "sum " + owner + " (count_over_time((" + own + ")" + window + "))",
-		usedSteps:  "sum " + owner + " (sum_over_time((" + used + ")" + window + "))",
-		idleSteps:  "sum " + owner + " (count_over_time((" + idleHeld + ")" + window + "))",
-		p95Util:    "quantile_over_time(0.95, (avg " + owner + " (" + used + "))" + window + ")",
-		memPeak:    "max_over_time((sum " + owner + " (" + mem + "))" + window + ")",
-		memMean:    "avg_over_time((sum " + owner + " (" + mem + "))" + window + ")",
-		wattSteps:  "sum " + owner + " (sum_over_time((" + watts + ")" + window + "))",
+		allocSteps:    "sum " + owner + " (count_over_time((" + own + ")" + window + "))",
+		measuredSteps: "sum " + owner + " (count_over_time((" + used + ")" + window + "))",
+		usedSteps:     "sum " + owner + " (sum_over_time((" + used + ")" + window + "))",
+		idleSteps:     "sum " + owner + " (count_over_time((" + idleHeld + ")" + window + "))",
+		// Per GPU: the mean over the owner's GPUs at each step, so an owner
+		// of four busy GPUs is at 100 %, not 400 %.
+		p95Util:   "quantile_over_time(0.95, (avg " + owner + " (" + used + "))" + window + ")",
+		memPeak:   "max_over_time((sum " + owner + " (" + mem + "))" + window + ")",
+		memMean:   "avg_over_time((sum " + owner + " (" + mem + "))" + window + ")",
+		wattSteps: "sum " + owner + " (sum_over_time((" + watts + ")" + window + "))",
 
-		fleetGPUs:      "count(group by (instance, uuid) (max_over_time(gpu_up[" + promDuration(rng) + "])))",
-		fleetUtil:      "avg_over_time((avg(gpu_utilization_ratio))" + window + ")",
-		fleetIdleSteps: "sum(count_over_time(" + idleFilter + window + "))",
-		fleetWattSteps: "sum(sum_over_time(gpu_power_usage_watts" + window + "))",
-	}
-	if dim.kind == byProcess {
-		// p95 of the owner's total SM share across its GPUs.
-		q.p95Util = "quantile_over_time(0.95, (sum " + owner + " (" + used + "))" + window + ")"
+		fleetUnmeasured: "count(group by (instance, uuid) (max_over_time(gpu_up[" + promDuration(rng) + "])) unless on(instance, uuid) group by (instance, uuid) (max_over_time(gpu_utilization_ratio[" + promDuration(rng) + "])))",
+		fleetUtil:       "avg_over_time((avg(gpu_utilization_ratio))" + window + ")",
+		fleetIdleSteps:  "sum(count_over_time(" + idleFilter + window + "))",
+		fleetWattSteps:  "sum(sum_over_time(gpu_power_usage_watts" + window + "))",
 	}
 	if dim.name == "job" {
 		q.jobSteps = "count_over_time((group " + owner + " (" + slurmAlloc + "))" + window + ")"

@@ -23,7 +23,10 @@ func Write(w io.Writer, r *Report, format string) error {
 	case "json":
 		enc := json.NewEncoder(w)
 		enc.SetIndent("", "  ")
-		return enc.Encode(r)
+		if err := enc.Encode(r); err != nil {
+			return fmt.Errorf("encoding the report as JSON: %w", err)
+		}
+		return nil
 	case "markdown":
 		return writeMarkdown(w, r)
 	case "html":
@@ -32,10 +35,13 @@ func Write(w io.Writer, r *Report, format string) error {
 	return fmt.Errorf("unknown --format %q (one of: %s)", format, strings.Join(Formats, ", "))
 }
 
-// column is one figure of a row, in the order every format shows them.
+// column is one figure of a row, in the order every format shows them. Its
+// title and its CSV/JSON name both say per what it is: per GPU, or summed
+// over the owner's GPUs (GPU-hours are summed by their unit).
 type column struct {
-	title string // with its unit
-	value func(Row) float64
+	title string // for people, with its unit
+	name  string // the CSV column and JSON field, in base units
+	value func(Row) (float64, bool)
 	// format renders the value for people; csv and json keep full precision.
 	format func(float64) string
 	total  bool // meaningful on the totals row
@@ -46,28 +52,55 @@ func pct(v float64) string   { return strconv.FormatFloat(100*v, 'f', 1, 64) }
 func gib(v float64) string   { return strconv.FormatFloat(v/(1<<30), 'f', 1, 64) }
 func kwh(v float64) string   { return strconv.FormatFloat(v, 'f', 2, 64) }
 
+func known(v float64) (float64, bool) { return v, true }
+
+func maybe(v *float64) (float64, bool) {
+	if v == nil {
+		return 0, false
+	}
+	return *v, true
+}
+
+// notAvailable is what people see for a figure with no reading.
+const notAvailable = "n/a"
+
 func columns(r *Report) []column {
 	cols := []column{
-		{"GPU-h allocated", func(r Row) float64 { return r.AllocatedGPUHours }, hours, true},
-		{"GPU-h used", func(r Row) float64 { return r.UsedGPUHours }, hours, true},
-		{"mean util %", func(r Row) float64 { return r.MeanUtilization }, pct, true},
-		{"p95 util %", func(r Row) float64 { return r.P95Utilization }, pct, false},
-		{"peak mem GiB", func(r Row) float64 { return r.PeakMemoryBytes }, gib, true},
-		{"mean mem GiB", func(r Row) float64 { return r.MeanMemoryBytes }, gib, false},
-		{"energy kWh", func(r Row) float64 { return r.EnergyKWh }, kwh, true},
-		{"idle-allocated h", func(r Row) float64 { return r.IdleAllocatedHours }, hours, true},
+		{"GPU-h allocated", "allocated_gpu_hours", func(r Row) (float64, bool) { return known(r.AllocatedGPUHours) }, hours, true},
+		{"GPU-h used", "used_gpu_hours", func(r Row) (float64, bool) { return maybe(r.UsedGPUHours) }, hours, true},
+		{"mean util % per GPU", "mean_utilization_per_gpu", func(r Row) (float64, bool) { return maybe(r.MeanUtilizationPerGPU) }, pct, true},
+		{"p95 util % per GPU", "p95_utilization_per_gpu", func(r Row) (float64, bool) { return maybe(r.P95UtilizationPerGPU) }, pct, false},
+		{"peak mem GiB summed", "peak_memory_bytes_summed", func(r Row) (float64, bool) { return maybe(r.PeakMemoryBytesSummed) }, gib, false},
+		{"mean mem GiB summed", "mean_memory_bytes_summed", func(r Row) (float64, bool) { return maybe(r.MeanMemoryBytesSummed) }, gib, false},
+		{"energy kWh summed", "energy_kwh_summed", func(r Row) (float64, bool) { return maybe(r.EnergyKWhSummed) }, kwh, true},
+		{"GPU-h idle-allocated", "idle_allocated_gpu_hours", func(r Row) (float64, bool) { return known(r.IdleAllocatedGPUHours) }, hours, true},
+		{"GPU-h no util reading", "unmeasured_gpu_hours", func(r Row) (float64, bool) { return known(r.UnmeasuredGPUHours) }, hours, true},
 	}
 	if r.By == "job" {
-		cols = append(cols, column{"duration h", func(r Row) float64 { return r.DurationHours }, hours, false})
+		cols = append(cols, column{"duration h", "duration_hours", func(r Row) (float64, bool) { return known(r.DurationHours) }, hours, false})
 	}
 	return cols
 }
 
-// ownerCells are a row's owner labels; "-" for an empty one.
+// cell is a figure as people read it.
+func (c column) cell(row Row) string {
+	v, ok := c.value(row)
+	if !ok {
+		return notAvailable
+	}
+	return c.format(v)
+}
+
+// legend says what "per GPU" and "summed" mean, under every human format.
+const legend = "Per GPU: averaged over the GPUs the owner held, at most 100 % each. " +
+	"Summed: over the owner's GPUs. Utilization counts only GPU-hours with a utilization reading " +
+	"(a GPU in MIG mode has none: see GPU-h no util reading); n/a: no reading at all."
+
+// ownerCells are a row's owner labels, made safe to print; "-" for an empty one.
 func ownerCells(r *Report, row Row) []string {
 	out := make([]string, len(r.Labels))
 	for i, l := range r.Labels {
-		out[i] = row.Owner[l]
+		out[i] = printable(row.Owner[l])
 		if out[i] == "" {
 			out[i] = "-"
 		}
@@ -82,18 +115,15 @@ func grid(r *Report) (header []string, rows [][]string, total []string) {
 	for _, row := range r.Rows {
 		cells := ownerCells(r, row)
 		for _, c := range cols {
-			cells = append(cells, c.format(c.value(row)))
+			cells = append(cells, c.cell(row))
 		}
 		rows = append(rows, cells)
 	}
 	total = make([]string, len(r.Labels))
 	total[0] = "TOTAL"
-	for i := 1; i < len(total); i++ {
-		total[i] = ""
-	}
 	for _, c := range cols {
 		if c.total {
-			total = append(total, c.format(c.value(r.Totals)))
+			total = append(total, c.cell(r.Totals))
 		} else {
 			total = append(total, "")
 		}
@@ -116,8 +146,28 @@ func (r *Report) title() string {
 
 func (r *Report) fleetLine() string {
 	f := r.Fleet
-	return fmt.Sprintf("Fleet: %d GPUs, mean utilization %s %%, %s idle GPU-hours, %s kWh. Utilization and memory from %s.",
-		f.GPUs, pct(f.MeanUtilization), hours(f.IdleGPUHours), kwh(f.EnergyKWh), r.Sources)
+	util, energy := notAvailable, notAvailable
+	if f.MeanUtilizationPerGPU != nil {
+		util = pct(*f.MeanUtilizationPerGPU) + " %"
+	}
+	if f.EnergyKWhSummed != nil {
+		energy = kwh(*f.EnergyKWhSummed) + " kWh"
+	}
+	unmeasured := ""
+	if f.GPUsWithoutUtilization > 0 {
+		unmeasured = fmt.Sprintf(" (%d without a utilization reading)", f.GPUsWithoutUtilization)
+	}
+	return fmt.Sprintf("Fleet: %d GPUs%s, mean utilization per GPU %s, %s idle GPU-hours, energy summed %s. Utilization and memory from %s.",
+		f.GPUs, unmeasured, util, hours(f.IdleGPUHours), energy, r.Sources)
+}
+
+// notes are the report's notes, made safe to print.
+func (r *Report) notes() []string {
+	out := make([]string, len(r.Notes))
+	for i, n := range r.Notes {
+		out[i] = "Note: " + printable(n)
+	}
+	return out
 }
 
 func writeTable(w io.Writer, r *Report) error {
@@ -130,8 +180,12 @@ func writeTable(w io.Writer, r *Report) error {
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	_, err := fmt.Fprintln(w, r.fleetLine())
-	return err
+	fmt.Fprintln(w, r.fleetLine())
+	fmt.Fprintln(w, legend)
+	for _, n := range r.notes() {
+		fmt.Fprintln(w, n)
+	}
+	return nil
 }
 
 func writeMarkdown(w io.Writer, r *Report) error {
@@ -140,7 +194,7 @@ func writeMarkdown(w io.Writer, r *Report) error {
 	line := func(cells []string) {
 		esc := make([]string, len(cells))
 		for i, c := range cells {
-			esc[i] = strings.ReplaceAll(c, "|", `\|`)
+			esc[i] = markdownEscape(c)
 		}
 		fmt.Fprintf(w, "| %s |\n", strings.Join(esc, " | "))
 	}
@@ -156,39 +210,46 @@ func writeMarkdown(w io.Writer, r *Report) error {
 	for _, row := range rows {
 		line(row)
 	}
-	for i := range total {
-		if total[i] != "" {
-			total[i] = "**" + total[i] + "**"
+	bold := make([]string, len(total))
+	for i, t := range total {
+		if t != "" {
+			bold[i] = "**" + markdownEscape(t) + "**"
 		}
 	}
-	line(total)
-	_, err := fmt.Fprintf(w, "\n%s\n", r.fleetLine())
-	return err
+	fmt.Fprintf(w, "| %s |\n", strings.Join(bold, " | "))
+	fmt.Fprintf(w, "\n%s\n\n%s\n", markdownEscape(r.fleetLine()), markdownEscape(legend))
+	for _, n := range r.notes() {
+		fmt.Fprintf(w, "\n%s\n", markdownEscape(n))
+	}
+	return nil
 }
 
 // writeCSV writes one line per owner with full precision and base units
-// (hours, ratios, bytes, kWh), for spreadsheets and chargeback scripts.
+// (hours, ratios, bytes, kWh), for spreadsheets and chargeback scripts; an
+// absent figure is an empty cell. Owner names are kept as they are (a
+// script matches them), only defused as formulas.
 func writeCSV(w io.Writer, r *Report) error {
 	cw := csv.NewWriter(w)
-	header := append(append([]string(nil), r.Labels...),
-		"allocated_gpu_hours", "used_gpu_hours", "mean_utilization", "p95_utilization",
-		"peak_memory_bytes", "mean_memory_bytes", "energy_kwh", "idle_allocated_hours")
-	if r.By == "job" {
-		header = append(header, "duration_hours")
+	cols := columns(r)
+	header := append([]string(nil), r.Labels...)
+	for _, c := range cols {
+		header = append(header, c.name)
 	}
 	if err := cw.Write(header); err != nil {
 		return err
 	}
-	f := func(v float64) string { return strconv.FormatFloat(v, 'g', -1, 64) }
 	for _, row := range r.Rows {
-		cells := make([]string, len(r.Labels))
-		for i, l := range r.Labels {
-			cells[i] = csvSafe(row.Owner[l])
+		cells := make([]string, 0, len(header))
+		for _, l := range r.Labels {
+			cells = append(cells, csvSafe(row.Owner[l]))
 		}
-		cells = append(cells, f(row.AllocatedGPUHours), f(row.UsedGPUHours), f(row.MeanUtilization), f(row.P95Utilization),
-			f(row.PeakMemoryBytes), f(row.MeanMemoryBytes), f(row.EnergyKWh), f(row.IdleAllocatedHours))
-		if r.By == "job" {
-			cells = append(cells, f(row.DurationHours))
+		for _, c := range cols {
+			v, ok := c.value(row)
+			if !ok {
+				cells = append(cells, "")
+				continue
+			}
+			cells = append(cells, strconv.FormatFloat(v, 'g', -1, 64))
 		}
 		if err := cw.Write(cells); err != nil {
 			return err

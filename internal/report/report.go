@@ -31,32 +31,48 @@ type Options struct {
 	RawOnly bool
 }
 
-// Row is one owner's figures over the range.
+// Row is one owner's figures over the range. Each figure is either per GPU
+// (averaged over the GPUs the owner held: utilization) or summed over the
+// owner's GPUs (GPU-hours, memory, energy); the JSON and CSV names say
+// which. A figure the server has no reading for is absent (JSON null), never 0.
 type Row struct {
 	Owner map[string]string `json:"owner"`
 	// GPU-hours during which the owner held a GPU (allocation, or a process
 	// on it for user/container/compose_service, or any holder for node/gpu).
 	AllocatedGPUHours float64 `json:"allocated_gpu_hours"`
-	// GPU-hours weighted by utilization: an hour at 50 % counts half.
-	UsedGPUHours float64 `json:"used_gpu_hours"`
-	// MeanUtilization is UsedGPUHours / AllocatedGPUHours.
-	MeanUtilization float64 `json:"mean_utilization"`
-	P95Utilization  float64 `json:"p95_utilization"`
-	PeakMemoryBytes float64 `json:"peak_memory_bytes"`
-	MeanMemoryBytes float64 `json:"mean_memory_bytes"`
-	EnergyKWh       float64 `json:"energy_kwh"`
-	// IdleAllocatedHours: held GPU-hours with utilization below the threshold.
-	IdleAllocatedHours float64 `json:"idle_allocated_hours"`
+	// UnmeasuredGPUHours: the held GPU-hours with no utilization reading (a
+	// GPU in MIG mode has none). They count in no utilization figure.
+	UnmeasuredGPUHours float64 `json:"unmeasured_gpu_hours"`
+	// GPU-hours weighted by utilization (an hour at 50 % counts half), over
+	// the held hours that have a utilization reading.
+	UsedGPUHours *float64 `json:"used_gpu_hours"`
+	// MeanUtilizationPerGPU is UsedGPUHours over the measured held GPU-hours.
+	MeanUtilizationPerGPU *float64 `json:"mean_utilization_per_gpu"`
+	// P95UtilizationPerGPU: the 95th percentile over the steps of the mean
+	// utilization of the owner's measured GPUs at each step.
+	P95UtilizationPerGPU *float64 `json:"p95_utilization_per_gpu"`
+	// Memory of all the owner's GPUs together: its peak and mean over time.
+	PeakMemoryBytesSummed *float64 `json:"peak_memory_bytes_summed"`
+	MeanMemoryBytesSummed *float64 `json:"mean_memory_bytes_summed"`
+	// EnergyKWhSummed: the energy of the owner's GPUs while held.
+	EnergyKWhSummed *float64 `json:"energy_kwh_summed"`
+	// IdleAllocatedGPUHours: held GPU-hours with utilization below the threshold.
+	IdleAllocatedGPUHours float64 `json:"idle_allocated_gpu_hours"`
 	// DurationHours (--by=job): how long the job held any GPU in the range.
 	DurationHours float64 `json:"duration_hours,omitempty"`
+
+	measuredSteps float64
 }
 
 // Fleet summarizes every GPU in the range, held or not.
 type Fleet struct {
-	GPUs            int     `json:"gpus"`
-	MeanUtilization float64 `json:"mean_utilization"`
-	IdleGPUHours    float64 `json:"idle_gpu_hours"`
-	EnergyKWh       float64 `json:"energy_kwh"`
+	GPUs int `json:"gpus"`
+	// GPUsWithoutUtilization: GPUs with no utilization reading in the whole
+	// range (MIG mode); the mean leaves them out.
+	GPUsWithoutUtilization int      `json:"gpus_without_utilization"`
+	MeanUtilizationPerGPU  *float64 `json:"mean_utilization_per_gpu"`
+	IdleGPUHours           float64  `json:"idle_gpu_hours"`
+	EnergyKWhSummed        *float64 `json:"energy_kwh_summed"`
 }
 
 // Report is the whole answer.
@@ -75,6 +91,9 @@ type Report struct {
 	// Sources says where the utilization percentile and memory figures came
 	// from: the shipped recording rules (their names) or the raw series.
 	Sources string `json:"sources"`
+	// Notes say what the report did that its reader should know: a range
+	// narrowed to the data there is, a value the server gave as NaN.
+	Notes []string `json:"notes,omitempty"`
 }
 
 // DefaultStep chooses the resolution from the range: fine enough to follow
@@ -131,88 +150,125 @@ func Build(ctx context.Context, q Querier, opts Options) (*Report, error) {
 		return nil, err
 	}
 	dim, _ := lookupDimension(opts.By)
-	rng := opts.To.Sub(opts.From)
-	qs := buildQueries(dim, rng, opts.Step, opts.IdleBelow)
-	stepHours := opts.Step.Hours()
 	run := func(query string) (model.Vector, error) { return instant(ctx, q, query, opts.To) }
+	r := &Report{By: opts.By, IdleBelow: opts.IdleBelow, Labels: dim.labels, Sources: "raw series"}
 
 	// The fleet first: it says whether gpuwatch's series are there at all.
-	gpus, err := run(qs.fleetGPUs)
+	gpus, err := findData(ctx, q, &opts, r)
 	if err != nil {
 		return nil, err
 	}
-	if len(gpus) == 0 || gpus[0].Value == 0 {
-		return nil, fmt.Errorf("%w: no gpu_up series between %s and %s: is gpuwatch scraped by this server?",
-			ErrNoData, opts.From.Format(time.RFC3339), opts.To.Format(time.RFC3339))
-	}
-	r := &Report{From: opts.From, To: opts.To, Step: promDuration(opts.Step), By: opts.By, IdleBelow: opts.IdleBelow, Labels: dim.labels,
-		Sources: "raw series"}
+	rng := opts.To.Sub(opts.From)
+	window := "[" + promDuration(rng) + ":" + promDuration(opts.Step) + "]"
+	qs := buildQueries(dim, rng, opts.Step, opts.IdleBelow)
+	stepHours := opts.Step.Hours()
+	r.From, r.To, r.Step = opts.From, opts.To, promDuration(opts.Step)
 	if rules, ok := shippedRules[dim.name]; ok && !opts.RawOnly {
 		present, err := run(rulesPresentQuery(rules, promDuration(rng)))
 		if err != nil {
 			return nil, err
 		}
 		if len(present) > 0 {
-			qs.useRules(dim, rules, "["+promDuration(rng)+":"+promDuration(opts.Step)+"]")
-			r.Sources = "recording rules " + rules.util + ", " + rules.mem + " (deploy/prometheus/recording.yml)"
+			r.Sources = qs.useRules(dim, rules, window)
 		}
 	}
-	r.Fleet.GPUs = int(gpus[0].Value)
-	r.Fleet.MeanUtilization, err = scalar(run(qs.fleetUtil))
+	r.Fleet.GPUs = gpus
+	if r.Fleet.GPUsWithoutUtilization, err = count(run, qs.fleetUnmeasured); err != nil {
+		return nil, err
+	}
+	if r.Fleet.MeanUtilizationPerGPU, err = optional(run, qs.fleetUtil, r); err != nil {
+		return nil, err
+	}
+	idle, err := count(run, qs.fleetIdleSteps)
 	if err != nil {
 		return nil, err
 	}
-	idle, err := scalar(run(qs.fleetIdleSteps))
-	if err != nil {
+	r.Fleet.IdleGPUHours = float64(idle) * stepHours
+	if r.Fleet.EnergyKWhSummed, err = optional(run, qs.fleetWattSteps, r); err != nil {
 		return nil, err
 	}
-	r.Fleet.IdleGPUHours = idle * stepHours
-	watts, err := scalar(run(qs.fleetWattSteps))
-	if err != nil {
-		return nil, err
+	if r.Fleet.EnergyKWhSummed != nil {
+		*r.Fleet.EnergyKWhSummed = wattStepsToKWh(*r.Fleet.EnergyKWhSummed, opts.Step)
 	}
-	r.Fleet.EnergyKWh = wattStepsToKWh(watts, opts.Step)
 
 	rows := map[string]*Row{}
 	var order []string
-	figure := func(query string, set func(*Row, float64)) error {
+	rowOf := func(m model.Metric) *Row {
+		owner := ownerOf(m, dim.labels)
+		key := ownerKey(owner, dim.labels)
+		row, ok := rows[key]
+		if !ok {
+			row = &Row{Owner: owner}
+			rows[key] = row
+			order = append(order, key)
+		}
+		return row
+	}
+	// A count of steps can only be a whole number: anything else is a
+	// server that answers nonsense, and the report stops.
+	steps := func(query string, set func(*Row, float64)) error {
 		v, err := run(query)
 		if err != nil {
 			return err
 		}
 		for _, s := range v {
-			owner := ownerOf(s.Metric, dim.labels)
-			key := ownerKey(owner, dim.labels)
-			row, ok := rows[key]
-			if !ok {
-				row = &Row{Owner: owner}
-				rows[key] = row
-				order = append(order, key)
+			f := float64(s.Value)
+			if math.IsNaN(f) || math.IsInf(f, 0) || f < 0 {
+				return fmt.Errorf("query %s: the server answered %v for %s, where a number of steps is due", query, f, s.Metric)
 			}
-			set(row, float64(s.Value))
+			set(rowOf(s.Metric), f)
 		}
 		return nil
 	}
-	steps := []struct {
+	// A measured figure the server gives as NaN or ±Inf is absent for that
+	// owner, and a note says so.
+	measured := func(query string, set func(*Row, *float64)) error {
+		v, err := run(query)
+		if err != nil {
+			return err
+		}
+		for _, s := range v {
+			f := float64(s.Value)
+			row := rowOf(s.Metric)
+			if math.IsNaN(f) || math.IsInf(f, 0) {
+				r.Notes = append(r.Notes, fmt.Sprintf("the server answered %v for %s: shown as n/a (query: %s)", f, s.Metric, query))
+				continue
+			}
+			set(row, &f)
+		}
+		return nil
+	}
+	scale := func(k float64) func(*float64) *float64 {
+		return func(v *float64) *float64 { x := *v * k; return &x }
+	}
+	hoursOf, kwhOf := scale(stepHours), scale(opts.Step.Seconds()/3.6e6)
+	for _, st := range []struct {
 		query string
 		set   func(*Row, float64)
 	}{
 		{qs.allocSteps, func(r *Row, v float64) { r.AllocatedGPUHours = v * stepHours }},
-		{qs.usedSteps, func(r *Row, v float64) { r.UsedGPUHours = v * stepHours }},
-		{qs.idleSteps, func(r *Row, v float64) { r.IdleAllocatedHours = v * stepHours }},
-		{qs.p95Util, func(r *Row, v float64) { r.P95Utilization = v }},
-		{qs.memPeak, func(r *Row, v float64) { r.PeakMemoryBytes = v }},
-		{qs.memMean, func(r *Row, v float64) { r.MeanMemoryBytes = v }},
-		{qs.wattSteps, func(r *Row, v float64) { r.EnergyKWh = wattStepsToKWh(v, opts.Step) }},
+		{qs.measuredSteps, func(r *Row, v float64) { r.measuredSteps = v }},
+		{qs.idleSteps, func(r *Row, v float64) { r.IdleAllocatedGPUHours = v * stepHours }},
+		{qs.jobSteps, func(r *Row, v float64) { r.DurationHours = v * stepHours }},
+	} {
+		if st.query == "" {
+			continue
+		}
+		if err := steps(st.query, st.set); err != nil {
+			return nil, err
+		}
 	}
-	if qs.jobSteps != "" {
-		steps = append(steps, struct {
-			query string
-			set   func(*Row, float64)
-		}{qs.jobSteps, func(r *Row, v float64) { r.DurationHours = v * stepHours }})
-	}
-	for _, st := range steps {
-		if err := figure(st.query, st.set); err != nil {
+	for _, m := range []struct {
+		query string
+		set   func(*Row, *float64)
+	}{
+		{qs.usedSteps, func(r *Row, v *float64) { r.UsedGPUHours = hoursOf(v) }},
+		{qs.p95Util, func(r *Row, v *float64) { r.P95UtilizationPerGPU = v }},
+		{qs.memPeak, func(r *Row, v *float64) { r.PeakMemoryBytesSummed = v }},
+		{qs.memMean, func(r *Row, v *float64) { r.MeanMemoryBytesSummed = v }},
+		{qs.wattSteps, func(r *Row, v *float64) { r.EnergyKWhSummed = kwhOf(v) }},
+	} {
+		if err := measured(m.query, m.set); err != nil {
 			return nil, err
 		}
 	}
@@ -222,11 +278,7 @@ func Build(ctx context.Context, q Querier, opts Options) (*Report, error) {
 	}
 	for _, k := range order {
 		row := rows[k]
-		// A row seen only by a figure that does not need the owner to
-		// hold a GPU (memory of a device row) still needs its hours.
-		if row.AllocatedGPUHours > 0 {
-			row.MeanUtilization = row.UsedGPUHours / row.AllocatedGPUHours
-		}
+		row.finish(stepHours)
 		r.Rows = append(r.Rows, *row)
 	}
 	sort.SliceStable(r.Rows, func(i, j int) bool {
@@ -236,8 +288,75 @@ func Build(ctx context.Context, q Querier, opts Options) (*Report, error) {
 		}
 		return ownerKey(a.Owner, dim.labels) < ownerKey(b.Owner, dim.labels)
 	})
-	r.Totals = totals(r.Rows)
+	r.Totals = totals(r.Rows, stepHours)
 	return r, nil
+}
+
+// finish derives the mean utilization per GPU and the unmeasured hours from
+// the step counts.
+func (row *Row) finish(stepHours float64) {
+	row.UnmeasuredGPUHours = math.Max(0, row.AllocatedGPUHours-row.measuredSteps*stepHours)
+	if row.measuredSteps > 0 && row.UsedGPUHours != nil {
+		mean := *row.UsedGPUHours / (row.measuredSteps * stepHours)
+		row.MeanUtilizationPerGPU = &mean
+	}
+}
+
+// findData checks that the server has gpu_up in the range, at the report's
+// steps, and returns the number of GPUs. Where every sample lies after the
+// last step of the range (a server that began scraping gpuwatch less than a
+// step ago), the range narrows to that last partial step, at a fine step, so
+// that the report uses the data there is; r.Notes says so.
+func findData(ctx context.Context, q Querier, opts *Options, r *Report) (int, error) {
+	rng := opts.To.Sub(opts.From)
+	rawQuery := "count(group by (instance, uuid) (max_over_time(gpu_up[" + promDuration(rng) + "])))"
+	raw, err := count(func(query string) (model.Vector, error) { return instant(ctx, q, query, opts.To) }, rawQuery)
+	if err != nil {
+		return 0, err
+	}
+	between := opts.From.Format(time.RFC3339) + " and " + opts.To.Format(time.RFC3339)
+	if raw == 0 {
+		found := "the server has no gpu_up series now either: is gpuwatch scraped by this server?"
+		nowQuery := "count(group by (instance, uuid) (gpu_up))"
+		if n, err := count(func(query string) (model.Vector, error) { return instant(ctx, q, query, time.Now()) }, nowQuery); err == nil && n > 0 {
+			found = fmt.Sprintf("the server has gpu_up for %d GPUs now, so the range lies before (or after) what it holds", n)
+		}
+		return 0, fmt.Errorf("%w: looked for gpu_up samples (%s) between %s, found none; %s", ErrNoData, rawQuery, between, found)
+	}
+	onSteps := func(o Options) (int, string, error) {
+		rng := o.To.Sub(o.From)
+		query := "count(group by (instance, uuid) (count_over_time(gpu_up[" + promDuration(rng) + ":" + promDuration(o.Step) + "])))"
+		n, err := count(func(query string) (model.Vector, error) { return instant(ctx, q, query, o.To) }, query)
+		return n, query, err
+	}
+	n, query, err := onSteps(*opts)
+	if err != nil || n > 0 {
+		return n, err
+	}
+	// Subquery steps fall on multiples of the step since the Unix epoch.
+	stepMs := opts.Step.Milliseconds()
+	lastStep := time.UnixMilli(opts.To.UnixMilli() - opts.To.UnixMilli()%stepMs).UTC()
+	narrowed := *opts
+	narrowed.From = lastStep
+	narrowed.To = opts.To.Truncate(time.Second)
+	narrowed.Step = time.Second
+	// At most 11 000 steps, Prometheus's own bound on a range query.
+	if width := narrowed.To.Sub(narrowed.From); width > 11000*time.Second {
+		narrowed.Step = (width/11000 + time.Second - 1).Truncate(time.Second)
+		narrowed.To = narrowed.To.Truncate(narrowed.Step)
+	}
+	if narrowed.To.After(narrowed.From) {
+		if m, _, err := onSteps(narrowed); err != nil {
+			return 0, err
+		} else if m > 0 {
+			r.Notes = append(r.Notes, fmt.Sprintf("gpu_up begins after the last %s step of the range (%s): the report covers %s to %s at a %s step, the data there is",
+				promDuration(opts.Step), lastStep.Format(time.RFC3339), narrowed.From.Format(time.RFC3339), narrowed.To.Format(time.RFC3339), promDuration(narrowed.Step)))
+			*opts = narrowed
+			return m, nil
+		}
+	}
+	return 0, fmt.Errorf("%w: found gpu_up samples for %d GPUs between %s (%s), but none at the report's steps (every %s, the last at %s; %s): the data is younger than a step; run the report again in a minute, or give a shorter --step",
+		ErrNoData, raw, between, rawQuery, promDuration(opts.Step), lastStep.Format(time.RFC3339), query)
 }
 
 func missingSeriesHint(dim dimension) string {
@@ -255,18 +374,30 @@ func missingSeriesHint(dim dimension) string {
 	}
 }
 
-func totals(rows []Row) Row {
+// totals sums what adds up across owners; a percentile or a peak of each
+// owner does not, so the totals row leaves them out.
+func totals(rows []Row, stepHours float64) Row {
 	t := Row{Owner: map[string]string{}}
+	var used, energy float64
+	var anyUsed, anyEnergy bool
 	for _, r := range rows {
 		t.AllocatedGPUHours += r.AllocatedGPUHours
-		t.UsedGPUHours += r.UsedGPUHours
-		t.IdleAllocatedHours += r.IdleAllocatedHours
-		t.EnergyKWh += r.EnergyKWh
-		t.PeakMemoryBytes = math.Max(t.PeakMemoryBytes, r.PeakMemoryBytes)
+		t.measuredSteps += r.measuredSteps
+		t.IdleAllocatedGPUHours += r.IdleAllocatedGPUHours
+		if r.UsedGPUHours != nil {
+			used, anyUsed = used+*r.UsedGPUHours, true
+		}
+		if r.EnergyKWhSummed != nil {
+			energy, anyEnergy = energy+*r.EnergyKWhSummed, true
+		}
 	}
-	if t.AllocatedGPUHours > 0 {
-		t.MeanUtilization = t.UsedGPUHours / t.AllocatedGPUHours
+	if anyUsed {
+		t.UsedGPUHours = &used
 	}
+	if anyEnergy {
+		t.EnergyKWhSummed = &energy
+	}
+	t.finish(stepHours)
 	return t
 }
 
@@ -302,9 +433,30 @@ func instant(ctx context.Context, q Querier, query string, ts time.Time) (model.
 	return vec, nil
 }
 
-func scalar(v model.Vector, err error) (float64, error) {
+// count is a query whose answer is a whole number (or nothing, 0).
+func count(run func(string) (model.Vector, error), query string) (int, error) {
+	v, err := run(query)
 	if err != nil || len(v) == 0 {
 		return 0, err
 	}
-	return float64(v[0].Value), nil
+	f := float64(v[0].Value)
+	if math.IsNaN(f) || math.IsInf(f, 0) || f < 0 || f != math.Trunc(f) || f > math.MaxInt32 {
+		return 0, fmt.Errorf("query %s: the server answered %v, where a count is due", query, f)
+	}
+	return int(f), nil
+}
+
+// optional is a query whose answer may be absent (no sample) or NaN/±Inf:
+// both are nil, the second with a note.
+func optional(run func(string) (model.Vector, error), query string, r *Report) (*float64, error) {
+	v, err := run(query)
+	if err != nil || len(v) == 0 {
+		return nil, err
+	}
+	f := float64(v[0].Value)
+	if math.IsNaN(f) || math.IsInf(f, 0) {
+		r.Notes = append(r.Notes, fmt.Sprintf("the server answered %v: shown as n/a (query: %s)", f, query))
+		return nil, nil
+	}
+	return &f, nil
 }

@@ -24,18 +24,20 @@ var shippedRules = map[string]ruleSeries{
 }
 
 // useRules replaces the utilization percentile and the memory figures with
-// the recorded series. The rules aggregate by cluster too; summing (or
-// averaging) by the owner labels folds clusters into one row, as the raw
-// queries do.
-func (q *queries) useRules(dim dimension, r ruleSeries, window string) {
+// the recorded series and returns what the report says of its sources. The
+// rules aggregate by cluster too; summing (or averaging) by the owner labels
+// folds clusters into one row, as the raw queries do. The process rules sum
+// the SM share over an owner's GPUs; the percentile is per GPU, which needs
+// the raw series, so for process owners only memory comes from the rules.
+func (q *queries) useRules(dim dimension, r ruleSeries, window string) string {
 	owner := by(dim.labels)
-	agg := "avg "
-	if dim.kind == byProcess {
-		agg = "sum " // the owner's total SM share, as the raw query
-	}
-	q.p95Util = "quantile_over_time(0.95, (" + agg + owner + " (" + r.util + "))" + window + ")"
 	q.memPeak = "max_over_time((sum " + owner + " (" + r.mem + "))" + window + ")"
 	q.memMean = "avg_over_time((sum " + owner + " (" + r.mem + "))" + window + ")"
+	if dim.kind == byProcess {
+		return "recording rule " + r.mem + " (memory; deploy/prometheus/recording.yml), raw series (utilization per GPU)"
+	}
+	q.p95Util = "quantile_over_time(0.95, (avg " + owner + " (" + r.util + "))" + window + ")"
+	return "recording rules " + r.util + ", " + r.mem + " (deploy/prometheus/recording.yml)"
 }
 
 // rulesPresent asks whether both recorded series have samples in the range.

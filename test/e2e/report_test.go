@@ -206,20 +206,28 @@ func startPrometheusWithHistory(t *testing.T, start time.Time) string {
 type reportJSON struct {
 	Totals struct {
 		Allocated float64 `json:"allocated_gpu_hours"`
-		Energy    float64 `json:"energy_kwh"`
+		Energy    float64 `json:"energy_kwh_summed"`
 	} `json:"totals"`
 	Fleet struct {
-		GPUs   int     `json:"gpus"`
-		Util   float64 `json:"mean_utilization"`
-		Idle   float64 `json:"idle_gpu_hours"`
-		Energy float64 `json:"energy_kwh"`
+		GPUs       int     `json:"gpus"`
+		Unmeasured int     `json:"gpus_without_utilization"`
+		Util       float64 `json:"mean_utilization_per_gpu"`
+		Idle       float64 `json:"idle_gpu_hours"`
+		Energy     float64 `json:"energy_kwh_summed"`
 	} `json:"fleet"`
+	Server string   `json:"server"`
+	Notes  []string `json:"notes"`
 }
 
-// row figures in the JSON's order, for compact expectations.
+// row figures in the JSON's order, for compact expectations: utilization per
+// GPU, memory and energy summed over the owner's GPUs; na where the JSON
+// has null (no reading).
 type figures struct {
-	alloc, used, mean, p95, peakGiB, meanGiB, kwh, idle, duration float64
+	alloc, used, mean, p95, peakGiB, meanGiB, kwh, idle, duration, unmeasured float64
 }
+
+// na stands for a figure the report shows as absent (JSON null).
+const na = -1.0
 
 func runReport(t *testing.T, args ...string) (string, int) {
 	t.Helper()
@@ -243,9 +251,22 @@ func decodeReport(t *testing.T, out string) map[string]figures {
 				parts = append(parts, v)
 			}
 		}
-		f := func(k string) float64 { v, _ := r[k].(float64); return v }
-		got[strings.Join(parts, "/")] = figures{f("allocated_gpu_hours"), f("used_gpu_hours"), f("mean_utilization"), f("p95_utilization"),
-			f("peak_memory_bytes") / (1 << 30), f("mean_memory_bytes") / (1 << 30), f("energy_kwh"), f("idle_allocated_hours"), f("duration_hours")}
+		f := func(k string) float64 {
+			v, present := r[k]
+			if present && v == nil {
+				return na
+			}
+			x, _ := v.(float64)
+			return x
+		}
+		gib := func(k string) float64 {
+			if v := f(k); v != na {
+				return v / (1 << 30)
+			}
+			return na
+		}
+		got[strings.Join(parts, "/")] = figures{f("allocated_gpu_hours"), f("used_gpu_hours"), f("mean_utilization_per_gpu"), f("p95_utilization_per_gpu"),
+			gib("peak_memory_bytes_summed"), gib("mean_memory_bytes_summed"), f("energy_kwh_summed"), f("idle_allocated_gpu_hours"), f("duration_hours"), f("unmeasured_gpu_hours")}
 	}
 	return got
 }
@@ -270,6 +291,7 @@ func checkFigures(t *testing.T, by string, got map[string]figures, want map[stri
 			{"allocated GPU-h", g.alloc, w.alloc}, {"used GPU-h", g.used, w.used}, {"mean utilization", g.mean, w.mean},
 			{"p95 utilization", g.p95, w.p95}, {"peak GiB", g.peakGiB, w.peakGiB}, {"mean GiB", g.meanGiB, w.meanGiB},
 			{"kWh", g.kwh, w.kwh}, {"idle-allocated h", g.idle, w.idle}, {"duration h", g.duration, w.duration},
+			{"GPU-h without a utilization reading", g.unmeasured, w.unmeasured},
 		} {
 			if !near(c.got, c.want, tol) {
 				t.Errorf("--by=%s %s: %s = %v, want %v", by, owner, c.name, c.got, c.want)
@@ -289,29 +311,29 @@ func keys(m map[string]figures) []string {
 // reportExpectations are the hand-computed figures of the fixture, per --by.
 var reportExpectations = map[string]map[string]figures{
 	"namespace": {
-		"research": {48, 38.4, 0.8, 0.8, 40, 40, 19.2, 0, 0},
-		"users":    {72, 0, 0, 0, 2, 2, 4.32, 72, 0},
+		"research": {48, 38.4, 0.8, 0.8, 40, 40, 19.2, 0, 0, 0},
+		"users":    {72, 0, 0, 0, 2, 2, 4.32, 72, 0, 0},
 	},
 	"pod": {
-		"research/trainer-0":  {48, 38.4, 0.8, 0.8, 40, 40, 19.2, 0, 0},
-		"users/idle-notebook": {72, 0, 0, 0, 2, 2, 4.32, 72, 0},
+		"research/trainer-0":  {48, 38.4, 0.8, 0.8, 40, 40, 19.2, 0, 0, 0},
+		"users/idle-notebook": {72, 0, 0, 0, 2, 2, 4.32, 72, 0, 0},
 	},
-	"job":     {"1001/alice/physics/gpu": {24, 12, 0.5, 0.5, 20, 20, 7.2, 0, 24}},
-	"account": {"physics": {24, 12, 0.5, 0.5, 20, 20, 7.2, 0, 0}},
+	"job":     {"1001/alice/physics/gpu": {24, 12, 0.5, 0.5, 20, 20, 7.2, 0, 24, 0}},
+	"account": {"physics": {24, 12, 0.5, 0.5, 20, 20, 7.2, 0, 0, 0}},
 	"user": {
-		"bob":   {48, 38.4, 0.8, 0.8, 40, 40, 19.2, 0, 0},
-		"alice": {24, 12, 0.5, 0.5, 20, 20, 7.2, 0, 0},
-		"carol": {24, 6, 0.25, 0.25, 4, 4, 3.6, 0, 0},
+		"bob":   {48, 38.4, 0.8, 0.8, 40, 40, 19.2, 0, 0, 0},
+		"alice": {24, 12, 0.5, 0.5, 20, 20, 7.2, 0, 0, 0},
+		"carol": {24, 6, 0.25, 0.25, 4, 4, 3.6, 0, 0, 0},
 	},
 	"container": {
-		"node-a:9410/trainer": {48, 38.4, 0.8, 0.8, 40, 40, 19.2, 0, 0},
-		"node-b:9410/jupyter": {24, 6, 0.25, 0.25, 4, 4, 3.6, 0, 0},
+		"node-a:9410/trainer": {48, 38.4, 0.8, 0.8, 40, 40, 19.2, 0, 0, 0},
+		"node-b:9410/jupyter": {24, 6, 0.25, 0.25, 4, 4, 3.6, 0, 0, 0},
 	},
-	"compose_service": {"lab/notebook": {24, 6, 0.25, 0.25, 4, 4, 3.6, 0, 0}},
+	"compose_service": {"lab/notebook": {24, 6, 0.25, 0.25, 4, 4, 3.6, 0, 0, 0}},
 	// Nodes: held = any pod, job or process; memory is the whole node's.
 	"node": {
-		"node-a:9410": {120, 38.4, 0.32, 0.4, 42, (42.0*576 + 2*288) / 864, 23.52, 72, 0},
-		"node-b:9410": {48, 18, 0.375, 0.5, 20, (20.0*288 + 4*288) / 864, 10.8, 0, 0},
+		"node-a:9410": {120, 38.4, 0.32, 0.4, 42, (42.0*576 + 2*288) / 864, 23.52, 72, 0, 0},
+		"node-b:9410": {48, 18, 0.375, 0.5, 20, (20.0*288 + 4*288) / 864, 10.8, 0, 0, 0},
 	},
 }
 
@@ -500,7 +522,7 @@ func TestReportErrors(t *testing.T) {
 		{"no range", []string{"--prometheus.url=" + url}, "a range is needed"},
 		{"unknown by", []string{"--prometheus.url=" + url, from, to, "--by=team"}, `unknown --by "team" (one of: account, compose_service, container, gpu, job, namespace, node, partition, pod, user)`},
 		{"unknown format", []string{"--prometheus.url=" + url, from, to, "--format=pdf"}, "--format=pdf: one of table, csv, json, markdown, html"},
-		{"no data", []string{"--prometheus.url=" + url, "--from=" + start.AddDate(0, 0, -2).Format(time.RFC3339), "--to=" + start.AddDate(0, 0, -1).Format(time.RFC3339)}, "no gpu_up series between"},
+		{"no data", []string{"--prometheus.url=" + url, "--from=" + start.AddDate(0, 0, -2).Format(time.RFC3339), "--to=" + start.AddDate(0, 0, -1).Format(time.RFC3339)}, "looked for gpu_up samples"},
 		{"no allocations of that kind", []string{"--prometheus.url=" + url, "--from=" + start.Add(48*time.Hour).Format(time.RFC3339), "--to=" + start.Add(72*time.Hour).Format(time.RFC3339), "--by=job"}, "no gpu_slurm_job_info series"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
@@ -614,7 +636,7 @@ func TestReportUsesRecordingRules(t *testing.T) {
 		}
 		var src struct{ Sources string }
 		_ = json.Unmarshal([]byte(out), &src)
-		if got := strings.HasPrefix(src.Sources, "recording rules "); got != fromRules {
+		if got := strings.HasPrefix(src.Sources, "recording rule"); got != fromRules {
 			t.Errorf("--by=%s: sources %q; from the recording rules: %v, want %v", by, src.Sources, got, fromRules)
 		}
 		checkFigures(t, by, decodeReport(t, out), reportExpectations[by], 1e-9)
