@@ -42,7 +42,7 @@ func (a *attributionFlags) register(app *kingpin.Application) {
 	app.Flag("cri.socket", "CRI runtime socket (containerd or CRI-O) for pod name, namespace and container of Kubernetes containers. auto: the first of "+
 		strings.Join(attribution.DefaultCRISockets, ", ")+" that exists at start; empty: off.").
 		Default(autoSocket).IsSetByUser(&a.set.cri).StringVar(&a.criSocket)
-	app.Flag("kubelet.pod-resources-socket", "Kubelet pod-resources API socket, which says which pod each GPU is allocated to, even while its processes are idle. auto: "+
+	app.Flag("kubelet.pod-resources-socket", "Kubelet pod-resources API socket, which says which pod each GPU or MIG instance is allocated to (device plugin, or a DRA claim of NVIDIA's DRA driver), even while its processes are idle. auto: "+
 		attribution.DefaultKubeletPodResourcesSocket+" if it exists at start; empty: off.").
 		Default(autoSocket).IsSetByUser(&a.set.kubelet).StringVar(&a.kubeletSock)
 	app.Flag("attribution.timeout", "Bound on each owner lookup (one socket call, one Slurm query) and on all attribution in one collection; a scrape never waits longer.").

@@ -26,6 +26,11 @@ func (f *commonFlags) startDemo(logger *slog.Logger, s *sim.Sim) (*demo.Env, err
 	for i, uuid := range s.GPUUUIDs() {
 		opts.GPUs = append(opts.GPUs, demo.GPU{Index: i, UUID: uuid})
 	}
+	for _, gi := range s.IdleGPUInstances() {
+		opts.IdleGPUInstances = append(opts.IdleGPUInstances, demo.GPUInstance{
+			GPU: gi.GPU, Minor: gi.Minor, Profile: gi.Profile, ProfileID: gi.ProfileID, PlacementStart: gi.PlacementStart,
+		})
+	}
 	env, err := demo.Start(opts)
 	if err != nil {
 		return nil, err

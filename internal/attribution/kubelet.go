@@ -26,16 +26,22 @@ import (
 // pod-resources API on every node.
 const DefaultKubeletPodResourcesSocket = "/var/lib/kubelet/pod-resources/kubelet.sock"
 
-// PodAllocation is one device that the kubelet has given to one container.
+// PodAllocation is one device that the kubelet has given to one container,
+// through a device plugin or a DRA resource claim.
 type PodAllocation struct {
-	// DeviceID is what the device plugin calls the device, with any
-	// time-slicing replica suffix ("::N") removed: a GPU UUID ("GPU-…"),
-	// a MIG UUID ("MIG-…"), or, with the NVIDIA device plugin's
-	// --device-id-strategy=index, a GPU index ("0") or a MIG index ("0:1").
+	// DeviceID is what the device plugin or DRA driver calls the device.
+	// Device plugin: with any time-slicing replica suffix ("::N")
+	// removed, a GPU UUID ("GPU-…"), a MIG UUID ("MIG-…"), or, with the
+	// NVIDIA device plugin's --device-id-strategy=index, a GPU index
+	// ("0") or a MIG index ("0:1"). DRA: the driver's device name
+	// ("gpu-0", "gpu-0-mig-1g10gb-19-2"; see dra.go).
 	DeviceID string
-	// Resource is the extended resource name, e.g. "nvidia.com/gpu" or
-	// "nvidia.com/mig-1g.10gb".
+	// Resource is the device plugin's extended resource name, e.g.
+	// "nvidia.com/gpu" or "nvidia.com/mig-1g.10gb"; empty for DRA.
 	Resource string
+	// Driver, Pool and Claim ("namespace/name") are set for a device
+	// allocated through DRA; Driver is empty otherwise.
+	Driver, Pool, Claim string
 	// Pod has Name, Namespace and Container set; the pod-resources API
 	// does not give the pod UID.
 	Pod snapshot.Pod
@@ -209,13 +215,22 @@ func isGPUResource(name string) bool {
 		strings.HasPrefix(name, "nvidia.com/mig-")
 }
 
-// gpuAllocations keeps the GPU devices of a List answer, one entry per
-// (container, device): time-sliced replicas of one GPU given to the same
-// container ("GPU-x::0", "GPU-x::3") are one allocation.
+// gpuAllocations keeps the GPU devices of a List answer, of device plugins
+// and of NVIDIA's DRA driver, one entry per (container, device):
+// time-sliced replicas of one GPU given to the same container
+// ("GPU-x::0", "GPU-x::3") are one allocation.
 func gpuAllocations(resp *podresourcesv1.ListPodResourcesResponse) []PodAllocation {
 	var out []PodAllocation
-	type key struct{ ns, pod, container, device string }
+	type key struct{ ns, pod, container, driver, device string }
 	seen := make(map[key]struct{})
+	add := func(a PodAllocation) bool {
+		k := key{a.Pod.Namespace, a.Pod.Name, a.Pod.Container, a.Driver, a.DeviceID}
+		if _, dup := seen[k]; dup {
+			return false
+		}
+		seen[k] = struct{}{}
+		return true
+	}
 	for _, pr := range resp.GetPodResources() {
 		for _, c := range pr.GetContainers() {
 			for _, dev := range c.GetDevices() {
@@ -227,18 +242,17 @@ func gpuAllocations(resp *podresourcesv1.ListPodResourcesResponse) []PodAllocati
 					if id == "" {
 						continue
 					}
-					k := key{pr.GetNamespace(), pr.GetName(), c.GetName(), id}
-					if _, dup := seen[k]; dup {
-						continue
-					}
-					seen[k] = struct{}{}
-					out = append(out, PodAllocation{
+					a := PodAllocation{
 						DeviceID: id,
 						Resource: dev.GetResourceName(),
 						Pod:      snapshot.Pod{Name: pr.GetName(), Namespace: pr.GetNamespace(), Container: c.GetName()},
-					})
+					}
+					if add(a) {
+						out = append(out, a)
+					}
 				}
 			}
+			out = draGPUAllocations(out, pr, c, add)
 		}
 	}
 	return out
@@ -259,7 +273,10 @@ func stripReplica(id string) string {
 //   - "MIG-…": the GPU whose MIGInstances has that UUID; the old form
 //     "MIG-GPU-<uuid>/<gi>/<ci>" (drivers before R470) names its parent;
 //   - "N" or "N:M" (device plugin index strategy): the GPU with index N;
-//     which MIG instance "N:M" is cannot be told, so MIGUUID stays empty.
+//     which MIG instance "N:M" is cannot be told, so MIGUUID stays empty;
+//   - a device of NVIDIA's DRA driver: the GPU with that minor number, and
+//     for a MIG device the instance with that placement (see dra.go); the
+//     parent GPU alone when the instance cannot be told.
 //
 // Allocations of devices not in the snapshot (a GPU that is down and
 // unnamed, a stale kubelet answer) are left out. The result is sorted by
@@ -274,12 +291,17 @@ func MatchAllocations(allocs []PodAllocation, devices []snapshot.Device) []snaps
 	}
 	byUUID := make(map[string]gpuRef, len(devices))
 	byIndex := make(map[int]gpuRef, len(devices))
+	byMinor := make(map[int]*snapshot.Device, len(devices))
 	migParent := make(map[string]gpuRef)
-	for _, d := range devices {
+	for i := range devices {
+		d := &devices[i]
 		ref := gpuRef{d.Index, d.UUID}
 		byIndex[d.Index] = ref
 		if d.UUID != "" {
 			byUUID[d.UUID] = ref
+		}
+		if minor, ok := d.Info.MinorNumber.Get(); ok {
+			byMinor[minor] = d
 		}
 		for _, mig := range d.MIGInstances {
 			if mig.UUID != "" {
@@ -290,6 +312,10 @@ func MatchAllocations(allocs []PodAllocation, devices []snapshot.Device) []snaps
 
 	out := make([]snapshot.Allocation, 0, len(allocs))
 	for _, a := range allocs {
+		if a.Driver != "" {
+			out = appendDRAAllocation(out, a, byMinor)
+			continue
+		}
 		var ref gpuRef
 		var found bool
 		migUUID := ""
@@ -319,6 +345,33 @@ func MatchAllocations(allocs []PodAllocation, devices []snapshot.Device) []snaps
 	// Two time-sliced replicas named by index, or a MIG UUID and its
 	// index form, can land on the same allocation.
 	return slices.Compact(out)
+}
+
+// appendDRAAllocation appends what DRA allocation a holds, found by the
+// GPU's minor number, or nothing when its device is not one of devices.
+func appendDRAAllocation(out []snapshot.Allocation, a PodAllocation, byMinor map[int]*snapshot.Device) []snapshot.Allocation {
+	name, ok := parseDRADeviceName(a.DeviceID)
+	if !ok {
+		return out
+	}
+	dev, ok := byMinor[name.minor]
+	if !ok {
+		return out
+	}
+	parent := snapshot.Allocation{GPU: dev.Index, GPUUUID: dev.UUID, Pod: a.Pod}
+	if !name.mig {
+		return append(out, parent)
+	}
+	instances := draMIGInstances(dev, name)
+	if len(instances) == 0 {
+		return append(out, parent)
+	}
+	for _, m := range instances {
+		alloc := parent
+		alloc.MIGUUID = m.UUID
+		out = append(out, alloc)
+	}
+	return out
 }
 
 func compareAllocations(x, y snapshot.Allocation) int {

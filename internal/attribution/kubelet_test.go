@@ -73,7 +73,11 @@ func (f *fakeKubelet) set(resp *podresourcesv1.ListPodResourcesResponse, delay t
 // loadListFixture reads a List answer written in the API's JSON mapping.
 func loadListFixture(t testing.TB) *podresourcesv1.ListPodResourcesResponse {
 	t.Helper()
-	const path = "testdata/k8s/podresources-list.json"
+	return loadListFixtureFile(t, "testdata/k8s/podresources-list.json")
+}
+
+func loadListFixtureFile(t testing.TB, path string) *podresourcesv1.ListPodResourcesResponse {
+	t.Helper()
 	b, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)

@@ -19,6 +19,9 @@ import (
 type Options struct {
 	Processes []Process
 	GPUs      []GPU
+	// IdleGPUInstances are the host's MIG GPU instances without a
+	// process; a Kubernetes pod holds the first through a DRA claim.
+	IdleGPUInstances []GPUInstance
 	// Node is the host's Slurm node name (--slurm.node-name).
 	Node string
 	// Logger receives the servers' errors. Default: discard.
@@ -61,7 +64,7 @@ func Start(opts Options) (env *Env, err error) {
 		Dir:       dir,
 		ProcRoot:  filepath.Join(dir, "proc"),
 		RootFS:    filepath.Join(dir, "root"),
-		Workloads: plan(opts.Processes, opts.GPUs),
+		Workloads: withDRAPod(plan(opts.Processes, opts.GPUs), opts.IdleGPUInstances, opts.Node),
 	}
 	env.closers = append(env.closers, func() { _ = os.RemoveAll(dir) })
 	defer func() {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 
@@ -24,7 +25,7 @@ func demoFor(t *testing.T, profile string) (*demo.Env, *snapshot.Snapshot) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	reader, err := nvmlbackend.New(s, nvmlbackend.Options{Groups: map[string]bool{snapshot.GroupInfo: true, snapshot.GroupProcesses: true}, Now: s.Now})
+	reader, err := nvmlbackend.New(s, nvmlbackend.Options{Groups: map[string]bool{snapshot.GroupInfo: true, snapshot.GroupProcesses: true, snapshot.GroupMIG: true}, Now: s.Now})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -39,6 +40,11 @@ func demoFor(t *testing.T, profile string) (*demo.Env, *snapshot.Snapshot) {
 	}
 	for _, d := range snap.Devices {
 		opts.GPUs = append(opts.GPUs, demo.GPU{Index: d.Index, UUID: d.UUID})
+	}
+	for _, gi := range s.IdleGPUInstances() {
+		opts.IdleGPUInstances = append(opts.IdleGPUInstances, demo.GPUInstance{
+			GPU: gi.GPU, Minor: gi.Minor, Profile: gi.Profile, ProfileID: gi.ProfileID, PlacementStart: gi.PlacementStart,
+		})
 	}
 	env, err := demo.Start(opts)
 	if err != nil {
@@ -133,19 +139,30 @@ func TestDemoOwnersThroughRealAttribution(t *testing.T) {
 	}
 
 	pods, jobs := map[int]string{}, map[int]string{}
+	podMIG := ""
 	for _, a := range snap.Allocations {
 		if a.GPUUUID != snap.Devices[a.GPU].UUID {
 			t.Errorf("allocation %+v: UUID is not GPU %d's", a, a.GPU)
 		}
 		if a.Pod.Name != "" {
 			pods[a.GPU] = a.Pod.Namespace + "/" + a.Pod.Name
+			if a.GPU == 7 {
+				podMIG = a.MIGUUID
+			}
 		}
 		if a.Slurm.JobID != "" {
 			jobs[a.GPU] = a.Slurm.JobID
 		}
 	}
-	if len(pods) != 1 || pods[6] != "inference/vllm-0" {
-		t.Errorf("kubelet allocations = %v, want the vllm pod on GPU 6", pods)
+	// The vllm pod through the device plugin; an idle embedder pod holds
+	// GPU 7's idle 2g.20gb MIG instance (GPU instance 5) through a DRA
+	// claim.
+	if len(pods) != 2 || pods[6] != "inference/vllm-0" || pods[7] != "inference/embedder-0" {
+		t.Errorf("kubelet allocations = %v, want the vllm pod on GPU 6 and the embedder on GPU 7", pods)
+	}
+	if i := slices.IndexFunc(snap.Devices[7].MIGInstances, func(m snapshot.MIGInstance) bool { return m.UUID == podMIG }); i < 0 ||
+		snap.Devices[7].MIGInstances[i].GPUInstanceID != 5 || snap.Devices[7].MIGInstances[i].Profile != "2g.20gb" {
+		t.Errorf("embedder pod's MIG instance %q, want GPU 7's 2g.20gb: %+v", podMIG, snap.Devices[7].MIGInstances)
 	}
 	// GPUs 0-3 (training), 5 (idle interactive job), 7 (embedding service).
 	for _, gpu := range []int{0, 1, 2, 3, 5, 7} {

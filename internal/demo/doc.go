@@ -16,7 +16,9 @@
 // The processes are grouped into workloads (ranks of one job have nearby
 // PIDs) and the workloads take turns being a Slurm job, a Docker Compose
 // service, a Kubernetes pod and a plain unix user's process. A GPU without
-// a process is held by an idle interactive Slurm job. Everything is a
+// a process is held by an idle interactive Slurm job, and an idle MIG GPU
+// instance by an idle Kubernetes pod through a resource claim of NVIDIA's
+// DRA driver (Dynamic Resource Allocation). Everything is a
 // deterministic function of the process list, so a demo page is the same
 // in every run.
 package demo

@@ -56,7 +56,8 @@ func (c *CRI) Version(context.Context, *runtimev1.VersionRequest) (*runtimev1.Ve
 }
 
 // Kubelet answers the kubelet pod-resources API: which GPUs each pod of
-// the Kubernetes workloads holds, by GPU UUID under nvidia.com/gpu.
+// the Kubernetes workloads holds, by GPU UUID under nvidia.com/gpu (the
+// device plugin), or as a device of NVIDIA's DRA driver in a resource claim.
 type Kubelet struct {
 	podresourcesv1.UnimplementedPodResourcesListerServer
 	resp *podresourcesv1.ListPodResourcesResponse
@@ -73,16 +74,25 @@ func NewKubelet(workloads []Workload, gpus []GPU) *Kubelet {
 		if w.Kind != KindKubernetes {
 			continue
 		}
-		var ids []string
-		for _, g := range w.GPUs {
-			ids = append(ids, uuid[g])
+		c := &podresourcesv1.ContainerResources{Name: w.PodContainer}
+		if w.DRADevice != "" {
+			claimUID := hexID("claim", w.PodName)
+			c.DynamicResources = []*podresourcesv1.DynamicResource{{
+				ClaimName: w.PodName + "-gpu", ClaimNamespace: w.PodNamespace,
+				ClaimResources: []*podresourcesv1.ClaimResource{{
+					DriverName: "gpu.nvidia.com", PoolName: w.DRAPool, DeviceName: w.DRADevice,
+					CdiDevices: []*podresourcesv1.CDIDevice{{Name: "k8s.gpu.nvidia.com/claim=" + claimUID[:36] + "-" + w.DRADevice}},
+				}},
+			}}
+		} else {
+			var ids []string
+			for _, g := range w.GPUs {
+				ids = append(ids, uuid[g])
+			}
+			c.Devices = []*podresourcesv1.ContainerDevices{{ResourceName: "nvidia.com/gpu", DeviceIds: ids}}
 		}
 		resp.PodResources = append(resp.PodResources, &podresourcesv1.PodResources{
-			Name: w.PodName, Namespace: w.PodNamespace,
-			Containers: []*podresourcesv1.ContainerResources{{
-				Name:    w.PodContainer,
-				Devices: []*podresourcesv1.ContainerDevices{{ResourceName: "nvidia.com/gpu", DeviceIds: ids}},
-			}},
+			Name: w.PodName, Namespace: w.PodNamespace, Containers: []*podresourcesv1.ContainerResources{c},
 		})
 	}
 	return &Kubelet{resp: resp}

@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"slices"
+	"strings"
 )
 
 // Process is one simulated GPU process.
@@ -18,6 +19,22 @@ type Process struct {
 type GPU struct {
 	Index int
 	UUID  string
+}
+
+// GPUInstance is an idle MIG GPU instance, named as NVIDIA's Kubernetes DRA
+// driver names it: parent minor number, profile, profile ID, placement.
+type GPUInstance struct {
+	GPU, Minor     int
+	Profile        string // "2g.20gb"
+	ProfileID      int
+	PlacementStart int
+}
+
+// draDeviceName is the instance's device name in the DRA driver's
+// ResourceSlice (the v25.12+ form): "gpu-7-mig-2g20gb-14-0".
+func (g GPUInstance) draDeviceName() string {
+	profile := strings.ReplaceAll(strings.ReplaceAll(strings.ToLower(g.Profile), ".", ""), "+", "-")
+	return fmt.Sprintf("gpu-%d-mig-%s-%d-%d", g.Minor, profile, g.ProfileID, g.PlacementStart)
 }
 
 // Kind is the sort of owner a workload has.
@@ -55,6 +72,10 @@ type Workload struct {
 	ContainerID, ContainerName, Image, ComposeProject, ComposeService string
 	// Kubernetes (ContainerID is the containerd id)
 	PodName, PodNamespace, PodUID, PodContainer string
+	// DRADevice, when set, is the device the pod holds through a resource
+	// claim of NVIDIA's DRA driver (gpu.nvidia.com) rather than through
+	// the device plugin; DRAPool is the driver's pool, the node's name.
+	DRADevice, DRAPool string
 }
 
 // pidGap is how far apart two PIDs may be and still be ranks of one job
@@ -106,6 +127,31 @@ func plan(procs []Process, gpus []GPU) []Workload {
 		out = append(out, w)
 	}
 	return out
+}
+
+// withDRAPod adds, when the host has an idle MIG GPU instance, a
+// Kubernetes pod that holds the first one through a DRA resource claim and
+// runs nothing on it yet: an idle allocation that only the claim shows.
+func withDRAPod(workloads []Workload, idle []GPUInstance, node string) []Workload {
+	if len(idle) == 0 {
+		return workloads
+	}
+	g := idle[0]
+	n := 0
+	for _, w := range workloads {
+		if w.Kind == KindKubernetes {
+			n++
+		}
+	}
+	w := newWorkload(KindKubernetes, n, len(workloads))
+	w.PodName, w.PodContainer = "embedder-0", "server"
+	uid := hexID("pod", w.PodName)
+	w.PodUID = uid[0:8] + "-" + uid[8:12] + "-" + uid[12:16] + "-" + uid[16:20] + "-" + uid[20:32]
+	w.ContainerID = hexID("containerd", w.PodName)
+	w.Command = []string{"python3", "-m", "embedder.serve"}
+	w.GPUs = []int{g.GPU}
+	w.DRADevice, w.DRAPool = g.draDeviceName(), node
+	return append(workloads, w)
 }
 
 // newWorkload fills in the owner of the n-th workload of its kind, the

@@ -218,7 +218,10 @@ func silentSocket(t *testing.T) string {
 
 func TestSocketChecks(t *testing.T) {
 	dir := testenv.ShortTempDir(t)
-	workloads := []demo.Workload{{Kind: demo.KindKubernetes, PodName: "p", PodNamespace: "ns", PodContainer: "c", ContainerID: "abc", GPUs: []int{0}}}
+	workloads := []demo.Workload{
+		{Kind: demo.KindKubernetes, PodName: "p", PodNamespace: "ns", PodContainer: "c", ContainerID: "abc", GPUs: []int{0}},
+		{Kind: demo.KindKubernetes, PodName: "q", PodNamespace: "ns", PodContainer: "c", ContainerID: "def", GPUs: []int{0}, DRADevice: "gpu-0", DRAPool: "node"},
+	}
 	cri, kubelet := filepath.Join(dir, "cri.sock"), filepath.Join(dir, "kubelet.sock")
 	for socket, register := range map[string]func(*grpc.Server){
 		cri: func(s *grpc.Server) { runtimev1.RegisterRuntimeServiceServer(s, demo.NewCRI(workloads)) },
@@ -241,7 +244,7 @@ func TestSocketChecks(t *testing.T) {
 	if res := find(t, r, "cri socket"); res.Status != OK || !strings.Contains(res.Found, "containerd") {
 		t.Errorf("cri = %+v", res)
 	}
-	if res := find(t, r, "kubelet socket"); res.Status != OK || !strings.Contains(res.Found, "resource names: nvidia.com/gpu") {
+	if res := find(t, r, "kubelet socket"); res.Status != OK || !strings.Contains(res.Found, "2 pods hold devices; resource names: nvidia.com/gpu; DRA drivers: gpu.nvidia.com") {
 		t.Errorf("kubelet = %+v", res)
 	}
 	if res := find(t, r, "docker socket"); res.Status != Fail || !res.Needed || !strings.Contains(res.Fix, "--docker.socket") {

@@ -18,7 +18,7 @@ import (
 )
 
 // checkSources: each runtime socket is present, reachable and answers
-// within the timeout; the kubelet's GPU resource names.
+// within the timeout; the kubelet's GPU resource names and DRA drivers.
 func checkSources(env Env) []Result {
 	if !env.Attribution {
 		return nil
@@ -109,7 +109,7 @@ func listKubelet(ctx context.Context, path string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	var names []string
+	var names, drivers []string
 	pods := 0
 	for _, p := range resp.GetPodResources() {
 		holds := false
@@ -120,17 +120,35 @@ func listKubelet(ctx context.Context, path string) (string, error) {
 				}
 				holds = true
 			}
+			// DRA claims (kubelet 1.34+, or earlier with the
+			// KubeletPodResourcesDynamicResources feature gate).
+			for _, dr := range c.GetDynamicResources() {
+				for _, cr := range dr.GetClaimResources() {
+					if !slices.Contains(drivers, cr.GetDriverName()) {
+						drivers = append(drivers, cr.GetDriverName())
+					}
+					holds = true
+				}
+			}
 		}
 		if holds {
 			pods++
 		}
 	}
 	slices.Sort(names)
-	if len(names) == 0 {
+	slices.Sort(drivers)
+	if len(names) == 0 && len(drivers) == 0 {
 		return "pod-resources API answers; no pod holds a device now", nil
 	}
-	if pods == 1 {
-		return "1 pod holds devices; resource names: " + strings.Join(names, ", "), nil
+	var held []string
+	if len(names) > 0 {
+		held = append(held, "resource names: "+strings.Join(names, ", "))
 	}
-	return fmt.Sprintf("%d pods hold devices; resource names: %s", pods, strings.Join(names, ", ")), nil
+	if len(drivers) > 0 {
+		held = append(held, "DRA drivers: "+strings.Join(drivers, ", "))
+	}
+	if pods == 1 {
+		return "1 pod holds devices; " + strings.Join(held, "; "), nil
+	}
+	return fmt.Sprintf("%d pods hold devices; %s", pods, strings.Join(held, "; ")), nil
 }

@@ -278,7 +278,7 @@ var (
 	mProcMemUtil = def(snapshot.GroupProcesses, "gpu_process_memory_utilization_ratio", typeGauge, "ratio", "nvmlDeviceGetProcessUtilization (memUtil) + attribution",
 		"Share of the GPU's memory-controller time used by the owner's processes (summed per owner).", ownerLabels).optIn(pidOptLabels)
 
-	mKubernetesAllocation = def(snapshot.GroupProcesses, "gpu_kubernetes_allocation_info", typeInfo, "", "kubelet pod-resources List (nvidia.com/gpu, nvidia.com/mig-*)",
+	mKubernetesAllocation = def(snapshot.GroupProcesses, "gpu_kubernetes_allocation_info", typeInfo, "", "kubelet pod-resources List: device plugins (nvidia.com/gpu, nvidia.com/mig-*) and DRA claims (gpu.nvidia.com)",
 		"The Kubernetes pod container the kubelet allocated this GPU (or MIG instance, mig_uuid) to, whether or not its processes run; always 1. Join on gpu, uuid.",
 		[]string{"gpu", "uuid", "mig_uuid", "namespace", "pod", "container"})
 	mSlurmJobAllocation = def(snapshot.GroupProcesses, "gpu_slurm_job_info", typeInfo, "", "Slurm GRES index of running jobs (scontrol show job -d) + attribution",

@@ -279,6 +279,14 @@ type MIGInstance struct {
 	Profile                 string // e.g. "1g.10gb"
 	MemoryTotal, MemoryUsed Opt[uint64]
 	GPM                     GPM
+	// GPUInstanceProfileID and Placement say which slices of the GPU the
+	// GPU instance occupies (nvmlGpuInstanceInfo_t); together with the
+	// parent's minor number they are what NVIDIA's DRA driver names a MIG
+	// device by. Absent when NVML does not tell this caller (listing GPU
+	// instances needs root or the MIG monitor capability).
+	GPUInstanceProfileID Opt[int]
+	PlacementStart       Opt[int]
+	PlacementSize        Opt[int]
 }
 
 // Process is one process holding a context on a GPU.

@@ -78,6 +78,17 @@ func TestDemoShowsEveryOwnerKind(t *testing.T) {
 	if _, ok := sample(fams, "gpu_kubernetes_allocation_info", map[string]string{"gpu": "6", "namespace": "inference"}); !ok {
 		t.Error("no kubelet allocation of GPU 6")
 	}
+	// An idle pod holds GPU 7's idle 2g.20gb MIG instance through a DRA
+	// claim.
+	migs := map[string]string{}
+	for _, l := range labelsOf(fams, "gpu_mig_info") {
+		if l["gpu"] == "7" {
+			migs[l["profile"]] = l["mig_uuid"]
+		}
+	}
+	if _, ok := sample(fams, "gpu_kubernetes_allocation_info", map[string]string{"gpu": "7", "mig_uuid": migs["2g.20gb"], "pod": "embedder-0"}); !ok || migs["2g.20gb"] == "" {
+		t.Errorf("no DRA allocation of GPU 7's 2g.20gb (%q) to the embedder pod", migs["2g.20gb"])
+	}
 	if _, ok := sample(fams, "gpu_slurm_job_info", map[string]string{"gpu": "5"}); !ok {
 		t.Error("the idle GPU 5 is not held by a Slurm job")
 	}

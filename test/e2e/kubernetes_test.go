@@ -9,9 +9,12 @@ import (
 	"strings"
 	"testing"
 
+	dto "github.com/prometheus/client_model/go"
 	"google.golang.org/grpc"
 	runtimev1 "k8s.io/cri-api/pkg/apis/runtime/v1"
 	podresourcesv1 "k8s.io/kubelet/pkg/apis/podresources/v1"
+
+	"github.com/gpuwatch/gpuwatch/internal/nvmlbranch"
 )
 
 // fakeKubelet and fakeCRI answer with the real protobuf types, over unix
@@ -170,4 +173,144 @@ func TestKubernetesOwners(t *testing.T) {
 	if v, ok := sample(fams, "gpuwatch_attribution_errors_total", map[string]string{"source": "cri"}); !ok || v != 0 {
 		t.Errorf("cri errors = %v (present %v)", v, ok)
 	}
+}
+
+// draClaim is a container's resource claim on devices of NVIDIA's DRA
+// driver, as the kubelet lists it.
+func draClaim(ns, claim string, devices ...string) *podresourcesv1.DynamicResource {
+	dr := &podresourcesv1.DynamicResource{ClaimName: claim, ClaimNamespace: ns}
+	for _, d := range devices {
+		dr.ClaimResources = append(dr.ClaimResources, &podresourcesv1.ClaimResource{
+			DriverName: "gpu.nvidia.com", PoolName: "gpu-node-3", DeviceName: d,
+			CdiDevices: []*podresourcesv1.CDIDevice{{Name: "k8s.gpu.nvidia.com/claim=8e1f2a3b-4c5d-4e6f-8a9b-0c1d2e3f4a5b-" + d}},
+		})
+	}
+	return dr
+}
+
+// labelsOf returns the label sets of a family's series.
+func labelsOf(fams map[string]*dto.MetricFamily, name string) []map[string]string {
+	var out []map[string]string
+	for _, m := range fams[name].GetMetric() {
+		labels := map[string]string{}
+		for _, l := range m.GetLabel() {
+			labels[l.GetName()] = l.GetValue()
+		}
+		out = append(out, labels)
+	}
+	return out
+}
+
+// TestKubernetesDRAOwners is TestKubernetesOwners for pods whose GPUs come
+// from resource claims of NVIDIA's DRA driver: a whole GPU, MIG devices
+// (named in both of the driver's formats) and one GPU shared by two pods
+// through one claim. Owners, allocation series and idle allocations are
+// as for device-plugin pods. Both doors into the simulator: the sim
+// backend, and the NVML backend through the fake libnvidia-ml.so.1 (MIG
+// placements come through nvmlGpuInstanceGetInfo's C struct).
+func TestKubernetesDRAOwners(t *testing.T) {
+	const (
+		trainerID = "aaa04036f0b02dc714c41a3849dbc987abed3f27a6170bc5c835b557befea24d" // fixture pid 1010
+		embedID   = "cf1ae8d7980913d50f110a21d52008427c84be577607e7d2bf2157feb39aa905" // fixture pid 1011
+	)
+	criSocket := serveGRPCOnUnixSocket(t, func(s *grpc.Server) {
+		runtimev1.RegisterRuntimeServiceServer(s, &fakeCRI{labels: map[string]map[string]string{
+			trainerID: {"io.kubernetes.pod.name": "trainer-0", "io.kubernetes.pod.namespace": "research", "io.kubernetes.container.name": "pytorch"},
+			embedID:   {"io.kubernetes.pod.name": "embedder-5c9d", "io.kubernetes.pod.namespace": "inference", "io.kubernetes.container.name": "server"},
+		}})
+	})
+	pod := func(ns, name, container string, claims ...*podresourcesv1.DynamicResource) *podresourcesv1.PodResources {
+		return &podresourcesv1.PodResources{Name: name, Namespace: ns, Containers: []*podresourcesv1.ContainerResources{{Name: container, DynamicResources: claims}}}
+	}
+	// dgx-h100's GPU 7 (minor 7) holds GPU instance 1, a 3g.40gb (profile
+	// ID 9) at slice 4, and GPU instance 13, a 1g.10gb (19) at slice 2.
+	kubeletSocket := serveGRPCOnUnixSocket(t, func(s *grpc.Server) {
+		podresourcesv1.RegisterPodResourcesListerServer(s, &fakeKubelet{resp: &podresourcesv1.ListPodResourcesResponse{
+			PodResources: []*podresourcesv1.PodResources{
+				pod("research", "trainer-0", "pytorch", draClaim("research", "trainer-0-gpu", "gpu-1")),
+				pod("inference", "embedder-5c9d", "server", draClaim("inference", "embedder-mig", "gpu-7-mig-3g40gb-9-4")),
+				// A driver before v25.12 names the 1g.10gb at slice 2 so.
+				pod("inference", "batch-0", "job", draClaim("inference", "batch-mig", "gpu-7-mig-19-2-1")),
+				// One claim, two pods, no process running: GPU 5 is
+				// held, idle, by both.
+				pod("team", "notebook-a", "jupyter", draClaim("team", "shared-gpu", "gpu-5")),
+				pod("team", "notebook-b", "jupyter", draClaim("team", "shared-gpu", "gpu-5")),
+			},
+		}})
+	})
+	config := "profile: dgx-h100\npin_time: 1h\nseed: dra\nprocesses:\n" +
+		"  - {gpu: 1, pid: 1010, used_memory_bytes: 1073741824, sm_utilization: 0.5}\n" +
+		"  - {gpu: 7, pid: 1011, used_memory_bytes: 2147483648, sm_utilization: 0.25, gpu_instance: 1, compute_instance: 0}\n"
+	common := []string{
+		"--path.procfs=" + fixtureProc, "--path.rootfs=" + fixtureRootFS, "--slurm.jobs=false",
+		"--docker.socket=", "--cri.socket=" + criSocket, "--kubelet.pod-resources-socket=" + kubeletSocket,
+	}
+
+	t.Run("sim", func(t *testing.T) {
+		cfg := filepath.Join(t.TempDir(), "sim.yaml")
+		writeFile(t, cfg, config)
+		base, _ := startGpuwatch(t, append([]string{"--backend=sim", "--sim.config=" + cfg}, common...)...)
+		checkDRAPage(t, httpGet(t, base+"/metrics"))
+	})
+	t.Run("fakenvml", func(t *testing.T) {
+		newest := nvmlbranch.Newest().Name
+		base, p, up := startWithEnv(t, fakeEnv(t, newest, config+"driver: "+newest+"\n"), append([]string{"--backend=nvml"}, common...)...)
+		if !up {
+			t.Fatalf("gpuwatch exited:\n%s", p.output.String())
+		}
+		checkDRAPage(t, httpGet(t, base+"/metrics"))
+	})
+}
+
+// checkDRAPage checks TestKubernetesDRAOwners' page.
+func checkDRAPage(t *testing.T, page string) {
+	t.Helper()
+	fams := parseMetrics(t, page)
+	uuids := map[string]string{}
+	for _, l := range labelsOf(fams, "gpu_up") {
+		uuids[l["gpu"]] = l["uuid"]
+	}
+	migs := map[string]string{} // GPU 7's MIG UUIDs by GPU instance
+	for _, l := range labelsOf(fams, "gpu_mig_info") {
+		if l["gpu"] == "7" {
+			migs[l["gpu_instance"]] = l["mig_uuid"]
+		}
+	}
+	if uuids["7"] == "" || migs["1"] == "" || migs["13"] == "" {
+		t.Fatalf("dgx-h100: GPU UUIDs %v, GPU 7 MIG UUIDs %v", uuids, migs)
+	}
+	for gpu, w := range map[string][2]string{"1": {"research", "trainer-0"}, "7": {"inference", "embedder-5c9d"}} {
+		if _, ok := sample(fams, "gpu_process_memory_used_bytes", map[string]string{"gpu": gpu, "namespace": w[0], "pod": w[1]}); !ok {
+			t.Errorf("no gpu_process_memory_used_bytes of pod %s/%s on GPU %s:\n%s", w[0], w[1], gpu, linesWith(page, "gpu_process_memory_used_bytes"))
+		}
+	}
+	wantAllocs := []map[string]string{
+		{"gpu": "1", "uuid": uuids["1"], "mig_uuid": "", "namespace": "research", "pod": "trainer-0", "container": "pytorch"},
+		{"gpu": "7", "uuid": uuids["7"], "mig_uuid": migs["1"], "namespace": "inference", "pod": "embedder-5c9d", "container": "server"},
+		{"gpu": "7", "uuid": uuids["7"], "mig_uuid": migs["13"], "namespace": "inference", "pod": "batch-0", "container": "job"},
+		{"gpu": "5", "uuid": uuids["5"], "mig_uuid": "", "namespace": "team", "pod": "notebook-a", "container": "jupyter"},
+		{"gpu": "5", "uuid": uuids["5"], "mig_uuid": "", "namespace": "team", "pod": "notebook-b", "container": "jupyter"},
+	}
+	for _, w := range wantAllocs {
+		if v, ok := sample(fams, "gpu_kubernetes_allocation_info", w); !ok || v != 1 {
+			t.Errorf("no gpu_kubernetes_allocation_info %v:\n%s", w, linesWith(page, "gpu_kubernetes_allocation_info"))
+		}
+	}
+	if n := strings.Count(page, "gpu_kubernetes_allocation_info{"); n != len(wantAllocs) {
+		t.Errorf("%d allocation series, want %d:\n%s", n, len(wantAllocs), linesWith(page, "gpu_kubernetes_allocation_info"))
+	}
+	if v, ok := sample(fams, "gpuwatch_attribution_errors_total", map[string]string{"source": "kubelet"}); !ok || v != 0 {
+		t.Errorf("kubelet errors = %v (present %v)", v, ok)
+	}
+}
+
+// linesWith keeps the lines of text that contain s, for failure messages.
+func linesWith(text, s string) string {
+	var out []string
+	for line := range strings.Lines(text) {
+		if strings.Contains(line, s) {
+			out = append(out, line)
+		}
+	}
+	return strings.Join(out, "")
 }

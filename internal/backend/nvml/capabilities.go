@@ -106,6 +106,8 @@ const (
 	callGetMigDeviceHandleByIndex
 	callGetGpuInstanceId
 	callGetComputeInstanceId
+	callGetGpuInstanceById
+	callGpuInstanceGetInfo
 
 	callGetComputeRunningProcesses
 	callGetGraphicsRunningProcesses
@@ -190,6 +192,8 @@ var nvmlCalls = [numCalls]string{
 	callGetMigDeviceHandleByIndex:          "Device.GetMigDeviceHandleByIndex",
 	callGetGpuInstanceId:                   "Device.GetGpuInstanceId",
 	callGetComputeInstanceId:               "Device.GetComputeInstanceId",
+	callGetGpuInstanceById:                 "Device.GetGpuInstanceById",
+	callGpuInstanceGetInfo:                 "GpuInstance.GetInfo",
 	callGetComputeRunningProcesses:         "Device.GetComputeRunningProcesses",
 	callGetGraphicsRunningProcesses:        "Device.GetGraphicsRunningProcesses",
 	callGetMPSComputeRunningProcesses:      "Device.GetMPSComputeRunningProcesses",
@@ -411,4 +415,10 @@ func (c *capabilities) xid() bool {
 func (c *capabilities) migDevices() bool {
 	return c.has[callGetMigMode] && c.has[callGetMaxMigDeviceCount] && c.has[callGetMigDeviceHandleByIndex] &&
 		c.has[callGetGpuInstanceId] && c.has[callGetComputeInstanceId]
+}
+
+// gpuInstanceInfo says whether a GPU instance's profile and placement can
+// be read (the parent's GetGpuInstanceById, then GpuInstance.GetInfo).
+func (c *capabilities) gpuInstanceInfo() bool {
+	return c.has[callGetGpuInstanceById] && c.has[callGpuInstanceGetInfo]
 }

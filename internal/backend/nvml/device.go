@@ -65,6 +65,8 @@ type deviceReader struct {
 	migPending   bool // a mode change waits for a GPU reset
 	migListed    bool
 	migDevs      []migDevice
+	giInfos      map[int]gpuInstanceRead // by GPU instance ID, this read
+	giDenied     bool                    // GetGpuInstanceById: NO_PERMISSION
 }
 
 // readDevice reads device index into out. It never panics: a panic inside a

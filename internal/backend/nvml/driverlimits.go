@@ -103,6 +103,7 @@ var groupReadings = [numGroups][]groupReading{
 	gMIG: {
 		{what: "MIG instances", calls: []nvmlCall{callGetMigMode, callGetMaxMigDeviceCount, callGetMigDeviceHandleByIndex, callGetGpuInstanceId, callGetComputeInstanceId}},
 		{what: "pending MIG mode", calls: []nvmlCall{callGetMigMode}},
+		{what: "MIG placements", calls: []nvmlCall{callGetMigMode, callGetGpuInstanceById, callGpuInstanceGetInfo}},
 	},
 	gProcesses: {
 		{what: "compute processes", calls: []nvmlCall{callGetComputeRunningProcesses}},

@@ -96,11 +96,60 @@ func (d *deviceReader) readMIGInstances() []snapshot.MIGInstance {
 		inst.ComputeInstanceID = m.computeInstanceID
 		inst.UUID = m.uuid
 		inst.Profile = m.profile
+		if gi, ok := d.gpuInstanceInfo(m.gpuInstanceID); ok {
+			inst.GPUInstanceProfileID = snapshot.Some(int(gi.ProfileId))
+			inst.PlacementStart = snapshot.Some(int(gi.Placement.Start))
+			inst.PlacementSize = snapshot.Some(int(gi.Placement.Size))
+		}
 		if memoryReader(devs, i) {
 			inst.MemoryTotal, inst.MemoryUsed, _, _ = d.readFramebuffer(gMIG, m.handle)
 		}
 	}
 	return out
+}
+
+// gpuInstanceInfo reads GPU instance id's profile and placement, once per
+// GPU instance per read. nvml.h reserves GetGpuInstanceById to privileged
+// callers (root, or the MIG monitor capability); an unprivileged exporter
+// gets NO_PERMISSION on every read, which is the caller's standing rather
+// than a failure, so it leaves the placement absent without counting an
+// error.
+func (d *deviceReader) gpuInstanceInfo(id int) (nvml.GpuInstanceInfo, bool) {
+	if !d.r.caps.gpuInstanceInfo() || d.giDenied {
+		return nvml.GpuInstanceInfo{}, false
+	}
+	if got, ok := d.giInfos[id]; ok {
+		return got.info, got.ok
+	}
+	info, ok := d.readGPUInstanceInfo(id)
+	if d.giInfos == nil {
+		d.giInfos = make(map[int]gpuInstanceRead)
+	}
+	d.giInfos[id] = gpuInstanceRead{info, ok}
+	return info, ok
+}
+
+// gpuInstanceRead is one GPU instance's info as read, or not, this read.
+type gpuInstanceRead struct {
+	info nvml.GpuInstanceInfo
+	ok   bool
+}
+
+func (d *deviceReader) readGPUInstanceInfo(id int) (nvml.GpuInstanceInfo, bool) {
+	gi, ret := d.dev.GetGpuInstanceById(id)
+	if ret == nvml.ERROR_NO_PERMISSION {
+		d.giDenied = true
+		return nvml.GpuInstanceInfo{}, false
+	}
+	if !d.ok(gMIG, "GetGpuInstanceById", ret) {
+		return nvml.GpuInstanceInfo{}, false
+	}
+	info, ret := gi.GetInfo()
+	if ret == nvml.ERROR_NO_PERMISSION {
+		d.giDenied = true
+		return nvml.GpuInstanceInfo{}, false
+	}
+	return info, d.ok(gMIG, "GpuInstance.GetInfo", ret)
 }
 
 // memoryReader says whether MIG device i reports its GPU instance's memory:

@@ -3,10 +3,13 @@ package nvmlbackend
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/NVIDIA/go-nvml/pkg/nvml"
 
 	"github.com/gpuwatch/gpuwatch/internal/backend/sim"
 	"github.com/gpuwatch/gpuwatch/internal/snapshot"
@@ -603,5 +606,73 @@ func TestSimLargeProfile(t *testing.T) {
 		if d.Index != i || !d.Up || !d.GPM.SMActive.Valid {
 			t.Errorf("device %d: index %d up %v", i, d.Index, d.Up)
 		}
+	}
+}
+
+// TestSimMIGPlacements checks that each MIG instance carries its GPU
+// instance's profile ID and placement, read from the parent's GPU instance
+// (what NVIDIA's DRA driver names MIG devices by), and that every compute
+// instance of one GPU instance carries the same.
+func TestSimMIGPlacements(t *testing.T) {
+	snap := read(t, newSimReader(t, newSim(t, sim.Config{Profile: "dgx-h100"}, time.Minute), AllGroups()))
+	noGroupErrors(t, snap)
+	type placement struct{ gi, profileID, start, size int }
+	var got []placement
+	for _, m := range snap.Devices[7].MIGInstances {
+		got = append(got, placement{m.GPUInstanceID, m.GPUInstanceProfileID.Value, m.PlacementStart.Value, m.PlacementSize.Value})
+		if !m.GPUInstanceProfileID.Valid || !m.PlacementStart.Valid || !m.PlacementSize.Valid {
+			t.Errorf("gpu 7 instance %+v: placement absent", m)
+		}
+	}
+	// `nvidia-smi mig -cgi 9,14,19,19 -C` on an H100: 3g.40gb at 4 (4
+	// memory slices), 2g.20gb at 0 (2), 1g.10gb at 2 and 3 (1 each).
+	want := []placement{{1, 9, 4, 4}, {5, 14, 0, 2}, {13, 19, 2, 1}, {14, 19, 3, 1}}
+	if !slices.Equal(got, want) {
+		t.Errorf("gpu 7 placements = %+v, want %+v", got, want)
+	}
+	for _, d := range snap.Devices[:7] {
+		if d.MIGInstances != nil {
+			t.Errorf("gpu %d: MIG instances %+v", d.Index, d.MIGInstances)
+		}
+	}
+
+	a100 := read(t, newSimReader(t, newSim(t, sim.Config{Profile: "dgx-a100-mig"}, time.Minute), AllGroups()))
+	noGroupErrors(t, a100)
+	split := a100.Devices[2].MIGInstances // one 7g GPU instance, 4c + 3c
+	if len(split) != 2 || split[0].PlacementStart != split[1].PlacementStart ||
+		split[0].GPUInstanceProfileID != split[1].GPUInstanceProfileID || split[0].PlacementSize != snapshot.Some(8) {
+		t.Errorf("gpu 2 compute instances of one GPU instance: %+v", split)
+	}
+}
+
+// gpuInstancesPrivileged answers GetGpuInstanceById as nvml.h says NVML
+// does for a caller without root or the MIG monitor capability.
+type gpuInstancesPrivileged struct {
+	nvml.Device
+	calls *int
+}
+
+func (d gpuInstancesPrivileged) GetGpuInstanceById(int) (nvml.GpuInstance, nvml.Return) {
+	*d.calls++
+	return nil, nvml.ERROR_NO_PERMISSION
+}
+
+func TestSimMIGPlacementsUnprivilegedAreAbsentNotErrors(t *testing.T) {
+	s := newSim(t, sim.Config{Profile: "dgx-h100"}, time.Minute)
+	calls := 0
+	lib := wrappedSim{s, func(d nvml.Device) nvml.Device { return gpuInstancesPrivileged{d, &calls} }}
+	snap := read(t, newReaderWith(t, lib, Options{Groups: groups(snapshot.GroupMIG), Now: s.Now}))
+	noGroupErrors(t, snap)
+	migs := snap.Devices[7].MIGInstances
+	if len(migs) != 4 {
+		t.Fatalf("gpu 7 MIG instances = %+v, want 4", migs)
+	}
+	for _, m := range migs {
+		if m.GPUInstanceProfileID.Valid || m.PlacementStart.Valid || m.PlacementSize.Valid || m.UUID == "" {
+			t.Errorf("instance %+v: want its UUID and no placement", m)
+		}
+	}
+	if calls != 1 {
+		t.Errorf("GetGpuInstanceById called %d times in one read after NO_PERMISSION, want 1", calls)
 	}
 }

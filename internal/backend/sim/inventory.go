@@ -34,3 +34,40 @@ func (s *Sim) Profile() string { return s.profile.name }
 
 // Seed is what makes this host's UUIDs its own (Config.Seed).
 func (s *Sim) Seed() string { return s.seed }
+
+// IdleGPUInstance is a MIG GPU instance that no process runs in, with
+// what NVIDIA's Kubernetes DRA driver names it by: the parent's minor
+// number, the GPU instance profile and its placement.
+type IdleGPUInstance struct {
+	GPU, Minor     int
+	GPUUUID        string
+	Profile        string // "2g.20gb"
+	ProfileID      int    // GPU instance profile ID (nvidia-smi mig -lgip)
+	PlacementStart int
+}
+
+// IdleGPUInstances lists the simulated host's idle MIG GPU instances, in
+// GPU order and then in layout order. The demo environment gives one of
+// them to a Kubernetes pod through a DRA claim.
+func (s *Sim) IdleGPUInstances() []IdleGPUInstance {
+	var out []IdleGPUInstance
+	for _, d := range s.devices {
+		busy := map[*gpuInstance]bool{}
+		for _, p := range d.processes {
+			if p.mig != nil {
+				busy[p.mig.gi] = true
+			}
+		}
+		for _, gi := range d.gpuInsts {
+			if busy[gi] {
+				continue
+			}
+			out = append(out, IdleGPUInstance{
+				// The simulated minor number is the index (GetMinorNumber).
+				GPU: d.index, Minor: d.index, GPUUUID: d.uuid, Profile: gi.shape.name,
+				ProfileID: int(gi.info.Id), PlacementStart: int(gi.placement.Start),
+			})
+		}
+	}
+	return out
+}
