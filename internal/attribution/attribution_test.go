@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"reflect"
 	"sync"
 	"testing"
 	"time"
@@ -184,15 +185,29 @@ func TestUnconfiguredSourcesAreNotReported(t *testing.T) {
 	}
 }
 
+// Concurrent Enrich calls (a scrape and the live page's collection) share
+// the caches: under -race this finds unguarded state, and in any run each
+// call must give the owners a lone call gives.
 func TestEnrichIsSafeConcurrently(t *testing.T) {
 	fs := &fakeSlurm{}
 	a := newFixtureAttributor(t, Options{Slurm: fs.lookup})
+	want := procs(1001, 1023, 1026, 1031, 99999)
+	a.Enrich(context.Background(), want)
+	if want.Processes[0].Owner.User == "" {
+		t.Fatalf("the lone Enrich found no owner: %+v", want.Processes[0])
+	}
 	var wg sync.WaitGroup
 	for range 8 {
 		wg.Go(func() {
 			for range 20 {
 				s := procs(1001, 1023, 1026, 1031, 99999)
 				a.Enrich(context.Background(), s)
+				for i := range s.Processes {
+					if got := s.Processes[i].Owner; !reflect.DeepEqual(got, want.Processes[i].Owner) {
+						t.Errorf("pid %d: concurrent owner %+v, lone %+v", s.Processes[i].PID, got, want.Processes[i].Owner)
+						return
+					}
+				}
 			}
 		})
 	}

@@ -40,7 +40,7 @@ func (q *queries) useRules(dim dimension, r ruleSeries, window string) string {
 	return "recording rules " + r.util + ", " + r.mem + " (deploy/prometheus/recording.yml)"
 }
 
-// rulesPresent asks whether both recorded series have samples in the range.
+// rulesPresentQuery asks whether both recorded series have samples in the range.
 func rulesPresentQuery(r ruleSeries, rng string) string {
 	return "count(count_over_time(" + r.util + "[" + rng + "])) and count(count_over_time(" + r.mem + "[" + rng + "]))"
 }

@@ -52,7 +52,7 @@ func ParseGRESDetail(s string) ([]NodeGPUs, error) {
 	return parseGPUEntries(s)
 }
 
-// gpuEntry is one parsed GPU entry; NodeGPUs serves, Node unset.
+// parseGPUEntries parses a GRES list into one NodeGPUs per GPU entry, Node unset.
 func parseGPUEntries(s string) ([]NodeGPUs, error) {
 	s = strings.TrimSpace(s)
 	if s == "" || s == "(null)" || s == "N/A" || s == "none" {

@@ -39,6 +39,9 @@ func ShortTempDir(t testing.TB) string {
 // the test ends.
 func StartPodman(t *testing.T) *Podman {
 	t.Helper()
+	if testing.Short() {
+		t.Skip("-short: real Podman not started")
+	}
 	bin := RequireTool(t, "podman", "podman")
 	if _, err := os.Stat("/bin/busybox"); err != nil {
 		Missing(t, "/bin/busybox not found; install the Debian package busybox-static")

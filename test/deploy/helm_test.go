@@ -175,7 +175,7 @@ func TestChartRefusesContradictions(t *testing.T) {
 	}
 }
 
-// helmMust is fmt.Sprint for messages naming a case.
+// String names a values case in messages.
 func (c valuesCase) String() string { return fmt.Sprintf("values %q %v", c.name, c.set) }
 
 // TestValuesSchemaKnowsEveryCollector: values.schema.json accepts exactly

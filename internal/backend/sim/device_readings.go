@@ -157,7 +157,7 @@ func (d *device) fanSpeed(t float64, fan int) uint32 {
 	return pct(0.30+0.55*d.act.util(t)) + uint32(fan)
 }
 
-// hasFans folds the model's fan count into the feature check: passively
+// beginFans folds the model's fan count into the feature check: passively
 // cooled modules answer NOT_SUPPORTED, as NVML documents.
 func (d *device) beginFans() (time.Duration, nvml.Return) {
 	e, r := d.begin(featFanSpeed)
