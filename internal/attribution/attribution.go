@@ -149,6 +149,16 @@ func New(opts Options) (*Attributor, error) {
 	if err != nil {
 		return nil, err
 	}
+	// Every step that can fail comes before the exit watcher, whose epoll
+	// and pidfd descriptors would otherwise leak on an error return.
+	resolvers := opts.Resolvers
+	if opts.DockerSocket != "" {
+		docker, err := NewDockerResolver(opts.DockerSocket, opts.Timeout)
+		if err != nil {
+			return nil, err
+		}
+		resolvers = append([]ContainerResolver{docker}, resolvers...)
+	}
 	watch, err := newExitWatcher(opts.ProcRoot)
 	if err != nil {
 		opts.Logger.Info("not watching GPU processes for exit; checking for reused PIDs periodically instead",
@@ -175,14 +185,6 @@ func New(opts Options) (*Attributor, error) {
 	}
 	clock := func() time.Time { return a.now() }
 
-	resolvers := opts.Resolvers
-	if opts.DockerSocket != "" {
-		docker, err := NewDockerResolver(opts.DockerSocket, opts.Timeout)
-		if err != nil {
-			return nil, err
-		}
-		resolvers = append([]ContainerResolver{docker}, resolvers...)
-	}
 	sources := []string{SourceProcfs}
 	for _, r := range resolvers {
 		sources = append(sources, r.Source())

@@ -420,3 +420,25 @@ func TestStuckRereadOfExitedPID(t *testing.T) {
 		t.Errorf("entry after abandoning: %+v", e)
 	}
 }
+
+// New that fails on a bad --docker.socket leaves no descriptor behind: the
+// exit watcher's epoll instance used to be opened first and leaked.
+func TestNewFailingLeavesNoDescriptor(t *testing.T) {
+	liveAttributor(t) // skips (CI: fails) where pidfds are unavailable
+	count := func() int {
+		fds, err := os.ReadDir("/proc/self/fd")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(fds)
+	}
+	before := count()
+	for range 5 {
+		if _, err := New(Options{ProcRoot: "/proc", DockerSocket: "tcp://no-port-here"}); err == nil {
+			t.Fatal("New accepted a Docker address without a port")
+		}
+	}
+	if after := count(); after > before {
+		t.Errorf("%d descriptors before 5 failed New calls, %d after", before, after)
+	}
+}
