@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"sync"
+	"testing"
 )
 
 // GpuwatchBinary is the gpuwatch binary an end-to-end suite drives:
@@ -50,4 +51,19 @@ func (b *SyncBuffer) String() string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.buf.String()
+}
+
+// RunWithGpuwatch runs an end-to-end suite's tests with *bin set to the
+// gpuwatch binary they drive (GpuwatchBinary), removing a binary built here
+// afterwards; it returns m.Run's code (1 when no binary could be had), for
+// a TestMain's os.Exit.
+func RunWithGpuwatch(m *testing.M, suite string, bin *string) int {
+	b, cleanup, err := GpuwatchBinary(suite)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer cleanup()
+	*bin = b
+	return m.Run()
 }

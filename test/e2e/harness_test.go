@@ -25,18 +25,7 @@ import (
 var gpuwatchBin string
 
 func TestMain(m *testing.M) {
-	os.Exit(runMain(m))
-}
-
-func runMain(m *testing.M) int {
-	bin, cleanup, err := testenv.GpuwatchBinary("e2e")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	defer cleanup()
-	gpuwatchBin = bin
-	return m.Run()
+	os.Exit(testenv.RunWithGpuwatch(m, "e2e", &gpuwatchBin))
 }
 
 // syncBuffer collects a child's output for failure messages.

@@ -47,20 +47,9 @@ func TestMain(m *testing.M) {
 	if !explicit {
 		_ = flag.Set("test.parallel", "8")
 	}
-	os.Exit(runMain(m))
-}
-
-func runMain(m *testing.M) int {
-	bin, cleanup, err := testenv.GpuwatchBinary("faults")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	defer cleanup()
-	gpuwatchBin = bin
-	code := m.Run()
+	code := testenv.RunWithGpuwatch(m, "faults", &gpuwatchBin)
 	printTable(code)
-	return code
+	os.Exit(code)
 }
 
 // outcome is one row of the matrix table.
