@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Renders the plain Kubernetes manifests of deploy/kubernetes from the Helm chart:
-#   gpuwatch.yaml             ServiceAccount, Service, DaemonSet (kubectl apply, no operator)
+#   gpuwatch.yaml             ServiceAccount, Service, DaemonSet, NetworkPolicy (kubectl apply, no operator)
 #   prometheus-operator.yaml  ServiceMonitor and PrometheusRule (needs the operator's CRDs)
 #   grafana-dashboards.yaml   the dashboards, one ConfigMap each, for Grafana's sidecar
 # Usage: scripts/render-manifests.sh OUTDIR (make manifests writes deploy/kubernetes;
@@ -25,7 +25,7 @@ render() { # render FILE TEMPLATE... -- HELM_ARGS...
   mv "$out/$file.tmp" "$out/$file"
 }
 
-render gpuwatch.yaml serviceaccount.yaml service.yaml daemonset.yaml --
+render gpuwatch.yaml serviceaccount.yaml service.yaml daemonset.yaml networkpolicy.yaml --
 # The PrometheusRule renders only when the chart carries rule files (make chart-files).
 operator_templates=(servicemonitor.yaml)
 if compgen -G "$chart/files/prometheus/*.yml" >/dev/null; then operator_templates+=(prometheusrule.yaml); fi

@@ -24,6 +24,9 @@ type attributionFlags struct {
 	timeout      time.Duration
 	cacheTTL     time.Duration
 	revalidate   time.Duration
+	// fullCommandLines shows every argument of GPU processes' command
+	// lines; off, only the executable's name (privacy by default).
+	fullCommandLines bool
 	// set records which sources the user named; with --backend=sim, the
 	// demo's owners stand in only when none is (demo.go).
 	set struct{ procfs, rootfs, docker, cri, kubelet bool }
@@ -51,6 +54,12 @@ func (a *attributionFlags) register(app *kingpin.Application) {
 		Default("5m").DurationVar(&a.cacheTTL)
 	app.Flag("attribution.revalidate-interval", "How often a cached process is checked against /proc for a reused PID. Shorter narrows the window in which a reused PID keeps its old owner; longer costs less.").
 		Default("30s").DurationVar(&a.revalidate)
+	app.Flag("attribution.full-command-lines", "Show each GPU process's whole command line, every argument, where gpuwatch shows its command: "+
+		"the JSON API's command field, the live page, and the command label of --collector.processes.pid-labels (also in textfiles). "+
+		"Off, they show the executable's name only (python3, not python3 train.py --api-key=...). "+
+		"RISK: arguments often hold tokens, passwords and private paths; with this on, everyone who can read the page, the API or the metrics (and Prometheus) reads them. "+
+		"`gpuwatch ps` always shows whole command lines, as ps does.").
+		Default("false").BoolVar(&a.fullCommandLines)
 }
 
 // autoSocket asks for a socket to be used when it exists at start. A node
@@ -158,6 +167,7 @@ func (a *attributionFlags) attributor(logger *slog.Logger, jobs *slurm.JobLookup
 		Logger:             logger,
 		CacheTTL:           a.cacheTTL,
 		RevalidateInterval: a.revalidate,
+		FullCommandLines:   a.fullCommandLines,
 	})
 	if err != nil {
 		closeAll()

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"time"
@@ -20,6 +21,9 @@ type doctorCommand struct {
 	web       *web.FlagConfig
 	output    string
 	nvidiaSMI string
+	// nvidiaSMITimeout bounds the nvidia-smi comparison on its own: a
+	// healthy nvidia-smi takes seconds where a socket takes milliseconds.
+	nvidiaSMITimeout time.Duration
 }
 
 func newDoctorCommand(app *kingpin.Application, common *commonFlags, serve *serveCommand) *doctorCommand {
@@ -29,6 +33,9 @@ func newDoctorCommand(app *kingpin.Application, common *commonFlags, serve *serv
 		"with the fix for each failure; exits 0 only when every check the flags need passes.")
 	cmd.Flag("output", "Output format: text or json.").Short('o').Default("text").EnumVar(&c.output, "text", "json")
 	cmd.Flag("doctor.nvidia-smi", "nvidia-smi to compare readings with; empty: nvidia-smi on PATH, if any.").StringVar(&c.nvidiaSMI)
+	cmd.Flag("doctor.nvidia-smi-timeout", "How long nvidia-smi may take before the doctor gives up on it (and kills it with its children). "+
+		"Without persistence mode nvidia-smi takes seconds on a multi-GPU node; that is slow, not broken.").
+		Default(doctor.DefaultNvidiaSMITimeout.String()).DurationVar(&c.nvidiaSMITimeout)
 	return c
 }
 
@@ -42,6 +49,9 @@ func (c *doctorCommand) run() error {
 	if c.common.log.Level != nil && c.common.log.Level.String() == "info" {
 		_ = c.common.log.Level.Set("error")
 	}
+	if c.nvidiaSMITimeout <= 0 {
+		return fmt.Errorf("--doctor.nvidia-smi-timeout=%s: must be positive", c.nvidiaSMITimeout)
+	}
 	logger := promslog.New(c.common.log)
 	env := doctor.Env{
 		Backend:       c.common.backend,
@@ -54,6 +64,8 @@ func (c *doctorCommand) run() error {
 		WebConfigFile: *c.web.WebConfigFile,
 		Runner:        slurm.ExecRunner{Timeout: c.common.attribution.timeout + 5*time.Second},
 		Timeout:       c.common.attribution.timeout,
+
+		NvidiaSMITimeout: c.nvidiaSMITimeout,
 	}
 	if c.nvidiaSMI != "" {
 		env.NvidiaSMI = c.nvidiaSMI

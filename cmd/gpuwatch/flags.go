@@ -62,7 +62,7 @@ func registerCommonFlags(app *kingpin.Application) *commonFlags {
 	}
 	app.Flag("metrics.config", "YAML file that enables or disables metrics by name or glob (enable: [...], disable: [...]).").
 		ExistingFileVar(&f.metricsFile)
-	app.Flag("collector.processes.pid-labels", "Export one series per GPU process with pid and command labels instead of one per owner. Raises cardinality; off by default.").
+	app.Flag("collector.processes.pid-labels", "Export one series per GPU process with pid and command labels instead of one per owner. command is the executable's name (the whole command line only with --attribution.full-command-lines). Raises cardinality; off by default.").
 		Default("false").BoolVar(&f.pidLabels)
 	app.Flag("compat", "Naming schemes to export, comma-separated: native (gpuwatch's names), dcgm (dcgm-exporter's DCGM_FI_* names, units and labels, so its dashboards, alerts and autoscaler rules keep working), or dcgm,native (both; see docs/dcgm-compat.md).").
 		Default("native").StringVar(&f.compat)

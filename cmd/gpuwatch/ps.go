@@ -35,6 +35,9 @@ func (c *psCommand) run() error {
 	logger := promslog.New(c.common.log)
 	c.common.waitForGPM = true
 	c.common.command = "ps"
+	// ps prints to whoever runs it on this host, who can read the same
+	// command lines with ps(1): the whole command line helps there.
+	c.common.attribution.fullCommandLines = true
 	st, err := c.common.buildStack(logger)
 	if err != nil {
 		return err

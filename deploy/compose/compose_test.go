@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -43,7 +44,7 @@ func TestComposeLoads(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []string{"gpuwatch", "grafana", "node-exporter", "prometheus"}
+	want := []string{"gpuwatch", "grafana", "grafana-password", "node-exporter", "prometheus"}
 	if got := gpu.ServiceNames(); !slices.Equal(got, want) {
 		t.Errorf("default services %v, want %v", got, want)
 	}
@@ -57,7 +58,7 @@ func TestComposeLoads(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want = []string{"gpuwatch-sim", "grafana", "node-exporter", "prometheus"}
+	want = []string{"gpuwatch-sim", "grafana", "grafana-password", "node-exporter", "prometheus"}
 	if got := sim.ServiceNames(); !slices.Equal(got, want) {
 		t.Errorf("sim services %v, want %v", got, want)
 	}
@@ -199,5 +200,139 @@ func TestComposePrometheusConfig(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// TestComposeIsPrivateByDefault: a GPU host's stack is reachable from the
+// host only (every port published on 127.0.0.1; BIND_ADDRESS opens them),
+// Prometheus cannot be stopped or reconfigured over HTTP, and Grafana has
+// neither anonymous viewers nor admin/admin.
+func TestComposeIsPrivateByDefault(t *testing.T) {
+	root := testenv.RepoRoot()
+	for _, v := range []string{"BIND_ADDRESS", "GRAFANA_ADMIN_PASSWORD", "COMPOSE_PROFILES"} {
+		t.Setenv(v, "") // the shell's own must not leak in, and come back afterwards
+		os.Unsetenv(v)
+	}
+	for _, c := range []struct {
+		env    []string
+		hostIP string
+	}{
+		{[]string{"COMPOSE_PROFILES=gpu,sim"}, "127.0.0.1"},
+		{[]string{"COMPOSE_PROFILES=gpu,sim", "BIND_ADDRESS=0.0.0.0"}, "0.0.0.0"},
+	} {
+		p, err := deploycheck.LoadCompose(root, c.env...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		published := 0
+		for _, s := range p.Services {
+			for _, port := range s.Ports {
+				published++
+				if port.HostIP != c.hostIP {
+					t.Errorf("%v: service %s publishes %s on %q, want %s", c.env, s.Name, port.Published, port.HostIP, c.hostIP)
+				}
+			}
+		}
+		if published < 5 {
+			t.Errorf("%v: %d published ports, want those of gpuwatch, gpuwatch-sim, node-exporter, Prometheus and Grafana", c.env, published)
+		}
+	}
+
+	p, err := deploycheck.LoadCompose(root, "COMPOSE_PROFILES=gpu")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, arg := range service(t, p, "prometheus").Command {
+		if arg == "--web.enable-lifecycle" || arg == "--web.enable-admin-api" {
+			t.Errorf("prometheus runs with %s: anyone reaching it may stop it or delete data", arg)
+		}
+	}
+
+	graf := service(t, p, "grafana")
+	env := map[string]string{}
+	for k, v := range graf.Environment {
+		if v != nil {
+			env[k] = *v
+		}
+	}
+	if v, ok := env["GF_SECURITY_ADMIN_PASSWORD"]; ok {
+		t.Errorf("grafana's admin password is set in the compose file (%q)", v)
+	}
+	if env["GF_AUTH_ANONYMOUS_ENABLED"] != "false" {
+		t.Errorf("GF_AUTH_ANONYMOUS_ENABLED=%q, want false", env["GF_AUTH_ANONYMOUS_ENABLED"])
+	}
+	file := env["GF_SECURITY_ADMIN_PASSWORD__FILE"]
+	if !mountsVolume(graf, "grafana-secrets", file) {
+		t.Errorf("GF_SECURITY_ADMIN_PASSWORD__FILE=%q is not in the grafana-secrets volume: %+v", file, graf.Volumes)
+	}
+	if d, ok := graf.DependsOn["grafana-password"]; !ok || d.Condition != types.ServiceConditionCompletedSuccessfully {
+		t.Errorf("grafana depends on %+v, want grafana-password to complete first", graf.DependsOn)
+	}
+	gen := service(t, p, "grafana-password")
+	if !mountsVolume(gen, "grafana-secrets", "/secrets/grafana-admin-password") {
+		t.Errorf("grafana-password does not write into the grafana-secrets volume: %+v", gen.Volumes)
+	}
+	checkPasswordScript(t, gen)
+}
+
+// mountsVolume says whether s mounts the named volume at a directory that
+// holds path.
+func mountsVolume(s types.ServiceConfig, volume, path string) bool {
+	for _, v := range s.Volumes {
+		if v.Type == types.VolumeTypeVolume && v.Source == volume && strings.HasPrefix(path, strings.TrimSuffix(v.Target, "/")+"/") {
+			return true
+		}
+	}
+	return false
+}
+
+// checkPasswordScript runs grafana-password's script (as compose passes it
+// to sh, its volume moved to a temporary directory): a random password the
+// first time, the same one later, GRAFANA_ADMIN_PASSWORD when given; the
+// file is Grafana's (uid 472) alone.
+func checkPasswordScript(t *testing.T, s types.ServiceConfig) {
+	t.Helper()
+	if len(s.Command) != 3 || s.Command[0] != "sh" || s.Command[1] != "-c" {
+		t.Fatalf("grafana-password command %q, want sh -c SCRIPT", s.Command)
+	}
+	dir := t.TempDir()
+	script := strings.ReplaceAll(s.Command[2], "/secrets/", dir+"/")
+	file := filepath.Join(dir, "grafana-admin-password")
+	run := func(env ...string) string {
+		t.Helper()
+		cmd := exec.Command("sh", "-c", script)
+		cmd.Env = append([]string{"PATH=" + os.Getenv("PATH")}, env...)
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("grafana-password script: %v\n%s", err, out)
+		}
+		b, err := os.ReadFile(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(string(out), string(b)) {
+			t.Errorf("the script does not print the password %q:\n%s", b, out)
+		}
+		return string(b)
+	}
+	first := run("GRAFANA_ADMIN_PASSWORD=")
+	if len(first) < 20 || strings.ContainsAny(first, " \n") || first == "admin" {
+		t.Errorf("generated password %q: want 24 random base64 characters", first)
+	}
+	if again := run("GRAFANA_ADMIN_PASSWORD="); again != first {
+		t.Errorf("a second run changed the password from %q to %q", first, again)
+	}
+	if given := run("GRAFANA_ADMIN_PASSWORD=correct horse"); given != "correct horse" {
+		t.Errorf("GRAFANA_ADMIN_PASSWORD=correct horse wrote %q", given)
+	}
+	st, err := os.Stat(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Mode().Perm() != 0o600 {
+		t.Errorf("password file mode %v, want 0600", st.Mode().Perm())
+	}
+	if sys, ok := st.Sys().(*syscall.Stat_t); ok && os.Getuid() == 0 && sys.Uid != 472 {
+		t.Errorf("password file owned by uid %d, want Grafana's 472", sys.Uid)
 	}
 }

@@ -84,6 +84,11 @@ type Options struct {
 	// NegativeCacheTTL is how long a failed lookup is not retried, and how
 	// long an unreachable socket is left alone. Default 30s.
 	NegativeCacheTTL time.Duration
+	// FullCommandLines makes Owner.Command the whole command line, every
+	// argument included (--attribution.full-command-lines, and `gpuwatch
+	// ps`). Off, Owner.Command is the executable's base name only and the
+	// command line is never read: arguments often carry secrets.
+	FullCommandLines bool
 }
 
 // Attributor fills in the owners of GPU processes. It is safe for
@@ -149,6 +154,7 @@ func New(opts Options) (*Attributor, error) {
 	if err != nil {
 		return nil, err
 	}
+	procs.fullCommandLines = opts.FullCommandLines
 	// Every step that can fail comes before the exit watcher, whose epoll
 	// and pidfd descriptors would otherwise leak on an error return.
 	resolvers := opts.Resolvers

@@ -1,7 +1,12 @@
 package attribution
 
 import (
+	"bytes"
 	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -94,23 +99,45 @@ func newFixtureAttributor(t testing.TB, opts Options) *Attributor {
 	return a
 }
 
+// TestFixtureOwners reads every fixture process twice: with whole command
+// lines (the table's commands), and by default, when the command is the
+// executable's name only. The fixtures have no exe link (as when gpuwatch
+// may not ptrace the process), so that name is comm.
 func TestFixtureOwners(t *testing.T) {
-	a := newFixtureAttributor(t, Options{})
-	s := &snapshot.Snapshot{}
-	for _, row := range fixtureOwners {
-		s.Processes = append(s.Processes, snapshot.Process{GPU: 0, PID: row.pid})
-	}
-	a.Enrich(context.Background(), s)
-	for i, row := range fixtureOwners {
-		t.Run(row.what, func(t *testing.T) {
-			want := row.want
-			want.StartTime = 100000 + uint64(row.pid)
-			if got := s.Processes[i].Owner; got != want {
-				t.Errorf("pid %d:\n got %+v\nwant %+v", row.pid, got, want)
+	for _, full := range []bool{true, false} {
+		t.Run(fmt.Sprintf("full-command-lines=%v", full), func(t *testing.T) {
+			a := newFixtureAttributor(t, Options{FullCommandLines: full})
+			s := &snapshot.Snapshot{}
+			for _, row := range fixtureOwners {
+				s.Processes = append(s.Processes, snapshot.Process{GPU: 0, PID: row.pid})
+			}
+			a.Enrich(context.Background(), s)
+			for i, row := range fixtureOwners {
+				t.Run(row.what, func(t *testing.T) {
+					want := row.want
+					want.StartTime = 100000 + uint64(row.pid)
+					if !full {
+						want.Command = fixtureComm(t, row.pid)
+					}
+					if got := s.Processes[i].Owner; got != want {
+						t.Errorf("pid %d:\n got %+v\nwant %+v", row.pid, got, want)
+					}
+				})
+			}
+			if n := s.AttributionErrors[SourceProcfs]; n != 0 {
+				t.Errorf("procfs errors = %d, want 0", n)
 			}
 		})
 	}
-	if n := s.AttributionErrors[SourceProcfs]; n != 0 {
-		t.Errorf("procfs errors = %d, want 0", n)
+}
+
+// fixtureComm is the command name in a fixture's stat file: between the
+// first '(' and the last ')'.
+func fixtureComm(t *testing.T, pid uint32) string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("testdata/proc", strconv.FormatUint(uint64(pid), 10), "stat"))
+	if err != nil {
+		t.Fatal(err)
 	}
+	return string(b[bytes.IndexByte(b, '(')+1 : bytes.LastIndexByte(b, ')')])
 }

@@ -32,8 +32,11 @@ type procFacts struct {
 	StartTime uint64 // ticks since boot, /proc/PID/stat field 22
 	UID       string // real uid, decimal
 	Comm      string
-	Command   string // cmdline, NUL → space, at most maxCommandBytes
-	Cgroup    CgroupInfo
+	// Command is the executable's base name, or with
+	// procReader.fullCommandLines the whole cmdline (NUL → space, at most
+	// maxCommandBytes).
+	Command string
+	Cgroup  CgroupInfo
 	// SlurmJobID/Step come from SLURM_JOB_ID/SLURM_STEP_ID in the
 	// environment, for clusters whose proctrack plugin makes no cgroups.
 	EnvSlurmJobID, EnvSlurmStep string
@@ -43,6 +46,10 @@ type procFacts struct {
 type procReader struct {
 	root string
 	fs   procfs.FS
+	// fullCommandLines reads /proc/PID/cmdline, every argument included.
+	// Off, cmdline is never read: arguments often carry secrets (tokens,
+	// passwords, paths) that no output may show unless the operator asked.
+	fullCommandLines bool
 	// inFlight holds the PIDs being read; a read stuck in the kernel
 	// stays in it until the kernel lets it go (procjob.go).
 	inFlight readsInFlight
@@ -123,11 +130,15 @@ func (r *procReader) read(pid int) (procFacts, error) {
 	}
 	f.UID = strconv.FormatUint(status.UIDs[0], 10)
 
-	cmdline, err := r.readBounded(pid, "cmdline", maxCommandBytes+utf8.UTFMax)
-	if err != nil {
-		return f, err
+	if r.fullCommandLines {
+		cmdline, err := r.readBounded(pid, "cmdline", maxCommandBytes+utf8.UTFMax)
+		if err != nil {
+			return f, err
+		}
+		f.Command = commandLine(cmdline)
+	} else {
+		f.Command = r.executableName(pid)
 	}
-	f.Command = commandLine(cmdline)
 
 	cg, err := r.readBounded(pid, "cgroup", maxCgroupBytes)
 	if err != nil {
@@ -182,6 +193,26 @@ func parseSafely(parse func() error) (err error) {
 		}
 	}()
 	return parse()
+}
+
+// executableName is the base name of the file the process executes, from
+// the /proc/PID/exe link, which the process cannot rewrite (unlike argv[0],
+// which setproctitle and the like turn into a whole command line). The
+// link is unreadable without ptrace rights over the process and absent for
+// kernel threads; "" then, and the caller falls back to comm, the kernel's
+// name for the process (also an executable's base name, at most 15 bytes).
+func (r *procReader) executableName(pid int) string {
+	target, err := os.Readlink(filepath.Join(r.root, strconv.Itoa(pid), "exe"))
+	if err != nil {
+		return ""
+	}
+	// A binary replaced since it started (an upgrade) reads "PATH (deleted)".
+	target = strings.TrimSuffix(target, " (deleted)")
+	name := filepath.Base(target)
+	if name == "." || name == "/" {
+		return ""
+	}
+	return cleanLabel([]byte(name), maxCommandBytes)
 }
 
 // commandLine turns /proc/PID/cmdline (arguments separated and ended by

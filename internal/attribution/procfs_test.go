@@ -245,11 +245,16 @@ func TestSlurmFromEnviron(t *testing.T) {
 	}
 }
 
-// stuckProc makes pid's cmdline a FIFO: reading it blocks, as reading the
-// cmdline of a process stuck in the kernel can, until release is called.
+// unstuckContainerID is the container that a stuck process's cgroup file
+// names once stuckProc's release is called.
+var unstuckContainerID = strings.Repeat("e", 64)
+
+// stuckProc makes pid's cgroup file (read for every process) a FIFO:
+// reading it blocks, as reading a process stuck in the kernel can, until
+// release is called; the file then names the container unstuckContainerID.
 func stuckProc(t *testing.T, root string, pid int) (release func()) {
 	t.Helper()
-	fifo := filepath.Join(root, strconv.Itoa(pid), "cmdline")
+	fifo := filepath.Join(root, strconv.Itoa(pid), "cgroup")
 	if err := os.Remove(fifo); err != nil {
 		t.Fatal(err)
 	}
@@ -259,7 +264,7 @@ func stuckProc(t *testing.T, root string, pid int) (release func()) {
 	release = sync.OnceFunc(func() {
 		// Opening for writing releases the blocked reader; closing gives it EOF.
 		if f, err := os.OpenFile(fifo, os.O_WRONLY, 0); err == nil {
-			f.Write([]byte("unstuck\x00"))
+			f.Write([]byte("0::/docker/" + unstuckContainerID + "\n"))
 			f.Close()
 		}
 	})
@@ -299,8 +304,8 @@ func TestStuckProcfsReadDoesNotHoldEnrich(t *testing.T) {
 	if got := s.Processes[0].Owner.Container.ID; got != fixtureDockerID {
 		t.Errorf("pid 1001 container = %q after the job finished", got)
 	}
-	if got := s.Processes[1].Owner.Command; got != "unstuck" {
-		t.Errorf("pid 1002 command = %q, want the late answer", got)
+	if got := s.Processes[1].Owner.Container.ID; got != unstuckContainerID {
+		t.Errorf("pid 1002 container = %q, want the late answer %q", got, unstuckContainerID)
 	}
 }
 

@@ -36,9 +36,15 @@ type Env struct {
 	WebConfigFile string
 
 	// NvidiaSMI is the nvidia-smi to compare readings with; "" when none is
-	// on PATH. Runner runs it (and the Slurm commands).
+	// on PATH. It runs with its own bounds (NvidiaSMITimeout, a cap on its
+	// output) rather than through Runner.
 	NvidiaSMI string
-	Runner    slurm.CommandRunner
+	// NvidiaSMITimeout bounds the nvidia-smi run; DefaultNvidiaSMITimeout
+	// when zero. It is not Timeout: a healthy nvidia-smi on a node without
+	// persistence mode takes seconds, far longer than a socket call.
+	NvidiaSMITimeout time.Duration
+	// Runner runs the Slurm commands.
+	Runner slurm.CommandRunner
 
 	// Timeout bounds each socket call and command.
 	Timeout time.Duration

@@ -2,11 +2,14 @@ package doctor
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"strconv"
 	"strings"
+	"time"
 
+	"github.com/gpuwatch/gpuwatch/internal/slurm"
 	"github.com/gpuwatch/gpuwatch/internal/snapshot"
 )
 
@@ -82,11 +85,16 @@ func checkNvidiaSMI(env Env) []Result {
 	for _, f := range smiFields {
 		query = append(query, f.query)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), env.Timeout)
-	defer cancel()
-	out, err := env.Runner.Run(ctx, env.NvidiaSMI, "--query-gpu="+strings.Join(query, ","), "--format=csv,noheader,nounits")
+	timeout := env.NvidiaSMITimeout
+	if timeout <= 0 {
+		timeout = DefaultNvidiaSMITimeout
+	}
+	// The runner kills nvidia-smi's whole process group when it times out,
+	// prints too much or exits, so no child of a wrapper script survives.
+	runner := slurm.ExecRunner{Timeout: timeout, MaxOutput: maxNvidiaSMIOutput}
+	out, err := runner.Run(context.Background(), env.NvidiaSMI, "--query-gpu="+strings.Join(query, ","), "--format=csv,noheader,nounits")
 	if err != nil {
-		return []Result{fail("nvidia-smi", err.Error(), "nvidia-smi itself fails: the driver is in trouble (see dmesg)", false)}
+		return []Result{smiFailure(err, timeout)}
 	}
 	rows := map[string][]string{}
 	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
@@ -122,6 +130,32 @@ func checkNvidiaSMI(env Env) []Result {
 		results = append(results, ok(check, fmt.Sprintf("agrees on %d fields (%s)", len(compared), strings.Join(compared, ", "))))
 	}
 	return results
+}
+
+// DefaultNvidiaSMITimeout bounds the nvidia-smi run. On a node without
+// persistence mode nvidia-smi initializes every GPU first, which takes
+// seconds on an 8-GPU node; that is slow, not broken.
+const DefaultNvidiaSMITimeout = 15 * time.Second
+
+// maxNvidiaSMIOutput caps what nvidia-smi may print: a row is some 200
+// bytes, so 1 MiB is thousands of GPUs, and a runaway nvidia-smi (or
+// wrapper) cannot fill gpuwatch's memory.
+const maxNvidiaSMIOutput = 1 << 20
+
+// smiFailure turns a failed nvidia-smi run into a result whose advice fits
+// the failure: a timeout, an output too large or a failing driver.
+func smiFailure(err error, timeout time.Duration) Result {
+	var ce *slurm.CommandError
+	switch {
+	case errors.As(err, &ce) && ce.TimedOut:
+		return fail("nvidia-smi", fmt.Sprintf("no answer within %v", timeout),
+			"nvidia-smi hangs: the driver may be stuck (see dmesg for XIDs), or a GPU without persistence mode is slow to start (nvidia-smi -pm 1); "+
+				"the bound is --doctor.nvidia-smi-timeout", false)
+	case errors.As(err, &ce) && ce.OutputExceeded:
+		return fail("nvidia-smi", fmt.Sprintf("printed more than %d bytes; stopped reading", maxNvidiaSMIOutput),
+			"this is not nvidia-smi's CSV: check which program --doctor.nvidia-smi (or PATH) names", false)
+	}
+	return fail("nvidia-smi", err.Error(), "nvidia-smi itself fails: the driver is in trouble (see dmesg)", false)
 }
 
 func compareRow(d *snapshot.Device, row []string) (compared, disagree []string) {

@@ -217,7 +217,8 @@ func (v *catalogView) writeMarkdown(w io.Writer) error {
 	b.WriteString("  ```yaml\n  disable: [\"gpu_nvlink_*\"]                         # names or path.Match globs\n")
 	b.WriteString("  enable: [\"gpu_nvlink_up\", \"gpu_bar1_memory_*\"]     # enable wins over disable\n  ```\n\n")
 	b.WriteString("- `gpu_process_*` series are summed per owner (user, container, compose_project, compose_service, pod, namespace, slurm_job) on each GPU;\n")
-	b.WriteString("  labels in [+...] (`pid`, `command`) are added only when per-process labels are turned on.\n")
+	b.WriteString("  labels in [+...] (`pid`, `command`) are added only when per-process labels are turned on (`--collector.processes.pid-labels`);\n")
+	b.WriteString("  `command` is the executable's name, the whole command line only with `--attribution.full-command-lines`.\n")
 
 	rows := v.rows()
 	for _, g := range v.groups() {

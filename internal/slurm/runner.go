@@ -41,6 +41,8 @@ type CommandError struct {
 	Err      error
 	Stderr   string // first bytes of standard error, trimmed
 	TimedOut bool
+	// OutputExceeded: the command printed more than MaxOutput bytes.
+	OutputExceeded bool
 }
 
 func (e *CommandError) Error() string {
@@ -84,12 +86,17 @@ func (r ExecRunner) Run(ctx context.Context, path string, args ...string) ([]byt
 	cmd.Stdout, cmd.Stderr = stdout, stderr
 
 	err := cmd.Run()
+	if cmd.Process != nil {
+		// Whatever the command left behind in its group (a wrapper's
+		// background child, a writer stopped by the output cap) goes too.
+		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+	}
 	name := strings.Join(append([]string{path}, args...), " ")
 	switch {
 	case ctx.Err() == context.DeadlineExceeded:
 		return nil, &CommandError{Command: name, Err: fmt.Errorf("timed out after %v", timeout), TimedOut: true, Stderr: stderr.text()}
 	case stdout.exceeded:
-		return nil, &CommandError{Command: name, Err: fmt.Errorf("output exceeds %d bytes", limit)}
+		return nil, &CommandError{Command: name, Err: fmt.Errorf("output exceeds %d bytes", limit), OutputExceeded: true}
 	case err != nil:
 		if errors.Is(err, exec.ErrWaitDelay) {
 			// The command itself exited; a child kept stdout open.

@@ -13,6 +13,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	k8syaml "k8s.io/apimachinery/pkg/util/yaml"
 	kjson "sigs.k8s.io/json"
@@ -41,6 +42,8 @@ func newTyped(apiVersion, kind string) any {
 		return &corev1.ConfigMap{}
 	case "apps/v1/DaemonSet":
 		return &appsv1.DaemonSet{}
+	case "networking.k8s.io/v1/NetworkPolicy":
+		return &networkingv1.NetworkPolicy{}
 	case "autoscaling/v2/HorizontalPodAutoscaler":
 		return &autoscalingv2.HorizontalPodAutoscaler{}
 	case "monitoring.coreos.com/v1/ServiceMonitor":

@@ -50,6 +50,16 @@ type valuesCase struct {
 	// DaemonSet's command line is started for real (extraArgs could name
 	// flags of another gpuwatch version).
 	knownArgs bool
+	// existingSecret is what the user's own web configuration Secret
+	// (webConfig.existingSecret, which the chart does not render) turns on.
+	existingSecret *userWebConfig
+}
+
+// userWebConfig is a web-config.yml the user wrote into their own Secret:
+// TLS with the key pair in the same Secret, basic auth for testUser.
+type userWebConfig struct {
+	name           string // the Secret
+	tls, basicAuth bool
 }
 
 // testPassword is the basic auth password behind testBcrypt (cost 4 keeps it cheap).
@@ -70,6 +80,21 @@ var valuesCases = []valuesCase{
 		"webConfig.basicAuth.enabled=true", "webConfig.basicAuth.users." + testUser + "=" + testBcrypt,
 		"scrapeClient.basicAuthSecret.name=gpuwatch-scrape", "serviceMonitor.enabled=true", "prometheusRule.enabled=true",
 	}},
+	{name: "tls-only", knownArgs: true, set: []string{
+		"webConfig.tls.enabled=true", "webConfig.tls.secretName=gpuwatch-tls", "serviceMonitor.enabled=true",
+	}},
+	{name: "basic-auth-only", knownArgs: true, set: []string{
+		"webConfig.basicAuth.enabled=true", "webConfig.basicAuth.users." + testUser + "=" + testBcrypt,
+	}},
+	// webConfig.existingSecret: the chart cannot see what the Secret turns on.
+	{name: "existing-secret-plain", knownArgs: true, set: []string{"webConfig.existingSecret=my-web-config"},
+		existingSecret: &userWebConfig{name: "my-web-config"}},
+	{name: "existing-secret-tls", knownArgs: true, set: []string{"webConfig.existingSecret=my-web-config"},
+		existingSecret: &userWebConfig{name: "my-web-config", tls: true}},
+	{name: "existing-secret-basic-auth", knownArgs: true, set: []string{"webConfig.existingSecret=my-web-config"},
+		existingSecret: &userWebConfig{name: "my-web-config", basicAuth: true}},
+	{name: "existing-secret-tls-basic-auth", knownArgs: true, set: []string{"webConfig.existingSecret=my-web-config"},
+		existingSecret: &userWebConfig{name: "my-web-config", tls: true, basicAuth: true}},
 	{name: "compat-dcgm", knownArgs: true, set: []string{"compat=dcgm\\,native", "extraArgs[0]=--collection.timeout=4s", "podMonitor.enabled=true"}},
 	{name: "gpu-operator-runtime-class", knownArgs: true, set: []string{
 		"runtimeClassName=nvidia", "priorityClassName=system-node-critical",

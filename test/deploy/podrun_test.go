@@ -50,6 +50,9 @@ func TestDaemonSetCommandLineServes(t *testing.T) {
 			kubeletDir := shortTempDir(t)
 			serveKubelet(t, filepath.Join(kubeletDir, "kubelet.sock"), uuid)
 			hostPaths := map[string]string{"/var/lib/kubelet/pod-resources": kubeletDir}
+			if u := c.existingSecret; u != nil {
+				secrets[u.name] = u.secret()
+			}
 			mountVolumes(t, root, ds.Spec.Template.Spec, secrets, hostPaths)
 			port := testenv.FreePort(t)
 			ctr := ds.Spec.Template.Spec.Containers[0]
@@ -119,7 +122,13 @@ func mountVolumes(t *testing.T, root string, pod corev1.PodSpec, secrets map[str
 				writeKeyPair(t, dst) // the user's kubernetes.io/tls Secret
 				continue
 			}
+			if _, ok := s.StringData["tls.key"]; ok {
+				writeKeyPair(t, dst) // a key pair the user keeps beside web-config.yml
+			}
 			for name, content := range s.StringData {
+				if name == "tls.crt" || name == "tls.key" {
+					continue
+				}
 				// Paths inside the file name other mounts: they live under root too.
 				content = strings.ReplaceAll(content, "/etc/gpuwatch/", root+"/etc/gpuwatch/")
 				if err := os.WriteFile(filepath.Join(dst, name), []byte(content), 0o600); err != nil {
@@ -187,7 +196,7 @@ func probe(client *http.Client, p *corev1.Probe, port int) error {
 // returns the page.
 func checkScrape(t *testing.T, c valuesCase, client *http.Client, port int) string {
 	scheme := "http"
-	if containsSet(c, "webConfig.tls.enabled=true") {
+	if containsSet(c, "webConfig.tls.enabled=true") || (c.existingSecret != nil && c.existingSecret.tls) {
 		scheme = "https"
 	}
 	url := fmt.Sprintf("%s://127.0.0.1:%d/metrics", scheme, port)
@@ -204,7 +213,7 @@ func checkScrape(t *testing.T, c valuesCase, client *http.Client, port int) stri
 		body, _ := io.ReadAll(resp.Body)
 		return resp.StatusCode, string(body)
 	}
-	basicAuth := containsSet(c, "webConfig.basicAuth.enabled=true")
+	basicAuth := containsSet(c, "webConfig.basicAuth.enabled=true") || (c.existingSecret != nil && c.existingSecret.basicAuth)
 	code, body := get(basicAuth)
 	if code != http.StatusOK || !strings.Contains(body, "gpu_up{") {
 		t.Fatalf("GET %s: %d, want 200 with gpu_up:\n%.300s", url, code, body)
@@ -294,6 +303,24 @@ func probeClient() *http.Client {
 		Timeout:   5 * time.Second,
 		Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}},
 	}
+}
+
+// secret is the user's Secret as the kubelet would mount it: web-config.yml,
+// and with TLS the key pair it names (written fresh by mountVolumes).
+func (u *userWebConfig) secret() *corev1.Secret {
+	cfg := ""
+	data := map[string]string{}
+	if u.tls {
+		cfg += "tls_server_config:\n  cert_file: /etc/gpuwatch/web/tls.crt\n  key_file: /etc/gpuwatch/web/tls.key\n"
+		data["tls.crt"], data["tls.key"] = "", ""
+	}
+	if u.basicAuth {
+		cfg += "basic_auth_users:\n  " + testUser + ": " + testBcrypt + "\n"
+	}
+	data["web-config.yml"] = cfg
+	s := &corev1.Secret{StringData: data}
+	s.Name = u.name
+	return s
 }
 
 // writeKeyPair writes a self-signed tls.crt and tls.key into dir.

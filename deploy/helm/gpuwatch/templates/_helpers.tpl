@@ -55,6 +55,15 @@ app.kubernetes.io/component: exporter
 {{- default (printf "%s-web-config" (include "gpuwatch.fullname" .)) .Values.webConfig.existingSecret }}
 {{- end }}
 
+{{/*
+True when the kubelet's HTTP probes can reach /healthz and /readyz: kubelet probes carry no
+password (basic auth answers 401), and with webConfig.existingSecret the chart cannot know
+whether the Secret turns TLS or basic auth on. Otherwise the probes check the TCP port.
+*/}}
+{{- define "gpuwatch.httpProbes" -}}
+{{- if not (or .Values.webConfig.basicAuth.enabled .Values.webConfig.existingSecret) }}true{{ end }}
+{{- end }}
+
 {{/* http or https, for the probes and the monitors. */}}
 {{- define "gpuwatch.scheme" -}}
 {{- if .Values.webConfig.tls.enabled }}https{{ else }}http{{ end }}
