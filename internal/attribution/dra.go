@@ -87,18 +87,19 @@ func parseDRADeviceName(name string) (d draDeviceName, ok bool) {
 	if len(parts) < 3 {
 		return d, false
 	}
-	profileID, ok1 := atoiStrict(parts[len(parts)-2])
-	start, ok2 := atoiStrict(parts[len(parts)-1])
+	secondLast, ok1 := atoiStrict(parts[len(parts)-2])
+	last, ok2 := atoiStrict(parts[len(parts)-1])
 	if !ok1 || !ok2 {
 		return d, false
 	}
 	if first, isNum := atoiStrict(parts[0]); isNum && len(parts) == 3 {
 		// v25.3–v25.8: <giProfileID>-<start>-<size>. A profile name
 		// is never all digits, so this cannot be the v25.12+ form.
-		d.profileID, d.start, d.size = first, profileID, start
+		d.profileID, d.start, d.size = first, secondLast, last
 		return d, true
 	}
-	d.profileID, d.start, d.size = profileID, start, -1
+	// v25.12+: <profile>-<giProfileID>-<start>.
+	d.profileID, d.start, d.size = secondLast, last, -1
 	d.profile = strings.Join(parts[:len(parts)-2], "-")
 	return d, d.profile != ""
 }

@@ -316,3 +316,21 @@ func TestGresOrder(t *testing.T) {
 		}
 	}
 }
+
+// TestMIGPlacementsHidden: on a MIG host, the MIG check says when NVML
+// keeps the GPU instances' placements from this user (what DRA claims on
+// MIG devices are matched by), and says nothing of it when it tells them.
+func TestMIGPlacementsHidden(t *testing.T) {
+	env := baseEnv(t)
+	env.Snapshot = simSnapshot(t, "dgx-h100") // unprivileged: NO_PERMISSION
+	if res := find(t, Run(env), "MIG"); res.Status != OK || !strings.Contains(res.Found, "DRA claims on MIG devices are matched by profile name only") {
+		t.Errorf("MIG, placements hidden = %+v", res)
+	}
+	for i := range env.Snapshot.Devices[7].MIGInstances {
+		m := &env.Snapshot.Devices[7].MIGInstances[i]
+		m.GPUInstanceProfileID, m.PlacementStart, m.PlacementSize = snapshot.Some(19), snapshot.Some(i), snapshot.Some(1)
+	}
+	if res := find(t, Run(env), "MIG"); res.Status != OK || strings.Contains(res.Found, "DRA") {
+		t.Errorf("MIG, placements known = %+v", res)
+	}
+}

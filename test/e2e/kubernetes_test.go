@@ -246,24 +246,35 @@ func TestKubernetesDRAOwners(t *testing.T) {
 		"--docker.socket=", "--cri.socket=" + criSocket, "--kubelet.pod-resources-socket=" + kubeletSocket,
 	}
 
-	t.Run("sim", func(t *testing.T) {
-		cfg := filepath.Join(t.TempDir(), "sim.yaml")
-		writeFile(t, cfg, config)
-		base, _ := startGpuwatch(t, append([]string{"--backend=sim", "--sim.config=" + cfg}, common...)...)
-		checkDRAPage(t, httpGet(t, base+"/metrics"))
-	})
-	t.Run("fakenvml", func(t *testing.T) {
-		newest := nvmlbranch.Newest().Name
-		base, p, up := startWithEnv(t, fakeEnv(t, newest, config+"driver: "+newest+"\n"), append([]string{"--backend=nvml"}, common...)...)
-		if !up {
-			t.Fatalf("gpuwatch exited:\n%s", p.output.String())
+	// Privileged (root with CAP_SYS_ADMIN), NVML tells each GPU instance's
+	// placement; unprivileged, only a profile name that one instance has
+	// names it, and the rest name the parent GPU.
+	for _, privileged := range []bool{true, false} {
+		config := config
+		name := "unprivileged"
+		if privileged {
+			config += "privileged: true\n"
+			name = "privileged"
 		}
-		checkDRAPage(t, httpGet(t, base+"/metrics"))
-	})
+		t.Run("sim/"+name, func(t *testing.T) {
+			cfg := filepath.Join(t.TempDir(), "sim.yaml")
+			writeFile(t, cfg, config)
+			base, _ := startGpuwatch(t, append([]string{"--backend=sim", "--sim.config=" + cfg}, common...)...)
+			checkDRAPage(t, httpGet(t, base+"/metrics"), privileged)
+		})
+		t.Run("fakenvml/"+name, func(t *testing.T) {
+			newest := nvmlbranch.Newest().Name
+			base, p, up := startWithEnv(t, fakeEnv(t, newest, config+"driver: "+newest+"\n"), append([]string{"--backend=nvml"}, common...)...)
+			if !up {
+				t.Fatalf("gpuwatch exited:\n%s", p.output.String())
+			}
+			checkDRAPage(t, httpGet(t, base+"/metrics"), privileged)
+		})
+	}
 }
 
 // checkDRAPage checks TestKubernetesDRAOwners' page.
-func checkDRAPage(t *testing.T, page string) {
+func checkDRAPage(t *testing.T, page string, privileged bool) {
 	t.Helper()
 	fams := parseMetrics(t, page)
 	uuids := map[string]string{}
@@ -284,10 +295,14 @@ func checkDRAPage(t *testing.T, page string) {
 			t.Errorf("no gpu_process_memory_used_bytes of pod %s/%s on GPU %s:\n%s", w[0], w[1], gpu, linesWith(page, "gpu_process_memory_used_bytes"))
 		}
 	}
+	batchMIG := "" // gpu-7-mig-19-2-1 names no profile, and GPU 7 has two 1g.10gb
+	if privileged {
+		batchMIG = migs["13"]
+	}
 	wantAllocs := []map[string]string{
 		{"gpu": "1", "uuid": uuids["1"], "mig_uuid": "", "namespace": "research", "pod": "trainer-0", "container": "pytorch"},
 		{"gpu": "7", "uuid": uuids["7"], "mig_uuid": migs["1"], "namespace": "inference", "pod": "embedder-5c9d", "container": "server"},
-		{"gpu": "7", "uuid": uuids["7"], "mig_uuid": migs["13"], "namespace": "inference", "pod": "batch-0", "container": "job"},
+		{"gpu": "7", "uuid": uuids["7"], "mig_uuid": batchMIG, "namespace": "inference", "pod": "batch-0", "container": "job"},
 		{"gpu": "5", "uuid": uuids["5"], "mig_uuid": "", "namespace": "team", "pod": "notebook-a", "container": "jupyter"},
 		{"gpu": "5", "uuid": uuids["5"], "mig_uuid": "", "namespace": "team", "pod": "notebook-b", "container": "jupyter"},
 	}

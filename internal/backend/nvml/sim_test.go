@@ -614,7 +614,7 @@ func TestSimLargeProfile(t *testing.T) {
 // (what NVIDIA's DRA driver names MIG devices by), and that every compute
 // instance of one GPU instance carries the same.
 func TestSimMIGPlacements(t *testing.T) {
-	snap := read(t, newSimReader(t, newSim(t, sim.Config{Profile: "dgx-h100"}, time.Minute), AllGroups()))
+	snap := read(t, newSimReader(t, newSim(t, sim.Config{Profile: "dgx-h100", Privileged: true}, time.Minute), AllGroups()))
 	noGroupErrors(t, snap)
 	type placement struct{ gi, profileID, start, size int }
 	var got []placement
@@ -635,8 +635,19 @@ func TestSimMIGPlacements(t *testing.T) {
 			t.Errorf("gpu %d: MIG instances %+v", d.Index, d.MIGInstances)
 		}
 	}
+	// Privileged, the parent's process list answers too: the MIG
+	// process is still listed once, with its instance.
+	var onGPU7 []snapshot.Process
+	for _, p := range snap.Processes {
+		if p.GPU == 7 {
+			onGPU7 = append(onGPU7, p)
+		}
+	}
+	if len(onGPU7) != 1 || onGPU7[0].MIGUUID != snap.Devices[7].MIGInstances[0].UUID || onGPU7[0].GPUInstanceID != snapshot.Some(1) {
+		t.Errorf("gpu 7 processes, privileged = %+v", onGPU7)
+	}
 
-	a100 := read(t, newSimReader(t, newSim(t, sim.Config{Profile: "dgx-a100-mig"}, time.Minute), AllGroups()))
+	a100 := read(t, newSimReader(t, newSim(t, sim.Config{Profile: "dgx-a100-mig", Privileged: true}, time.Minute), AllGroups()))
 	noGroupErrors(t, a100)
 	split := a100.Devices[2].MIGInstances // one 7g GPU instance, 4c + 3c
 	if len(split) != 2 || split[0].PlacementStart != split[1].PlacementStart ||
@@ -645,22 +656,25 @@ func TestSimMIGPlacements(t *testing.T) {
 	}
 }
 
-// gpuInstancesPrivileged answers GetGpuInstanceById as nvml.h says NVML
-// does for a caller without root or the MIG monitor capability.
-type gpuInstancesPrivileged struct {
+// countGpuInstanceByID counts the GetGpuInstanceById calls on a device.
+type countGpuInstanceByID struct {
 	nvml.Device
 	calls *int
 }
 
-func (d gpuInstancesPrivileged) GetGpuInstanceById(int) (nvml.GpuInstance, nvml.Return) {
+func (d countGpuInstanceByID) GetGpuInstanceById(id int) (nvml.GpuInstance, nvml.Return) {
 	*d.calls++
-	return nil, nvml.ERROR_NO_PERMISSION
+	return d.Device.GetGpuInstanceById(id)
 }
 
+// TestSimMIGPlacementsUnprivilegedAreAbsentNotErrors: an unprivileged
+// caller (the simulator's default, as nvml.h says) gets NO_PERMISSION for
+// GPU instances; the MIG instances are read without their placement, no
+// error is counted, and the call is not repeated for each instance.
 func TestSimMIGPlacementsUnprivilegedAreAbsentNotErrors(t *testing.T) {
 	s := newSim(t, sim.Config{Profile: "dgx-h100"}, time.Minute)
 	calls := 0
-	lib := wrappedSim{s, func(d nvml.Device) nvml.Device { return gpuInstancesPrivileged{d, &calls} }}
+	lib := wrappedSim{s, func(d nvml.Device) nvml.Device { return countGpuInstanceByID{d, &calls} }}
 	snap := read(t, newReaderWith(t, lib, Options{Groups: groups(snapshot.GroupMIG), Now: s.Now}))
 	noGroupErrors(t, snap)
 	migs := snap.Devices[7].MIGInstances
@@ -668,8 +682,8 @@ func TestSimMIGPlacementsUnprivilegedAreAbsentNotErrors(t *testing.T) {
 		t.Fatalf("gpu 7 MIG instances = %+v, want 4", migs)
 	}
 	for _, m := range migs {
-		if m.GPUInstanceProfileID.Valid || m.PlacementStart.Valid || m.PlacementSize.Valid || m.UUID == "" {
-			t.Errorf("instance %+v: want its UUID and no placement", m)
+		if m.GPUInstanceProfileID.Valid || m.PlacementStart.Valid || m.PlacementSize.Valid || m.UUID == "" || m.Profile == "" {
+			t.Errorf("instance %+v: want its UUID and profile, and no placement", m)
 		}
 	}
 	if calls != 1 {

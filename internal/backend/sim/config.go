@@ -38,6 +38,13 @@ type Config struct {
 	// PromQL join on uuid would mix them). gpuwatch sets it to the host
 	// name unless told otherwise; empty keeps the profile's own UUIDs.
 	Seed string `yaml:"seed"`
+	// Privileged makes the simulated caller privileged as nvml.h means it
+	// (root with CAP_SYS_ADMIN, or holding the MIG monitor capability): a
+	// MIG-enabled GPU's own process lists and its GPU instances
+	// (GetGpuInstances, GetGpuInstanceById) answer. Unprivileged (the
+	// default, like an exporter in a container without capabilities) they
+	// answer NO_PERMISSION.
+	Privileged bool `yaml:"privileged"`
 
 	// source is the file (or name) the config was parsed from, for errors.
 	source string

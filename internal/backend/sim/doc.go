@@ -86,8 +86,10 @@
 //
 // Processes: a process of type compute+graphics is in both process lists,
 // each time with all of its memory. On a MIG-enabled GPU the GPU's own
-// process lists answer NO_PERMISSION, as NVML does for an unprivileged
-// caller; the MIG device handles list their processes.
+// process lists, and its GPU instances (GetGpuInstances,
+// GetGpuInstanceById), answer NO_PERMISSION, as NVML does for an
+// unprivileged caller, unless privileged is set; the MIG device handles
+// list their processes either way.
 // GetProcessUtilization answers from a buffer of samples taken every 1/6 s
 // over the last 2 s, each with its past timestamp, for the busy compute
 // processes: every buffered sample newer than lastSeenTimestamp, or
@@ -114,6 +116,9 @@
 //	                           # library (see "Driver branches" below)
 //	seed: node-7               # optional: this host's GPU UUIDs and serials
 //	                           # (gpuwatch defaults it to the host name)
+//	privileged: true           # optional: the caller is privileged (root with
+//	                           # CAP_SYS_ADMIN): a MIG GPU's own process lists
+//	                           # and GPU instances answer, not NO_PERMISSION
 //	processes:                 # GPU processes the simulated driver reports;
 //	                           # replaces the profile's defaults ([] = none)
 //	  - gpu: 0                 # device index

@@ -206,6 +206,9 @@ func (d *device) GetGpuInstances(info *nvml.GpuInstanceProfileInfo) ([]nvml.GpuI
 	if !d.migEnabled {
 		return nil, nvml.ERROR_NOT_SUPPORTED
 	}
+	if !d.sim.privileged {
+		return nil, nvml.ERROR_NO_PERMISSION // nvml.h: "Requires privileged user."
+	}
 	out := []nvml.GpuInstance{}
 	for _, gi := range d.gpuInsts {
 		if gi.info.Id == info.Id {
@@ -222,6 +225,9 @@ func (d *device) GetGpuInstanceById(id int) (nvml.GpuInstance, nvml.Return) {
 	}
 	if !d.migEnabled {
 		return nil, nvml.ERROR_NOT_SUPPORTED
+	}
+	if !d.sim.privileged {
+		return nil, nvml.ERROR_NO_PERMISSION // nvml.h: "Requires privileged user."
 	}
 	for _, gi := range d.gpuInsts {
 		if gi.id == id {

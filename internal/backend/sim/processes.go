@@ -99,9 +99,10 @@ func (d *device) loadFromProcesses() (sm, mem float64) {
 }
 
 // The process lists of a MIG-enabled GPU's own handle are, as nvml.h says,
-// returned "only if the caller has appropriate privileges"; the simulated
-// caller has not, so they answer NO_PERMISSION and the per-instance lists
-// (MIG device handles) are the way in.
+// returned "only if the caller has appropriate privileges"; unless the
+// simulated caller is privileged (Config.Privileged) they answer
+// NO_PERMISSION and the per-instance lists (MIG device handles) are the
+// way in.
 func (d *device) GetComputeRunningProcesses() ([]nvml.ProcessInfo, nvml.Return) {
 	return d.parentProcesses(false)
 }
@@ -114,7 +115,7 @@ func (d *device) parentProcesses(graphics bool) ([]nvml.ProcessInfo, nvml.Return
 	if _, r := d.begin(featProcesses); r != nvml.SUCCESS {
 		return nil, r
 	}
-	if d.migEnabled {
+	if d.migEnabled && !d.sim.privileged {
 		return nil, nvml.ERROR_NO_PERMISSION
 	}
 	return d.runningProcesses(graphics, nil)

@@ -209,7 +209,7 @@ func TestMIGEnumeration(t *testing.T) {
 }
 
 func TestMIGInstanceObjects(t *testing.T) {
-	s := newSim(t, Config{Profile: "dgx-a100-mig"})
+	s := newSim(t, Config{Profile: "dgx-a100-mig", Privileged: true})
 	d := handle(t, s, 3)
 	info, r := d.GetGpuInstanceProfileInfo(nvml.GPU_INSTANCE_PROFILE_1_SLICE)
 	if r != nvml.SUCCESS || info.SliceCount != 1 || info.MemorySizeMB != 9728 {
@@ -247,7 +247,7 @@ func TestMIGInstanceObjects(t *testing.T) {
 // TestH100MIGProfiles checks GPU 7 of dgx-h100 against the H100-SXM5-80GB
 // profiles of NVIDIA's MIG user guide (`nvidia-smi mig -lgip`).
 func TestH100MIGProfiles(t *testing.T) {
-	s := newSim(t, Config{Profile: "dgx-h100", PinTime: pinAt(time.Minute)})
+	s := newSim(t, Config{Profile: "dgx-h100", PinTime: pinAt(time.Minute), Privileged: true})
 	d := handle(t, s, 7)
 	if cur, _, r := d.GetMigMode(); r != nvml.SUCCESS || cur != nvml.DEVICE_MIG_ENABLE {
 		t.Fatalf("gpu 7 MIG mode %d %v", cur, r)
@@ -448,5 +448,40 @@ func TestProcessUtilization(t *testing.T) {
 	v1, _ := d.GetMemoryInfo()
 	if v1.Used != mem.Used+mem.Reserved {
 		t.Errorf("memory v1 used %d should include the reservation", v1.Used)
+	}
+}
+
+// TestMIGPrivileges: what nvml.h reserves to privileged callers (a MIG
+// GPU's own process lists, its GPU instance objects) answers NO_PERMISSION
+// unless the simulated caller is privileged; the MIG devices answer both.
+func TestMIGPrivileges(t *testing.T) {
+	for _, privileged := range []bool{false, true} {
+		s := newSim(t, Config{Profile: "dgx-h100", Privileged: privileged})
+		d := handle(t, s, 7)
+		want := nvml.ERROR_NO_PERMISSION
+		if privileged {
+			want = nvml.SUCCESS
+		}
+		info, _ := d.GetGpuInstanceProfileInfo(nvml.GPU_INSTANCE_PROFILE_3_SLICE)
+		if _, r := d.GetGpuInstances(&info); r != want {
+			t.Errorf("privileged %v: GetGpuInstances %v, want %v", privileged, r, want)
+		}
+		gi, r := d.GetGpuInstanceById(1)
+		if r != want {
+			t.Errorf("privileged %v: GetGpuInstanceById %v, want %v", privileged, r, want)
+		}
+		if privileged {
+			if gii, r := gi.GetInfo(); r != nvml.SUCCESS || gii.ProfileId != 9 || gii.Placement.Start != 4 || gii.Placement.Size != 4 {
+				t.Errorf("GPU instance 1 info %+v %v, want 3g.40gb (9) at 4 of size 4", gii, r)
+			}
+		}
+		procs, r := d.GetComputeRunningProcesses()
+		if r != want || (privileged && (len(procs) != 1 || procs[0].GpuInstanceId != 1 || procs[0].ComputeInstanceId != 0)) {
+			t.Errorf("privileged %v: parent process list %+v %v, want %v", privileged, procs, r, want)
+		}
+		m, _ := d.GetMigDeviceHandleByIndex(0)
+		if procs, r := m.GetComputeRunningProcesses(); r != nvml.SUCCESS || len(procs) != 1 {
+			t.Errorf("privileged %v: MIG device process list %+v %v", privileged, procs, r)
+		}
 	}
 }

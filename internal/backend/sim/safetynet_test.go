@@ -163,7 +163,7 @@ func TestSafetyNetLibrary(t *testing.T) {
 }
 
 func TestSafetyNetInstances(t *testing.T) {
-	s := newSim(t, Config{Profile: "dgx-a100-mig"})
+	s := newSim(t, Config{Profile: "dgx-a100-mig", Privileged: true})
 	gi, _ := handle(t, s, 1).GetGpuInstanceById(1)
 	ci, _ := gi.GetComputeInstanceById(0)
 	callEveryMethod(t, gi, reflect.TypeFor[nvml.GpuInstance](), func(string, []reflect.Value) {})
@@ -313,7 +313,7 @@ func TestSafetyNetUninitialized(t *testing.T) {
 // through a forwarder (the Sim models many library spellings directly), against
 // the simulator's handles, whose modelled calls return real values.
 func TestSafetyNetForwarders(t *testing.T) {
-	s := newSim(t, Config{Profile: "dgx-h100", PinTime: pinAt(time.Minute)})
+	s := newSim(t, Config{Profile: "dgx-h100", PinTime: pinAt(time.Minute), Privileged: true})
 	lib := unmodelledLibrary{failure: func() nvml.Return { return nvml.ERROR_NOT_SUPPORTED }}
 	libv := reflect.ValueOf(lib)
 

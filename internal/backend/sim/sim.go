@@ -38,6 +38,7 @@ type Sim struct {
 	missingMu    sync.Mutex
 	missingCalls []string // calls the guard refused (guard.go)
 	seed         string   // Config.Seed
+	privileged   bool     // Config.Privileged
 
 	start time.Time // real time at New, origin of the unpinned clock
 	// pinned holds the pinned elapsed time in nanoseconds, or -1.
@@ -68,7 +69,7 @@ func New(cfg Config) (*Sim, error) {
 		}
 		return nil, err
 	}
-	s := &Sim{profile: p, seed: cfg.Seed, start: time.Now(), clockChanged: make(chan struct{})}
+	s := &Sim{profile: p, seed: cfg.Seed, privileged: cfg.Privileged, start: time.Now(), clockChanged: make(chan struct{})}
 	s.unmodelledLibrary = librarySafetyNet(s)
 	if cfg.Driver != "" {
 		s.branch, _ = nvmlbranch.Lookup(cfg.Driver) // validateShape checked it
