@@ -1,6 +1,7 @@
 package attribution
 
 import (
+	"cmp"
 	"strings"
 )
 
@@ -99,76 +100,109 @@ func ParseCgroup(content string) CgroupInfo {
 // means nested containers end with the innermost one, which is the
 // container the process really runs in.
 func parseCgroupPath(path string) CgroupInfo {
-	var info CgroupInfo
 	if !strings.HasPrefix(path, "/") {
-		return info
+		return CgroupInfo{}
 	}
+	var w cgroupWalk
 	segments := strings.Split(path[1:], "/")
-	inKubepods, inSlurm := false, false
-	qos := ""
 	for i, seg := range segments {
 		next := ""
 		if i+1 < len(segments) {
 			next = segments[i+1]
 		}
-		switch {
-		// --- Kubernetes pod hierarchy -------------------------------------
-		// cgroupfs driver: /kubepods[/burstable|/besteffort]/pod<uid>/<id>
-		// systemd driver:  /kubepods.slice[/kubepods-<qos>.slice]/kubepods[-<qos>]-pod<uid_>.slice/<scope>
-		case seg == "kubepods" || seg == "kubepods.slice":
-			inKubepods = true
-		case inKubepods && (seg == "burstable" || seg == "kubepods-burstable.slice"):
-			qos = QoSBurstable
-		case inKubepods && (seg == "besteffort" || seg == "kubepods-besteffort.slice"):
-			qos = QoSBestEffort
-		case inKubepods && strings.HasPrefix(seg, "pod"):
-			if uid, ok := podUID(seg[len("pod"):]); ok {
-				info.PodUID = uid
-			}
-		case inKubepods && strings.HasPrefix(seg, "kubepods-") && strings.HasSuffix(seg, ".slice"):
-			// kubepods-pod<uid>.slice or kubepods-<qos>-pod<uid>.slice
-			name := strings.TrimSuffix(seg, ".slice")
-			if _, after, ok := strings.Cut(name, "-pod"); ok {
-				if uid, ok := podUID(after); ok {
-					info.PodUID = uid
-				}
-			}
-		case inKubepods && info.PodUID != "" && isContainerID(seg):
-			// A bare id under a pod is the cgroupfs layout of containerd's
-			// CRI plugin: CRI-O always prefixes "crio-", and dockershim,
-			// the other runtime that used bare ids, left Kubernetes in 1.24.
-			info.Runtime, info.ContainerID = RuntimeContainerd, seg
-
-		// --- Docker ------------------------------------------------------
-		case seg == "docker" && isContainerID(next):
-			// cgroupfs driver, also nested: /docker/<id>/docker/<id2>
-			info.Runtime, info.ContainerID = RuntimeDocker, next
-
-		// --- Slurm -------------------------------------------------------
-		// v1: /slurm/uid_N/job_N/step_X (also /slurm_<node>/... with
-		// several slurmd per host); v2: /system.slice/slurmstepd.scope/job_N/step_X/...
-		case strings.HasPrefix(seg, "slurm"):
-			inSlurm = true
-		case inSlurm && strings.HasPrefix(seg, "job_") && isDecimal(seg[len("job_"):]):
-			info.SlurmJobID = seg[len("job_"):]
-			info.SlurmStep = ""
-		case inSlurm && info.SlurmJobID != "" && strings.HasPrefix(seg, "step_") && isStepName(seg[len("step_"):]):
-			info.SlurmStep = seg[len("step_"):]
-
-		default:
-			// --- systemd scopes and prefixed cgroupfs names ---------------
-			if runtime, id, ok := scopeContainer(seg); ok {
-				info.Runtime, info.ContainerID = runtime, id
-			}
-		}
+		// Each step reads the segments it knows; the first that knows
+		// one takes it, in this order.
+		_ = w.kubernetes(seg) || w.docker(seg, next) || w.slurm(seg) || w.scope(seg)
 	}
-	if info.PodUID != "" {
-		if qos == "" {
-			// Guaranteed pods sit directly under kubepods, with no
-			// QoS level between.
-			qos = QoSGuaranteed
+	return w.result()
+}
+
+// cgroupWalk is what the segments of one cgroup path have said so far.
+type cgroupWalk struct {
+	info                CgroupInfo
+	inKubepods, inSlurm bool
+	qos                 string
+}
+
+// kubernetes reads the pod hierarchy:
+//
+//	cgroupfs driver: /kubepods[/burstable|/besteffort]/pod<uid>/<id>
+//	systemd driver:  /kubepods.slice[/kubepods-<qos>.slice]/kubepods[-<qos>]-pod<uid_>.slice/<scope>
+func (w *cgroupWalk) kubernetes(seg string) bool {
+	switch {
+	case seg == "kubepods" || seg == "kubepods.slice":
+		w.inKubepods = true
+	case !w.inKubepods:
+		return false
+	case seg == "burstable" || seg == "kubepods-burstable.slice":
+		w.qos = QoSBurstable
+	case seg == "besteffort" || seg == "kubepods-besteffort.slice":
+		w.qos = QoSBestEffort
+	case strings.HasPrefix(seg, "pod"):
+		if uid, ok := podUID(seg[len("pod"):]); ok {
+			w.info.PodUID = uid
 		}
-		info.QoSClass = qos
+	case strings.HasPrefix(seg, "kubepods-") && strings.HasSuffix(seg, ".slice"):
+		// kubepods-pod<uid>.slice or kubepods-<qos>-pod<uid>.slice
+		name := strings.TrimSuffix(seg, ".slice")
+		if _, after, ok := strings.Cut(name, "-pod"); ok {
+			if uid, ok := podUID(after); ok {
+				w.info.PodUID = uid
+			}
+		}
+	case w.info.PodUID != "" && isContainerID(seg):
+		// A bare id under a pod is the cgroupfs layout of containerd's
+		// CRI plugin: CRI-O always prefixes "crio-", and dockershim,
+		// the other runtime that used bare ids, left Kubernetes in 1.24.
+		w.info.Runtime, w.info.ContainerID = RuntimeContainerd, seg
+	default:
+		return false
+	}
+	return true
+}
+
+// docker reads Docker's cgroupfs layout, also nested: /docker/<id>/docker/<id2>.
+func (w *cgroupWalk) docker(seg, next string) bool {
+	if seg != "docker" || !isContainerID(next) {
+		return false
+	}
+	w.info.Runtime, w.info.ContainerID = RuntimeDocker, next
+	return true
+}
+
+// slurm reads a job step's cgroup: v1 /slurm/uid_N/job_N/step_X (also
+// /slurm_<node>/... with several slurmd per host); v2
+// /system.slice/slurmstepd.scope/job_N/step_X/...
+func (w *cgroupWalk) slurm(seg string) bool {
+	switch {
+	case strings.HasPrefix(seg, "slurm"):
+		w.inSlurm = true
+	case w.inSlurm && strings.HasPrefix(seg, "job_") && isDecimal(seg[len("job_"):]):
+		w.info.SlurmJobID = seg[len("job_"):]
+		w.info.SlurmStep = ""
+	case w.inSlurm && w.info.SlurmJobID != "" && strings.HasPrefix(seg, "step_") && isStepName(seg[len("step_"):]):
+		w.info.SlurmStep = seg[len("step_"):]
+	default:
+		return false
+	}
+	return true
+}
+
+// scope reads systemd scopes and prefixed cgroupfs names of containers.
+func (w *cgroupWalk) scope(seg string) bool {
+	runtime, id, ok := scopeContainer(seg)
+	if ok {
+		w.info.Runtime, w.info.ContainerID = runtime, id
+	}
+	return ok
+}
+
+func (w *cgroupWalk) result() CgroupInfo {
+	info := w.info
+	if info.PodUID != "" {
+		// Guaranteed pods sit directly under kubepods, with no QoS level
+		// between.
+		info.QoSClass = cmp.Or(w.qos, QoSGuaranteed)
 	}
 	return info
 }
