@@ -153,9 +153,5 @@ func readingOfBytes(o snapshot.Opt[uint64]) reading {
 
 // MarshalJSON writes NaN as null.
 func (r reading) MarshalJSON() ([]byte, error) {
-	f := float64(r)
-	if math.IsNaN(f) || math.IsInf(f, 0) {
-		return []byte("null"), nil
-	}
-	return []byte(formatFloat(f)), nil
+	return appendReading(nil, r), nil
 }

@@ -302,16 +302,16 @@ func TestCheckFlags(t *testing.T) {
 func TestHistoryJSONEncodedOncePerCollection(t *testing.T) {
 	rec := NewRecorder(&fakeSource{}, time.Second, time.Minute)
 	rec.Record(testSnapshot(time.Unix(1000, 0)), nil)
-	a, err := rec.HistoryJSON()
+	a, err := rec.HistoryJSON(-1)
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, _ := rec.HistoryJSON()
+	b, _ := rec.HistoryJSON(-1)
 	if &a[0] != &b[0] {
 		t.Error("history encoded again without a new collection")
 	}
 	rec.Record(testSnapshot(time.Unix(1001, 0)), nil)
-	c, _ := rec.HistoryJSON()
+	c, _ := rec.HistoryJSON(-1)
 	if string(c) == string(a) || !strings.Contains(string(c), "1001000") {
 		t.Errorf("history not renewed after a collection:\n%s", c)
 	}
