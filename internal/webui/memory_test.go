@@ -93,3 +93,24 @@ func BenchmarkHistoryJSON(b *testing.B) {
 		b.ReportMetric(float64(len(part)), "bytes")
 	})
 }
+
+// BenchmarkRecord is the cost of recording one collection of 8 GPUs and
+// 64 owners at the maximum window.
+func BenchmarkRecord(b *testing.B) {
+	rec, _ := fullHistory(b, MaxOwners, 600*time.Second)
+	snap := &snapshot.Snapshot{}
+	for i := range 8 {
+		snap.Devices = append(snap.Devices, snapshot.Device{Index: i, Up: true, Utilization: snapshot.Utilization{GPU: snapshot.Some(0.5)}})
+	}
+	for i := range MaxOwners {
+		snap.Processes = append(snap.Processes, snapshot.Process{GPU: i % 8, UsedMemory: snapshot.Some[uint64](1 << 30),
+			Owner: snapshot.Owner{Slurm: snapshot.SlurmJob{JobID: strconv.Itoa(4000 + i)}}})
+	}
+	at := time.Unix(1_700_100_000, 0)
+	b.ReportAllocs()
+	for b.Loop() {
+		at = at.Add(time.Second)
+		snap.Time = at
+		rec.Record(snap, nil)
+	}
+}
