@@ -26,6 +26,16 @@ type browser struct {
 func newBrowser(t *testing.T) *browser {
 	t.Helper()
 	exe := testenv.RequireTool(t, "chromium", "chromium")
+	// Not t.TempDir: Chromium's helper processes may still write to the
+	// profile for a moment after the browser has exited, and t.TempDir's
+	// one removal then fails the test ("directory not empty").
+	profile, err := os.MkdirTemp("", "gpuwatch-chromium-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		testenv.Eventually(t, 30*time.Second, func() error { return os.RemoveAll(profile) })
+	})
 	opts := append(chromedp.DefaultExecAllocatorOptions[:],
 		chromedp.ExecPath(exe),
 		chromedp.NoSandbox,
@@ -34,7 +44,7 @@ func newBrowser(t *testing.T) *browser {
 		chromedp.Flag("disable-background-networking", true),
 		chromedp.Flag("disable-component-update", true),
 		chromedp.Flag("disable-sync", true),
-		chromedp.UserDataDir(t.TempDir()),
+		chromedp.UserDataDir(profile),
 		chromedp.WindowSize(1280, 900),
 	)
 	allocCtx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
