@@ -56,7 +56,9 @@ func (s synthetic) at(t time.Time) *snapshot.Snapshot {
 	return snap
 }
 
-func (s synthetic) Snapshot(context.Context) (*snapshot.Snapshot, error) { return s.at(time.Now()), nil }
+func (s synthetic) Snapshot(context.Context) (*snapshot.Snapshot, error) {
+	return s.at(time.Now()), nil
+}
 
 // countingWriter counts the bytes of the API's answers.
 type countingWriter struct {

@@ -54,6 +54,14 @@ func TestLivePage(t *testing.T) {
 		}
 	}
 
+	// Who holds each GPU, idle or not: job 4225 of alice holds GPU 5 and
+	// runs nothing there.
+	var idle, held string
+	b.run(t, visibleText(`article.card[data-gpu="5"] .alloc`, &idle), visibleText(`article.card[data-gpu="0"] .alloc`, &held))
+	if idle != "Idle, held by job 4225 of alice" || held != "Held by job 4211 of alice" {
+		t.Errorf("GPU 5 says %q, GPU 0 says %q; want the idle job 4225 and the running 4211, both of alice", idle, held)
+	}
+
 	points := func() int {
 		var n int
 		b.run(t, chromedp.Evaluate(`Number(document.querySelector('article.card[data-gpu="0"] svg.chart').dataset.points)`, &n))
@@ -68,9 +76,15 @@ func TestLivePage(t *testing.T) {
 		return state == "down"
 	})
 	var up int
-	b.run(t, chromedp.Evaluate(`document.querySelectorAll("article.card .state.up").length`, &up))
+	var lost string
+	b.run(t, chromedp.Evaluate(`document.querySelectorAll("article.card .state.up").length`, &up),
+		visibleText(`article.card[data-gpu="3"] .alloc`, &lost))
 	if up != 7 {
 		t.Errorf("%d GPUs shown up after GPU 3 was lost, want 7", up)
+	}
+	// A lost GPU's processes are unknown: its job holds it, idle or not.
+	if lost != "Held by job 4211 of alice" {
+		t.Errorf("the lost GPU 3 says %q, want who holds it and no claim that it is idle", lost)
 	}
 
 	dir := os.Getenv("UI_SCREENSHOT_DIR")

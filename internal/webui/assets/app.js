@@ -113,12 +113,28 @@
   }
   const figure = (caption, svg) => el("figure", { class: "chart-fig" }, el("figcaption", {}, caption), svg);
 
-  function gpuCard(d, hist) {
+  // holder names the workload of an allocation: "job 4225 of alice",
+  // "pod inference/vllm-0".
+  function holder(a) {
+    if (a.slurm) return "job " + a.slurm.job_id + (a.slurm.user ? " of " + a.slurm.user : "");
+    if (a.pod) return "pod " + a.pod.namespace + "/" + a.pod.name;
+    return "a workload";
+  }
+
+  // allocationLine says who holds the GPU (or a MIG instance of it), and
+  // that nothing runs there when that is so.
+  function allocationLine(a) {
+    const where = a.gpu_instance_id == null ? "" : " (MIG GI " + a.gpu_instance_id + ")";
+    return el("p", { class: "alloc" + (a.idle ? " idle" : "") }, (a.idle ? "Idle, held by " : "Held by ") + holder(a) + where);
+  }
+
+  function gpuCard(d, hist, allocs) {
     const card = el("article", { class: "card" + (d.up ? "" : " down"), "data-gpu": String(d.index), "aria-labelledby": "gpu-" + d.index });
     const state = el("span", { class: "state " + (d.up ? "up" : "down") });
     state.textContent = d.up ? "up" : "down";
     const h = el("h3", { id: "gpu-" + d.index }, "GPU " + d.index, state);
     card.append(h, el("p", { class: "name" }, (d.name || "") + (d.uuid ? " · " + d.uuid : "")));
+    card.append(...allocs.map(allocationLine));
     if (!d.up) {
       card.append(el("p", {}, "Down: " + (d.down_reason || "no answer")));
       return card;
@@ -191,7 +207,9 @@
       intervalMs = Math.max(500, snap.interval_seconds * 1000);
       mergeHistory(hist);
       const byGPU = new Map(history.gpus.map((g) => [g.index, g]));
-      document.getElementById("gpus").replaceChildren(...snap.devices.map((d) => gpuCard(d, byGPU.get(d.index))));
+      const allocs = snap.allocations || [];
+      document.getElementById("gpus").replaceChildren(...snap.devices.map((d) =>
+        gpuCard(d, byGPU.get(d.index), allocs.filter((a) => a.gpu_uuid ? a.gpu_uuid === d.uuid : a.gpu === d.index))));
       document.querySelector("#processes tbody").replaceChildren(...procs.processes.map(processRow));
       document.getElementById("owners").replaceChildren(...history.owners.map(ownerCard));
       const up = snap.devices.filter((d) => d.up).length;
