@@ -89,8 +89,11 @@
   }
 
   function mergeHistory(doc) {
-    if (doc.since_ms == null || history == null) {
+    if (doc.since_ms == null || history == null || doc.bucket_seconds !== history.bucket_seconds) {
+      // A gpuwatch restarted with other flags answers in other buckets:
+      // show what came, and load the whole history at the next poll.
       history = doc;
+      if (doc.since_ms != null) delete history.newest_ms;
       return;
     }
     const cutoff = doc.newest_ms - doc.max_samples * doc.interval_seconds * 1000;
