@@ -59,7 +59,7 @@ func newServeCommand(app *kingpin.Application, common *commonFlags) *serveComman
 		Default("true").BoolVar(&c.ui)
 	app.Flag("ui.interval", "How often the live page's history collects (sharing the collection with scrapes in flight); also how often the page refreshes.").
 		Default("15s").DurationVar(&c.uiInterval)
-	app.Flag("ui.history", "How much history the live page keeps per GPU and per owner, in memory: this divided by --ui.interval samples (24 bytes per GPU sample).").
+	app.Flag("ui.history", "How much history the live page keeps per GPU and per owner, in memory: this divided by --ui.interval samples (at most 86400), kept and served as at most 600 points per series (a point spans a whole number of intervals).").
 		Default("1h").DurationVar(&c.uiHistory)
 	return c
 }

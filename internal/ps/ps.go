@@ -1,5 +1,6 @@
-// Package ps renders the GPU processes of a snapshot for people: a terminal
-// table (`gpuwatch ps`) and a JSON document (`gpuwatch ps --output=json`).
+// Package ps renders the GPU processes of a snapshot, and the allocations
+// (Slurm jobs, pods) holding its GPUs, for people: a terminal table
+// (`gpuwatch ps`) and a JSON document (`gpuwatch ps --output=json`).
 // It answers "who is on GPU 3?" without Prometheus.
 package ps
 
@@ -7,6 +8,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -47,16 +50,10 @@ func (f Filter) Check(s *snapshot.Snapshot) error {
 	return nil
 }
 
-func (f Filter) keep(p *snapshot.Process) bool {
-	if len(f.GPUs) == 0 {
-		return true
-	}
-	for _, g := range f.GPUs {
-		if p.GPU == g {
-			return true
-		}
-	}
-	return false
+func (f Filter) keep(p *snapshot.Process) bool { return f.keepGPU(p.GPU) }
+
+func (f Filter) keepGPU(gpu int) bool {
+	return len(f.GPUs) == 0 || slices.Contains(f.GPUs, gpu)
 }
 
 // selected returns the kept processes ordered by GPU, MIG instance (by
@@ -88,13 +85,39 @@ func selected(s *snapshot.Snapshot, f Filter) []*snapshot.Process {
 	return out
 }
 
-// WriteTable writes an aligned table, one row per process.
+// WriteTable writes an aligned table, one row per process, and one per
+// idle allocation (a GPU or MIG instance that a Slurm job or a pod holds
+// with no process on it), in GPU order.
 func WriteTable(w io.Writer, s *snapshot.Snapshot, f Filter) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	// TYPE is which NVML process lists hold the process: compute,
-	// graphics, mps (an MPS client) or a combination such as compute+mps.
+	// graphics, mps (an MPS client) or a combination such as compute+mps;
+	// "idle" for an idle allocation's row.
 	fmt.Fprintln(tw, "GPU\tPID\tTYPE\tUSER\tMEMORY\tSM\tCONTAINER\tPOD\tSLURM JOB\tCOMMAND")
+	var idle []Allocation
+	for _, a := range NewAllocations(s, f) {
+		if a.Idle != nil && *a.Idle {
+			idle = append(idle, a)
+		}
+	}
+	writeIdle := func(beforeGPU int) {
+		for len(idle) > 0 && idle[0].GPU < beforeGPU {
+			a := &idle[0]
+			var pod snapshot.Pod
+			var job snapshot.SlurmJob
+			if a.Pod != nil {
+				pod = *a.Pod
+			}
+			if a.Slurm != nil {
+				job = *a.Slurm
+			}
+			fmt.Fprintf(tw, "%s\t-\tidle\t%s\t-\t-\t-\t%s\t%s\t-\n",
+				allocationGPUColumn(a), cell(orDash(job.User)), cell(podColumn(pod)), cell(slurmColumn(job)))
+			idle = idle[1:]
+		}
+	}
 	for _, p := range selected(s, f) {
+		writeIdle(p.GPU)
 		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n",
 			gpuColumn(p), p.PID, cell(orDash(p.Type)),
 			cell(orDash(p.Owner.User, p.Owner.UID)),
@@ -106,6 +129,7 @@ func WriteTable(w io.Writer, s *snapshot.Snapshot, f Filter) error {
 			cell(truncate(p.Owner.Command, 60)),
 		)
 	}
+	writeIdle(math.MaxInt)
 	return tw.Flush()
 }
 
@@ -241,6 +265,8 @@ type Document struct {
 	// take a simulated time for a real one.
 	Clock     string    `json:"clock"`
 	Processes []Process `json:"processes"`
+	// Allocations are the workloads holding the listed GPUs, busy or idle.
+	Allocations []Allocation `json:"allocations"`
 }
 
 // Process is one GPU process in the JSON document.
@@ -274,7 +300,7 @@ func WriteJSON(w io.Writer, s *snapshot.Snapshot, f Filter) error {
 // NewDocument is the JSON document of s's selected processes; the web UI's
 // /api/v1/processes serves the same shape.
 func NewDocument(s *snapshot.Snapshot, f Filter) Document {
-	doc := Document{Time: s.Time.UTC(), Clock: "wall", Processes: []Process{}}
+	doc := Document{Time: s.Time.UTC(), Clock: "wall", Processes: []Process{}, Allocations: NewAllocations(s, f)}
 	if f.SimulatedClock {
 		doc.Clock = "simulated"
 	}

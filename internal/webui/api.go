@@ -4,6 +4,7 @@ import (
 	"math"
 	"time"
 
+	"github.com/gpuwatch/gpuwatch/internal/ps"
 	"github.com/gpuwatch/gpuwatch/internal/snapshot"
 )
 
@@ -26,6 +27,9 @@ type SnapshotDoc struct {
 	// last good one's, or empty.
 	Error   string      `json:"error,omitempty"`
 	Devices []DeviceDoc `json:"devices"`
+	// Allocations are the workloads (Slurm jobs, pods) holding each GPU,
+	// idle or not: the same entries as /api/v1/processes.
+	Allocations []ps.Allocation `json:"allocations"`
 }
 
 // DeviceDoc is one GPU.
@@ -85,6 +89,7 @@ func newSnapshotDoc(s *snapshot.Snapshot, simulated bool, interval time.Duration
 		Time: s.Time.UTC(), Clock: "wall", Simulated: simulated,
 		DriverVersion: s.DriverVersion, CUDADriverVersion: s.CUDADriverVersion,
 		IntervalSeconds: interval.Seconds(), Devices: []DeviceDoc{},
+		Allocations: ps.NewAllocations(s, ps.Filter{}),
 	}
 	if simulated {
 		doc.Clock = "simulated"
@@ -153,9 +158,5 @@ func readingOfBytes(o snapshot.Opt[uint64]) reading {
 
 // MarshalJSON writes NaN as null.
 func (r reading) MarshalJSON() ([]byte, error) {
-	f := float64(r)
-	if math.IsNaN(f) || math.IsInf(f, 0) {
-		return []byte("null"), nil
-	}
-	return []byte(formatFloat(f)), nil
+	return appendReading(nil, r), nil
 }

@@ -11,6 +11,7 @@ import (
 	"html/template"
 	"io/fs"
 	"net/http"
+	"strconv"
 
 	"github.com/gpuwatch/gpuwatch/internal/ps"
 )
@@ -61,8 +62,16 @@ func Handler(rec *Recorder, opts Options) http.Handler {
 		}
 		writeJSON(w, http.StatusOK, ps.NewDocument(s, ps.Filter{SimulatedClock: opts.Simulated}))
 	})
-	mux.HandleFunc("GET /api/v1/history", func(w http.ResponseWriter, _ *http.Request) {
-		b, err := rec.HistoryJSON()
+	mux.HandleFunc("GET /api/v1/history", func(w http.ResponseWriter, r *http.Request) {
+		since := int64(-1)
+		if v := r.URL.Query().Get("since"); v != "" {
+			var err error
+			if since, err = strconv.ParseInt(v, 10, 64); err != nil || since < 0 {
+				writeJSON(w, http.StatusBadRequest, map[string]string{"error": "since=" + strconv.Quote(v) + ": want a time in milliseconds since the epoch, as newest_ms gives it"})
+				return
+			}
+		}
+		b, err := rec.HistoryJSON(since)
 		if err != nil {
 			writeJSON(w, http.StatusInternalServerError, map[string]string{"error": err.Error()})
 			return

@@ -302,17 +302,55 @@ func TestCheckFlags(t *testing.T) {
 func TestHistoryJSONEncodedOncePerCollection(t *testing.T) {
 	rec := NewRecorder(&fakeSource{}, time.Second, time.Minute)
 	rec.Record(testSnapshot(time.Unix(1000, 0)), nil)
-	a, err := rec.HistoryJSON()
+	a, err := rec.HistoryJSON(-1)
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, _ := rec.HistoryJSON()
+	b, _ := rec.HistoryJSON(-1)
 	if &a[0] != &b[0] {
 		t.Error("history encoded again without a new collection")
 	}
 	rec.Record(testSnapshot(time.Unix(1001, 0)), nil)
-	c, _ := rec.HistoryJSON()
+	c, _ := rec.HistoryJSON(-1)
 	if string(c) == string(a) || !strings.Contains(string(c), "1001000") {
 		t.Errorf("history not renewed after a collection:\n%s", c)
+	}
+}
+
+// TestAPIsCarryAllocations: /api/v1/snapshot and /api/v1/processes list
+// the workloads holding each GPU in their own allocations array, the
+// idle ones included, and never as process rows.
+func TestAPIsCarryAllocations(t *testing.T) {
+	s := testSnapshot(time.Unix(1000, 0))
+	s.Allocations = []snapshot.Allocation{
+		{GPU: 0, GPUUUID: "GPU-0", Slurm: snapshot.SlurmJob{JobID: "42", User: "alice"}},
+		{GPU: 2, GPUUUID: "GPU-2", Slurm: snapshot.SlurmJob{JobID: "4225", User: "alice", Account: "nlp"}},
+	}
+	s.Devices = append(s.Devices, snapshot.Device{Index: 2, UUID: "GPU-2", Up: true})
+	rec := NewRecorder(&fakeSource{}, time.Second, time.Minute)
+	rec.Record(s, nil)
+	for _, path := range []string{"/api/v1/snapshot", "/api/v1/processes"} {
+		code, body := get(t, Handler(rec, Options{}), path)
+		if code != 200 {
+			t.Fatalf("%s: status %d", path, code)
+		}
+		var doc struct {
+			Processes   []map[string]any `json:"processes"`
+			Allocations []struct {
+				GPU   int               `json:"gpu"`
+				Idle  bool              `json:"idle"`
+				Slurm map[string]string `json:"slurm"`
+			} `json:"allocations"`
+		}
+		if err := json.Unmarshal([]byte(body), &doc); err != nil {
+			t.Fatal(err)
+		}
+		if len(doc.Allocations) != 2 || doc.Allocations[0].Idle || doc.Allocations[0].Slurm["job_id"] != "42" ||
+			!doc.Allocations[1].Idle || doc.Allocations[1].GPU != 2 || doc.Allocations[1].Slurm["job_id"] != "4225" {
+			t.Errorf("%s: allocations %+v, want job 42 busy on GPU 0 and job 4225 idle on GPU 2", path, doc.Allocations)
+		}
+		if path == "/api/v1/processes" && len(doc.Processes) != 2 {
+			t.Errorf("%s: %d processes, want the 2 processes only", path, len(doc.Processes))
+		}
 	}
 }

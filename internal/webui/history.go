@@ -2,10 +2,8 @@ package webui
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
-	"sort"
-	"strconv"
+	"slices"
 	"sync"
 	"time"
 
@@ -18,10 +16,8 @@ type Source interface {
 	Snapshot(ctx context.Context) (*snapshot.Snapshot, error)
 }
 
-// gpuSample is one GPU's readings at one collection: 24 bytes, so an hour
-// at 1 s for 8 GPUs is about 0.7 MB.
+// gpuSample is one GPU's readings at one collection.
 type gpuSample struct {
-	UnixMilli   int64
 	Utilization reading
 	MemoryUsed  reading
 	Power       reading
@@ -30,32 +26,38 @@ type gpuSample struct {
 
 // ownerSample is what one owner held on all GPUs at one collection.
 type ownerSample struct {
-	UnixMilli  int64
 	MemoryUsed reading
 	SM         reading
 }
 
 type gpuHistory struct {
-	uuid    string
-	samples *Ring[gpuSample]
+	uuid   string
+	points *buckets[gpuBucket]
 }
 
 type ownerHistory struct {
 	kind, name string
-	samples    *Ring[ownerSample]
+	points     *buckets[ownerBucket]
 	lastMilli  int64
 }
 
 // MaxOwners bounds how many owners have a history at once; an owner seen
-// while the table is full gets none until an old one ages out.
+// while the table is full takes the slot of the owner seen longest ago,
+// unless all of them were seen in the same collection.
 const MaxOwners = 64
+
+// maxDroppedRemembered bounds the owners remembered as turned away, so
+// that each is counted once in owners_dropped however long it runs.
+const maxDroppedRemembered = 16 * MaxOwners
 
 // Recorder collects a snapshot every interval, keeps the latest for the
 // API, and keeps a bounded history per GPU and per owner.
 type Recorder struct {
-	src      Source
-	interval time.Duration
-	samples  int
+	src         Source
+	interval    time.Duration
+	samples     int   // the window, in intervals
+	bucketMilli int64 // the width of a point
+	points      int   // buckets per series: the window's, and the one filling
 
 	mu            sync.Mutex
 	latest        *snapshot.Snapshot
@@ -63,21 +65,31 @@ type Recorder struct {
 	gpus          map[int]*gpuHistory
 	owners        map[string]*ownerHistory
 	ownersDropped uint64
-	// generation counts recorded collections; historyJSON is the
-	// history encoded at historyGen, so that any number of open pages
-	// cost one encoding per collection.
-	generation  uint64
+	// dropped holds when each owner turned away was last seen, so that it
+	// is counted once; it forgets them as the owner table forgets owners.
+	dropped     map[string]int64
+	newestMilli int64 // the newest sample's time; 0 before the first
+	// generation counts recorded collections.
+	generation uint64
+
+	// encodeMu serializes encoding the whole history, and guards the
+	// encoding of generation historyGen, so that any number of open pages
+	// loading the page cost one encoding per collection. It is never held
+	// with mu while encoding: collections and the other endpoints do not
+	// wait for it.
+	encodeMu    sync.Mutex
 	historyJSON []byte
 	historyGen  uint64
 }
 
-// NewRecorder keeps history long / interval samples per GPU and owner.
+// NewRecorder keeps history long / interval samples per GPU and owner, in
+// at most maxPoints buckets per series.
 func NewRecorder(src Source, interval, history time.Duration) *Recorder {
-	n := int(history / interval)
-	if n < 1 {
-		n = 1
-	}
-	return &Recorder{src: src, interval: interval, samples: n, gpus: map[int]*gpuHistory{}, owners: map[string]*ownerHistory{}}
+	n := max(1, int(history/interval))
+	k := bucketIntervals(n)
+	return &Recorder{src: src, interval: interval, samples: n,
+		bucketMilli: int64(k) * max(1, interval.Milliseconds()), points: (n+k-1)/k + 1,
+		gpus: map[int]*gpuHistory{}, owners: map[string]*ownerHistory{}, dropped: map[string]int64{}}
 }
 
 // Run collects until ctx ends: at once, then every interval.
@@ -109,25 +121,27 @@ func (r *Recorder) Record(s *snapshot.Snapshot, err error) {
 	r.latest = s
 	r.generation++
 	ms := s.Time.UnixMilli()
+	r.newestMilli = max(r.newestMilli, ms)
+	start := bucketStart(ms, r.bucketMilli)
 	for i := range s.Devices {
 		d := &s.Devices[i]
 		h := r.gpus[d.Index]
 		if h == nil {
-			h = &gpuHistory{samples: NewRing[gpuSample](r.samples)}
+			h = &gpuHistory{points: newBuckets[gpuBucket](r.points)}
 			r.gpus[d.Index] = h
 		}
 		if d.UUID != "" {
 			h.uuid = d.UUID
 		}
-		h.samples.Push(gpuSample{
-			UnixMilli: ms, Utilization: readingOf(d.Utilization.GPU), MemoryUsed: readingOfBytes(d.Memory.Used),
+		h.points.at(start).add(gpuSample{
+			Utilization: readingOf(d.Utilization.GPU), MemoryUsed: readingOfBytes(d.Memory.Used),
 			Power: readingOf(d.Power.Usage), Temperature: readingOf(d.Temperature.GPU),
 		})
 	}
-	r.recordOwners(s, ms)
+	r.recordOwners(s, ms, start)
 }
 
-func (r *Recorder) recordOwners(s *snapshot.Snapshot, ms int64) {
+func (r *Recorder) recordOwners(s *snapshot.Snapshot, ms, start int64) {
 	type sum struct {
 		kind, name string
 		mem, sm    float64
@@ -151,32 +165,91 @@ func (r *Recorder) recordOwners(s *snapshot.Snapshot, ms int64) {
 		}
 	}
 	// Owners gone for longer than the window have nothing left to show.
-	windowMilli := int64(r.samples) * r.interval.Milliseconds()
+	windowMilli := r.windowMilli()
 	for key, h := range r.owners {
 		if ms-h.lastMilli > windowMilli {
 			delete(r.owners, key)
 		}
 	}
-	for key, a := range sums {
-		h := r.owners[key]
-		if h == nil {
-			if len(r.owners) >= MaxOwners {
-				r.ownersDropped++
-				continue
-			}
-			h = &ownerHistory{kind: a.kind, name: a.name, samples: NewRing[ownerSample](r.samples)}
-			r.owners[key] = h
+	for key, seen := range r.dropped {
+		if ms-seen > windowMilli {
+			delete(r.dropped, key)
 		}
-		smp := ownerSample{UnixMilli: ms, MemoryUsed: nan(), SM: nan()}
+	}
+	add := func(h *ownerHistory, a *sum) {
+		smp := ownerSample{MemoryUsed: nan(), SM: nan()}
 		if a.memOK {
 			smp.MemoryUsed = reading(a.mem)
 		}
 		if a.smOK {
 			smp.SM = reading(a.sm)
 		}
-		h.samples.Push(smp)
+		h.points.at(start).add(smp)
 		h.lastMilli = ms
 	}
+	// Owners with a history are marked seen first: a newcomer may take
+	// the slot of an owner not seen now, never of one seen now.
+	var newcomers []string
+	for key, a := range sums {
+		if h := r.owners[key]; h != nil {
+			add(h, a)
+		} else {
+			newcomers = append(newcomers, key)
+		}
+	}
+	slices.Sort(newcomers)
+	for _, key := range newcomers {
+		if len(r.owners) >= MaxOwners && !r.evictLeastRecentlySeen(ms) {
+			r.turnAway(key, ms)
+			continue
+		}
+		delete(r.dropped, key)
+		a := sums[key]
+		h := &ownerHistory{kind: a.kind, name: a.name, points: newBuckets[ownerBucket](r.points)}
+		r.owners[key] = h
+		add(h, a)
+	}
+}
+
+// evictLeastRecentlySeen frees the slot of the owner seen longest ago,
+// if one was not seen at ms.
+func (r *Recorder) evictLeastRecentlySeen(ms int64) bool {
+	var oldest string
+	oldestMilli := ms
+	for key, h := range r.owners {
+		if h.lastMilli < oldestMilli || (h.lastMilli == oldestMilli && oldest != "" && key < oldest) {
+			oldest, oldestMilli = key, h.lastMilli
+		}
+	}
+	if oldest == "" {
+		return false
+	}
+	delete(r.owners, oldest)
+	return true
+}
+
+// turnAway counts an owner that gets no history, once however many
+// collections it is seen in.
+func (r *Recorder) turnAway(key string, ms int64) {
+	if _, known := r.dropped[key]; !known {
+		r.ownersDropped++
+		if len(r.dropped) >= maxDroppedRemembered {
+			// Forget the one seen longest ago: if it comes back it is
+			// counted again, which beats holding every owner ever seen.
+			forget, at := "", ms
+			for k, seen := range r.dropped {
+				if seen <= at {
+					forget, at = k, seen
+				}
+			}
+			delete(r.dropped, forget)
+		}
+	}
+	r.dropped[key] = ms
+}
+
+func (r *Recorder) windowMilli() int64 {
+	return int64(r.samples) * r.interval.Milliseconds()
 }
 
 // OwnerOf names who a process belongs to, most specific first: Slurm
@@ -206,94 +279,6 @@ func (r *Recorder) Latest() (*snapshot.Snapshot, error) {
 	defer r.mu.Unlock()
 	return r.latest, r.latestErr
 }
-
-// HistoryDoc is /api/v1/history: one column per reading, times in
-// milliseconds since the epoch, absent readings null.
-type HistoryDoc struct {
-	IntervalSeconds float64       `json:"interval_seconds"`
-	MaxSamples      int           `json:"max_samples"`
-	GPUs            []GPUSeries   `json:"gpus"`
-	Owners          []OwnerSeries `json:"owners"`
-	// OwnersDropped counts owners that got no history because MaxOwners
-	// owners already had one.
-	OwnersDropped uint64 `json:"owners_dropped"`
-}
-
-// GPUSeries is one GPU's history.
-type GPUSeries struct {
-	Index              int       `json:"index"`
-	UUID               string    `json:"uuid,omitempty"`
-	TimeMilli          []int64   `json:"time_ms"`
-	UtilizationGPU     []reading `json:"utilization_gpu"`
-	MemoryUsedBytes    []reading `json:"memory_used_bytes"`
-	PowerWatts         []reading `json:"power_watts"`
-	TemperatureCelsius []reading `json:"temperature_celsius"`
-}
-
-// OwnerSeries is one owner's history, summed over its processes.
-type OwnerSeries struct {
-	Kind            string    `json:"kind"`
-	Name            string    `json:"name"`
-	TimeMilli       []int64   `json:"time_ms"`
-	MemoryUsedBytes []reading `json:"memory_used_bytes"`
-	SMUtilization   []reading `json:"sm_utilization"`
-}
-
-// HistoryJSON is History encoded as JSON, encoded once per collection.
-func (r *Recorder) HistoryJSON() ([]byte, error) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.historyJSON != nil && r.historyGen == r.generation {
-		return r.historyJSON, nil
-	}
-	b, err := json.Marshal(r.history())
-	if err != nil {
-		return nil, err
-	}
-	r.historyJSON, r.historyGen = append(b, '\n'), r.generation
-	return r.historyJSON, nil
-}
-
-// History copies the held history.
-func (r *Recorder) History() HistoryDoc {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.history()
-}
-
-func (r *Recorder) history() HistoryDoc {
-	doc := HistoryDoc{IntervalSeconds: r.interval.Seconds(), MaxSamples: r.samples, GPUs: []GPUSeries{}, Owners: []OwnerSeries{}, OwnersDropped: r.ownersDropped}
-	for idx, h := range r.gpus {
-		v := h.samples.Values()
-		g := GPUSeries{Index: idx, UUID: h.uuid, TimeMilli: make([]int64, len(v)),
-			UtilizationGPU: make([]reading, len(v)), MemoryUsedBytes: make([]reading, len(v)),
-			PowerWatts: make([]reading, len(v)), TemperatureCelsius: make([]reading, len(v))}
-		for i, s := range v {
-			g.TimeMilli[i], g.UtilizationGPU[i], g.MemoryUsedBytes[i], g.PowerWatts[i], g.TemperatureCelsius[i] =
-				s.UnixMilli, s.Utilization, s.MemoryUsed, s.Power, s.Temperature
-		}
-		doc.GPUs = append(doc.GPUs, g)
-	}
-	sort.Slice(doc.GPUs, func(i, j int) bool { return doc.GPUs[i].Index < doc.GPUs[j].Index })
-	for _, h := range r.owners {
-		v := h.samples.Values()
-		o := OwnerSeries{Kind: h.kind, Name: h.name, TimeMilli: make([]int64, len(v)),
-			MemoryUsedBytes: make([]reading, len(v)), SMUtilization: make([]reading, len(v))}
-		for i, s := range v {
-			o.TimeMilli[i], o.MemoryUsedBytes[i], o.SMUtilization[i] = s.UnixMilli, s.MemoryUsed, s.SM
-		}
-		doc.Owners = append(doc.Owners, o)
-	}
-	sort.Slice(doc.Owners, func(i, j int) bool {
-		if doc.Owners[i].Kind != doc.Owners[j].Kind {
-			return doc.Owners[i].Kind < doc.Owners[j].Kind
-		}
-		return doc.Owners[i].Name < doc.Owners[j].Name
-	})
-	return doc
-}
-
-func formatFloat(f float64) string { return strconv.FormatFloat(f, 'g', -1, 32) }
 
 func nan() reading { return readingOf(snapshot.Opt[float64]{}) }
 

@@ -22,7 +22,7 @@ func (c *countingSource) Snapshot(context.Context) (*snapshot.Snapshot, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.calls++
-	s := testSnapshot(time.Unix(int64(1000+c.calls), 0))
+	s := testSnapshot(time.Unix(1000, 0).Add(time.Duration(c.calls) * 10 * time.Millisecond))
 	return s, nil
 }
 

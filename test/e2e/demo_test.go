@@ -162,3 +162,70 @@ func TestLogsSpeakUp(t *testing.T) {
 		t.Errorf("demo start summary:\n%s", out)
 	}
 }
+
+// TestDemoShowsIdleAllocation: the demo's Slurm job 4225 of alice holds
+// GPU 5 and runs nothing there. `gpuwatch ps` gives it a row, and every
+// JSON output (ps -o json, /api/v1/snapshot, /api/v1/processes) lists it
+// in allocations, idle, and not among the processes.
+func TestDemoShowsIdleAllocation(t *testing.T) {
+	demo := []string{"--backend=sim", "--sim.profile=dgx-h100", "--attribution.timeout=4s"}
+	table, code := runGpuwatch(t, append([]string{"ps"}, demo...)...)
+	if code != 0 {
+		t.Fatalf("gpuwatch ps: %s", table)
+	}
+	var row string
+	for _, line := range strings.Split(table, "\n") {
+		if strings.HasPrefix(line, "5 ") {
+			row = line
+		}
+	}
+	if f := strings.Fields(row); len(f) < 4 || f[1] != "-" || f[2] != "idle" || f[3] != "alice" || !strings.Contains(row, "4225 (alice@gpu)") {
+		t.Errorf("gpuwatch ps has no idle row for GPU 5 held by job 4225 of alice:\n%s", table)
+	}
+
+	type allocDoc struct {
+		Processes []struct {
+			GPU int `json:"gpu"`
+		} `json:"processes"`
+		Allocations []map[string]any `json:"allocations"`
+	}
+	check := func(what, body string, withProcesses bool) {
+		t.Helper()
+		var doc allocDoc
+		if err := json.Unmarshal([]byte(body), &doc); err != nil {
+			t.Fatalf("%s: %v\n%s", what, err, body)
+		}
+		var found map[string]any
+		for _, a := range doc.Allocations {
+			if a["gpu"] == 5.0 {
+				found = a
+			}
+			if _, ok := a["command"]; ok {
+				t.Errorf("%s: an allocation carries a command: %v", what, a)
+			}
+		}
+		job, _ := found["slurm"].(map[string]any)
+		if found["idle"] != true || job["job_id"] != "4225" || job["user"] != "alice" {
+			t.Errorf("%s: GPU 5's allocation is %v, want idle, job 4225 of alice", what, found)
+		}
+		if len(doc.Allocations) < 7 {
+			t.Errorf("%s: %d allocations, want the demo's 7 (6 Slurm GPUs, 1 pod)", what, len(doc.Allocations))
+		}
+		for _, p := range doc.Processes {
+			if p.GPU == 5 {
+				t.Errorf("%s: a process row on the idle GPU 5", what)
+			}
+		}
+		if withProcesses && len(doc.Processes) == 0 {
+			t.Errorf("%s: no processes", what)
+		}
+	}
+	out, code := runGpuwatch(t, append([]string{"ps", "-o", "json"}, demo...)...)
+	if code != 0 {
+		t.Fatalf("gpuwatch ps -o json: %s", out)
+	}
+	check("ps -o json", out, true)
+	base, _ := startGpuwatch(t, demo...)
+	check("/api/v1/snapshot", httpGet(t, base+"/api/v1/snapshot"), false)
+	check("/api/v1/processes", httpGet(t, base+"/api/v1/processes"), true)
+}

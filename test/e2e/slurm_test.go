@@ -54,6 +54,11 @@ func TestSlurmJobOwners(t *testing.T) {
 				JobName   string `json:"job_name"`
 			} `json:"slurm"`
 		} `json:"processes"`
+		Allocations []struct {
+			GPU   int               `json:"gpu"`
+			Idle  *bool             `json:"idle"`
+			Slurm map[string]string `json:"slurm"`
+		} `json:"allocations"`
 	}
 	if err := json.Unmarshal([]byte(out), &doc); err != nil || len(doc.Processes) != 1 {
 		t.Fatalf("ps JSON (%v):\n%s", err, out)
@@ -62,6 +67,20 @@ func TestSlurmJobOwners(t *testing.T) {
 	if got.PID.String() != pid || got.Slurm.JobID != busy || got.Slurm.User != "root" || got.Slurm.Account != "physics" ||
 		got.Slurm.Partition != "gpu" || got.Slurm.JobName != "train" {
 		t.Errorf("ps says %+v, want job %s of root/physics on gpu", got, busy)
+	}
+	// Both jobs hold a GPU; the second runs nothing there.
+	held := map[int]string{}
+	for _, a := range doc.Allocations {
+		if a.Idle != nil {
+			held[a.GPU] = a.Slurm["job_id"] + "/" + a.Slurm["account"] + "/" + map[bool]string{true: "idle", false: "busy"}[*a.Idle]
+		}
+	}
+	if want := map[int]string{0: busy + "/physics/busy", 1: idle + "/chem/idle"}; len(held) != 2 || held[0] != want[0] || held[1] != want[1] {
+		t.Errorf("ps -o json allocations %v, want %v:\n%s", held, want, out)
+	}
+	table, code := runGpuwatch(t, append([]string{"ps", "--log.level=warn"}, common...)...)
+	if code != 0 || !strings.Contains(table, "\n1 ") || !strings.Contains(table, idle+" (root@gpu)") {
+		t.Errorf("gpuwatch ps shows no idle row for job %s on GPU 1:\n%s", idle, table)
 	}
 
 	base, _ := startGpuwatch(t, append(common, "--collector.slurm", "--slurm.poll-interval=1s")...)

@@ -23,8 +23,9 @@
   const num = (v, unit, digits) => (v == null ? na : v.toFixed(digits || 0) + " " + unit);
   const mhz = (v) => (v == null ? na : (v / 1e6).toFixed(0) + " MHz");
 
-  // chart draws values (nulls are gaps) as an SVG line scaled to [0, max].
-  function chart(label, values, max) {
+  // chart draws values (nulls are gaps) against their times as an SVG
+  // line scaled to [0, max]; a gap of more than one bucket breaks the line.
+  function chart(label, times, values, max, bucketMs) {
     const svg = document.createElementNS(SVGNS, "svg");
     svg.setAttribute("class", "chart");
     svg.setAttribute("role", "img");
@@ -34,8 +35,8 @@
     const title = document.createElementNS(SVGNS, "title");
     title.textContent = label;
     svg.append(title);
-    const n = values.length;
-    let points = 0, seg = [];
+    const t0 = times[0], span = times[times.length - 1] - t0;
+    let points = 0, seg = [], prev = null;
     const flush = () => {
       if (seg.length) {
         const pl = document.createElementNS(SVGNS, "polyline");
@@ -45,15 +46,66 @@
       }
     };
     values.forEach((v, i) => {
-      if (v == null) { flush(); return; }
-      const x = n > 1 ? (i / (n - 1)) * 100 : 100;
+      if (v == null || (prev != null && times[i] - prev > 1.5 * bucketMs)) flush();
+      prev = times[i];
+      if (v == null) return;
+      const x = span > 0 ? ((times[i] - t0) / span) * 100 : 100;
       const y = 100 - Math.min(1, Math.max(0, v / (max || 1))) * 98 - 1;
       seg.push(x.toFixed(2) + "," + y.toFixed(2));
       points++;
     });
     flush();
     svg.dataset.points = String(points);
+    if (times.length) { svg.dataset.first = String(t0); svg.dataset.last = String(times[times.length - 1]); }
     return svg;
+  }
+
+  // history is the charts' data: the whole of /api/v1/history once, then
+  // merged with what changed (?since=), so an open page fetches a few
+  // points per interval rather than the whole window.
+  let history = null;
+  const gpuColumns = ["utilization_gpu", "memory_used_bytes", "power_watts", "temperature_celsius"];
+  const ownerColumns = ["memory_used_bytes", "sm_utilization"];
+  const ownerKey = (o) => o.kind + "\u0000" + o.name;
+
+  // mergeSeries replaces old's points from upd's first time on with upd's
+  // (the first is the bucket that grew), then drops those before cutoff.
+  function mergeSeries(old, upd, columns, cutoff) {
+    if (old && upd.time_ms.length) {
+      const first = upd.time_ms[0];
+      let k = old.time_ms.length;
+      while (k > 0 && old.time_ms[k - 1] >= first) k--;
+      old.time_ms.splice(k, Infinity, ...upd.time_ms);
+      for (const c of columns) old[c].splice(k, Infinity, ...upd[c]);
+    }
+    const s = old || upd;
+    let drop = 0;
+    while (drop < s.time_ms.length && s.time_ms[drop] <= cutoff) drop++;
+    if (drop) {
+      s.time_ms.splice(0, drop);
+      for (const c of columns) s[c].splice(0, drop);
+    }
+    return s;
+  }
+
+  function mergeHistory(doc) {
+    if (doc.since_ms == null || history == null || doc.bucket_seconds !== history.bucket_seconds) {
+      // A gpuwatch restarted with other flags answers in other buckets:
+      // show what came, and load the whole history at the next poll.
+      history = doc;
+      if (doc.since_ms != null) delete history.newest_ms;
+      return;
+    }
+    const cutoff = doc.newest_ms - doc.max_samples * doc.interval_seconds * 1000;
+    const gpus = new Map(history.gpus.map((g) => [g.index, g]));
+    const owners = new Map(history.owners.map((o) => [ownerKey(o), o]));
+    doc.gpus = doc.gpus.map((g) => mergeSeries(gpus.get(g.index), g, gpuColumns, cutoff));
+    doc.owners = doc.owners.map((o) => mergeSeries(owners.get(ownerKey(o)), o, ownerColumns, cutoff));
+    history = doc;
+  }
+
+  function historyPath() {
+    return "/api/v1/history" + (history && history.newest_ms != null ? "?since=" + history.newest_ms : "");
   }
 
   // spanText says how much time a history covers: "last 12 min".
@@ -64,12 +116,28 @@
   }
   const figure = (caption, svg) => el("figure", { class: "chart-fig" }, el("figcaption", {}, caption), svg);
 
-  function gpuCard(d, hist) {
+  // holder names the workload of an allocation: "job 4225 of alice",
+  // "pod inference/vllm-0".
+  function holder(a) {
+    if (a.slurm) return "job " + a.slurm.job_id + (a.slurm.user ? " of " + a.slurm.user : "");
+    if (a.pod) return "pod " + a.pod.namespace + "/" + a.pod.name;
+    return "a workload";
+  }
+
+  // allocationLine says who holds the GPU (or a MIG instance of it), and
+  // that nothing runs there when that is so.
+  function allocationLine(a) {
+    const where = a.gpu_instance_id == null ? "" : " (MIG GI " + a.gpu_instance_id + ")";
+    return el("p", { class: "alloc" + (a.idle ? " idle" : "") }, (a.idle ? "Idle, held by " : "Held by ") + holder(a) + where);
+  }
+
+  function gpuCard(d, hist, allocs) {
     const card = el("article", { class: "card" + (d.up ? "" : " down"), "data-gpu": String(d.index), "aria-labelledby": "gpu-" + d.index });
     const state = el("span", { class: "state " + (d.up ? "up" : "down") });
     state.textContent = d.up ? "up" : "down";
     const h = el("h3", { id: "gpu-" + d.index }, "GPU " + d.index, state);
     card.append(h, el("p", { class: "name" }, (d.name || "") + (d.uuid ? " · " + d.uuid : "")));
+    card.append(...allocs.map(allocationLine));
     if (!d.up) {
       card.append(el("p", {}, "Down: " + (d.down_reason || "no answer")));
       return card;
@@ -95,8 +163,9 @@
     card.append(dl);
     if (hist) {
       const span = spanText(hist.time_ms);
-      card.append(figure("Utilization, " + span, chart("GPU " + d.index + " utilization, " + span, hist.utilization_gpu, 1)));
-      card.append(figure("Memory, " + span, chart("GPU " + d.index + " memory used, " + span, hist.memory_used_bytes, d.memory_total_bytes)));
+      const bucketMs = history.bucket_seconds * 1000;
+      card.append(figure("Utilization, " + span, chart("GPU " + d.index + " utilization, " + span, hist.time_ms, hist.utilization_gpu, 1, bucketMs)));
+      card.append(figure("Memory, " + span, chart("GPU " + d.index + " memory used, " + span, hist.time_ms, hist.memory_used_bytes, d.memory_total_bytes, bucketMs)));
     }
     if (d.mig_instances && d.mig_instances.length) {
       const ul = el("ul");
@@ -125,7 +194,7 @@
     const last = o.memory_used_bytes[o.memory_used_bytes.length - 1];
     return el("div", { class: "owner" },
       el("strong", {}, o.kind.replace("_", " ") + " " + o.name), " — " + bytes(last),
-      chart("GPU memory of " + o.kind + " " + o.name + ", " + spanText(o.time_ms), o.memory_used_bytes, maxMem));
+      chart("GPU memory of " + o.kind + " " + o.name + ", " + spanText(o.time_ms), o.time_ms, o.memory_used_bytes, maxMem, history.bucket_seconds * 1000));
   }
 
   async function getJSON(path) {
@@ -137,12 +206,15 @@
   async function refresh() {
     const status = document.getElementById("status");
     try {
-      const [snap, procs, hist] = await Promise.all([getJSON("/api/v1/snapshot"), getJSON("/api/v1/processes"), getJSON("/api/v1/history")]);
+      const [snap, procs, hist] = await Promise.all([getJSON("/api/v1/snapshot"), getJSON("/api/v1/processes"), getJSON(historyPath())]);
       intervalMs = Math.max(500, snap.interval_seconds * 1000);
-      const byGPU = new Map(hist.gpus.map((g) => [g.index, g]));
-      document.getElementById("gpus").replaceChildren(...snap.devices.map((d) => gpuCard(d, byGPU.get(d.index))));
+      mergeHistory(hist);
+      const byGPU = new Map(history.gpus.map((g) => [g.index, g]));
+      const allocs = snap.allocations || [];
+      document.getElementById("gpus").replaceChildren(...snap.devices.map((d) =>
+        gpuCard(d, byGPU.get(d.index), allocs.filter((a) => a.gpu_uuid ? a.gpu_uuid === d.uuid : a.gpu === d.index))));
       document.querySelector("#processes tbody").replaceChildren(...procs.processes.map(processRow));
-      document.getElementById("owners").replaceChildren(...hist.owners.map(ownerCard));
+      document.getElementById("owners").replaceChildren(...history.owners.map(ownerCard));
       const up = snap.devices.filter((d) => d.up).length;
       status.className = snap.error ? "error" : "";
       status.textContent = (snap.error ? "Latest collection failed: " + snap.error + ". " : "") +
