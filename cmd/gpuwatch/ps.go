@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"os"
 
 	"github.com/alecthomas/kingpin/v2"
@@ -48,8 +49,21 @@ func (c *psCommand) run() error {
 	if err := filter.Check(snap); err != nil {
 		return err
 	}
+	write := ps.WriteTable
 	if c.output == "json" {
-		return ps.WriteJSON(os.Stdout, snap, filter)
+		write = ps.WriteJSON
 	}
-	return ps.WriteTable(os.Stdout, snap, filter)
+	if err := write(os.Stdout, snap, filter); err != nil {
+		return err
+	}
+	// The GPUs asked for that could not be read: on stderr, and a
+	// non-zero exit, so that an empty table is not taken for idle GPUs.
+	unknown := filter.Unknown(snap)
+	for _, line := range unknown {
+		fmt.Fprintln(os.Stderr, line)
+	}
+	if len(unknown) > 0 {
+		return fmt.Errorf("the processes of %d GPU(s) asked for are unknown", len(unknown))
+	}
+	return nil
 }
