@@ -104,27 +104,30 @@ func checkDevices(env Env) []Result {
 // checkProcessList: the driver lists each GPU's processes. A list that
 // failed, or that the driver does not support, is no "0 processes".
 func checkProcessList(s *snapshot.Snapshot) Result {
-	if st, found := s.Groups[snapshot.GroupProcesses]; found && st.Err != nil {
-		return fail("process list", st.Err.Error(),
-			"the process-list calls need the same device access as nvidia-smi; in a container, share the host PID namespace (--pid=host, hostPID: true)", true)
-	}
-	var unsupported, unknown []string
+	var unsupported, neverFit []string
 	for _, d := range s.Devices {
 		if !d.Up {
 			continue
 		}
 		switch d.ProcessesUnknown {
-		case "":
 		case "not_supported":
 			unsupported = append(unsupported, fmt.Sprint(d.Index))
-		default:
-			unknown = append(unknown, fmt.Sprintf("%d (%s)", d.Index, d.ProcessesUnknown))
+		case "insufficient_size":
+			neverFit = append(neverFit, fmt.Sprint(d.Index))
 		}
 	}
+	st := s.Groups[snapshot.GroupProcesses]
 	switch {
-	case len(unknown) > 0:
-		return fail("process list", "the process lists of GPUs "+strings.Join(unknown, ", ")+" could not be read: their processes are unknown",
-			"check the driver's health (dmesg, nvidia-smi); the other GPUs are listed as usual", true)
+	case len(neverFit) > 0:
+		found := "the driver's process lists of GPUs " + strings.Join(neverFit, ",") + " never fit (it keeps asking for more entries): their processes are unknown"
+		if st.Err != nil {
+			found += "; " + st.Err.Error()
+		}
+		return fail("process list", found,
+			"a driver in trouble: check its health (dmesg, nvidia-smi); those GPUs' other readings and the other GPUs' processes are served", true)
+	case st.Err != nil:
+		return fail("process list", st.Err.Error(),
+			"the process-list calls need the same device access as nvidia-smi; in a container, share the host PID namespace (--pid=host, hostPID: true)", true)
 	case len(unsupported) > 0:
 		return fail("process list", "the driver does not list processes on GPUs "+strings.Join(unsupported, ",")+" (not supported): their processes and gpu_processes are absent",
 			"process lists need a driver that supports them on this GPU (a vGPU guest or an old consumer driver may not); nothing else is affected", false)
