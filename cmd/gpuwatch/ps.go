@@ -19,7 +19,7 @@ type psCommand struct {
 
 func newPsCommand(app *kingpin.Application, common *commonFlags) *psCommand {
 	c := &psCommand{common: common}
-	cmd := app.Command("ps", "List every GPU process with its owner: GPU, PID, user, memory, SM use, container, pod, Slurm job. Answers \"who is on GPU 3?\": gpuwatch ps --gpu=3")
+	cmd := app.Command("ps", "List every GPU process with its owner: GPU, PID, user, memory, SM use, container, pod, Slurm job. Answers \"who is on GPU 3?\": gpuwatch ps --gpu=3. A GPU asked for that could not be read (down, or its process list failed) is named on stderr, and the exit status is 1.")
 	cmd.Flag("output", "Output format: table or json.").Short('o').Default("table").EnumVar(&c.output, "table", "json")
 	cmd.Flag("gpu", "Only processes on this GPU index; repeatable.").IntsVar(&c.gpus)
 	return c
