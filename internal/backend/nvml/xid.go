@@ -150,6 +150,8 @@ type xidGPU struct {
 	index  int
 	set    *xidSet // nil while the GPU is lost or its set could not be rebuilt
 	device xidDevice
+	// rebuiltAt is when the set was last rebuilt after a failure.
+	rebuiltAt time.Time
 }
 
 // register gives each of the given devices a new event set and registers
@@ -305,6 +307,13 @@ func (g *xidGPU) run() {
 			w.setErr(g.index, nil)
 		case nvml.ERROR_UNKNOWN:
 			w.setErr(g.index, fmt.Errorf("gpu %d: EventSetWait: %w", g.index, nvmlErr(ret)))
+			if time.Since(g.rebuiltAt) < xidRetryInterval {
+				// The set rebuilt a moment ago broke again: do not
+				// spin on a driver that breaks every set.
+				g.set.free()
+				g.set = nil
+				continue
+			}
 			g.rebuild()
 		case nvml.ERROR_GPU_IS_LOST:
 			// This GPU fell off the bus: its set is of no more use. Its
@@ -329,6 +338,7 @@ func (g *xidGPU) rebuild() {
 		g.set.free()
 		g.set = nil
 	}
+	g.rebuiltAt = time.Now()
 	gpus, _, err := g.w.register([]int{g.index})
 	if len(gpus) == 1 {
 		g.set, g.device = gpus[0].set, gpus[0].device
