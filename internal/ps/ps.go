@@ -60,7 +60,7 @@ func (f Filter) Unknown(s *snapshot.Snapshot) []string {
 		}
 		switch {
 		case !d.Up:
-			lines = append(lines, fmt.Sprintf("GPU %d: down (%s); its processes are unknown", d.Index, orDash(cell(d.DownReason))))
+			lines = append(lines, fmt.Sprintf("GPU %d: down (%s); its processes are unknown", d.Index, cell(d.DownReason)))
 		case d.ProcessesUnknown == "not_supported":
 			lines = append(lines, fmt.Sprintf("GPU %d: the driver does not list its processes (not_supported); its processes are unknown", d.Index))
 		case d.ProcessesUnknown != "":

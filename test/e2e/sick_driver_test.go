@@ -237,6 +237,15 @@ func TestSickDriverMatrix(t *testing.T) {
 							t.Errorf("ps does not list gpu %d's process of %s:\n%s", gpu, sickOwners[gpu], stdout)
 						}
 					}
+					if c.psStderr != "" {
+						// Asked for the GPU it could not read, ps says so
+						// rather than print an empty table as if it were idle.
+						gpu, _, _ := strings.Cut(strings.TrimPrefix(c.psStderr, "GPU "), ":")
+						_, stderr, code := runBounded(t, env, sickArgs("ps", "--backend=nvml", "--gpu="+gpu)...)
+						if code != 1 || !strings.Contains(stderr, c.psStderr) {
+							t.Errorf("ps --gpu=%s: exit %d, stderr:\n%s\nwant exit 1 and %q", gpu, code, stderr, c.psStderr)
+						}
+					}
 					// Asked only for a healthy GPU, ps answers in full.
 					stdout, stderr, code = runBounded(t, env, sickArgs("ps", "--backend=nvml", "--gpu=0")...)
 					if code != 0 || strings.Contains(stderr, "unknown") || !psLists(stdout, 0, "alice") {
