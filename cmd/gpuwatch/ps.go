@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"os"
 
 	"github.com/alecthomas/kingpin/v2"
@@ -18,7 +19,7 @@ type psCommand struct {
 
 func newPsCommand(app *kingpin.Application, common *commonFlags) *psCommand {
 	c := &psCommand{common: common}
-	cmd := app.Command("ps", "List every GPU process with its owner: GPU, PID, user, memory, SM use, container, pod, Slurm job. Answers \"who is on GPU 3?\": gpuwatch ps --gpu=3")
+	cmd := app.Command("ps", "List every GPU process with its owner: GPU, PID, user, memory, SM use, container, pod, Slurm job. Answers \"who is on GPU 3?\": gpuwatch ps --gpu=3. A GPU asked for that could not be read (down, or its process list failed) is named on stderr, and the exit status is 1.")
 	cmd.Flag("output", "Output format: table or json.").Short('o').Default("table").EnumVar(&c.output, "table", "json")
 	cmd.Flag("gpu", "Only processes on this GPU index; repeatable.").IntsVar(&c.gpus)
 	return c
@@ -51,8 +52,21 @@ func (c *psCommand) run() error {
 	if err := filter.Check(snap); err != nil {
 		return err
 	}
+	write := ps.WriteTable
 	if c.output == "json" {
-		return ps.WriteJSON(os.Stdout, snap, filter)
+		write = ps.WriteJSON
 	}
-	return ps.WriteTable(os.Stdout, snap, filter)
+	if err := write(os.Stdout, snap, filter); err != nil {
+		return err
+	}
+	// The GPUs asked for that could not be read: on stderr, and a
+	// non-zero exit, so that an empty table is not taken for idle GPUs.
+	unknown := filter.Unknown(snap)
+	for _, line := range unknown {
+		fmt.Fprintln(os.Stderr, line)
+	}
+	if len(unknown) > 0 {
+		return fmt.Errorf("the processes of %d GPU(s) asked for are unknown", len(unknown))
+	}
+	return nil
 }

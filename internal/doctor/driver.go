@@ -106,14 +106,43 @@ func checkDevices(env Env) []Result {
 		out = append(out, skip("MIG", "no GPU in MIG mode"))
 	}
 	if env.Collectors[snapshot.GroupProcesses] {
-		if st, found := s.Groups[snapshot.GroupProcesses]; found && st.Err != nil {
-			out = append(out, fail("process list", st.Err.Error(),
-				"the process-list calls need the same device access as nvidia-smi; in a container, share the host PID namespace (--pid=host, hostPID: true)", true))
-		} else {
-			out = append(out, ok("process list", fmt.Sprintf("the driver lists GPU processes to this user (%d now)", len(s.Processes))))
-		}
+		out = append(out, checkProcessList(s))
 	}
 	return out
+}
+
+// checkProcessList: the driver lists each GPU's processes. A list that
+// failed, or that the driver does not support, is no "0 processes".
+func checkProcessList(s *snapshot.Snapshot) Result {
+	var unsupported, neverFit []string
+	for _, d := range s.Devices {
+		if !d.Up {
+			continue
+		}
+		switch d.ProcessesUnknown {
+		case "not_supported":
+			unsupported = append(unsupported, fmt.Sprint(d.Index))
+		case "insufficient_size":
+			neverFit = append(neverFit, fmt.Sprint(d.Index))
+		}
+	}
+	st := s.Groups[snapshot.GroupProcesses]
+	switch {
+	case len(neverFit) > 0:
+		found := "the driver's process lists of GPUs " + strings.Join(neverFit, ",") + " never fit (it keeps asking for more entries): their processes are unknown"
+		if st.Err != nil {
+			found += "; " + st.Err.Error()
+		}
+		return fail("process list", found,
+			"a driver in trouble: check its health (dmesg, nvidia-smi); those GPUs' other readings and the other GPUs' processes are served", true)
+	case st.Err != nil:
+		return fail("process list", st.Err.Error(),
+			"the process-list calls need the same device access as nvidia-smi; in a container, share the host PID namespace (--pid=host, hostPID: true)", true)
+	case len(unsupported) > 0:
+		return fail("process list", "the driver does not list processes on GPUs "+strings.Join(unsupported, ",")+" (not supported): their processes and gpu_processes are absent",
+			"process lists need a driver that supports them on this GPU (a vGPU guest or an old consumer driver may not); nothing else is affected", false)
+	}
+	return ok("process list", fmt.Sprintf("the driver lists GPU processes to this user (%d now)", len(s.Processes)))
 }
 
 // checkDeviceNodes: /dev/nvidiactl and /dev/nvidiaN can be opened for

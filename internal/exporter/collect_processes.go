@@ -115,10 +115,11 @@ func collectProcesses(em *emitter, s *snapshot.Snapshot, pidLabels bool) {
 	}
 	em.procCounts, em.procAggs = counts, aggs
 
-	// A driver that cannot list processes gets no count, rather than 0.
+	// A driver that cannot list processes gets no count, rather than 0,
+	// and so does a GPU whose list could not be read.
 	for i := range s.Devices {
 		d := &s.Devices[i]
-		if d.Up && !s.Driver.Unavailable(snapshot.GroupProcesses) {
+		if d.Up && d.ProcessesUnknown == "" && !s.Driver.Unavailable(snapshot.GroupProcesses) {
 			em.setDevice(d)
 			em.dev(mProcesses, float64(counts[i]))
 		}

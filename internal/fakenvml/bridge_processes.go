@@ -9,6 +9,8 @@ import (
 	"unsafe"
 
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
+
+	"github.com/gpuwatch/gpuwatch/internal/backend/sim"
 )
 
 // Process lists. _v2 and _v3 take nvmlProcessInfo_v2_t / nvmlProcessInfo_t
@@ -24,12 +26,49 @@ func processesV1(ps []nvml.ProcessInfo) []nvml.ProcessInfo_v1 {
 	return out
 }
 
+// sizedLists is the simulator's handle: its process lists answer as the C
+// functions do (sim.RunningProcessesSized), faults included, so a driver
+// that keeps answering INSUFFICIENT_SIZE can be served.
+type sizedLists interface {
+	RunningProcessesSized(kind string, capacity uint32) ([]nvml.ProcessInfo, uint32, nvml.Return)
+}
+
+// processList answers one process-list call: *infoCount is the capacity
+// of infos (NULL is none) on the way in, the count the driver has or asks
+// for on the way out. v1 lists take the shorter nvmlProcessInfo_v1_t.
+func processList(device C.uintptr_t, kind string, v1 bool, infoCount, infos unsafe.Pointer) C.int {
+	return onDevice(device, func(d nvml.Device) C.int {
+		if infoCount == nil {
+			return invalidArgument
+		}
+		count := (*C.uint)(infoCount)
+		capacity := uint32(*count)
+		if infos == nil {
+			capacity = 0
+		}
+		lists, ok := d.(sizedLists)
+		if !ok {
+			return invalidArgument
+		}
+		list, n, r := lists.RunningProcessesSized(kind, capacity)
+		if r != nvml.SUCCESS && r != nvml.ERROR_INSUFFICIENT_SIZE {
+			return C.int(r)
+		}
+		*count = C.uint(n)
+		if r == nvml.SUCCESS && len(list) > 0 {
+			if v1 {
+				copy(unsafe.Slice((*nvml.ProcessInfo_v1)(infos), len(list)), processesV1(list))
+			} else {
+				copy(unsafe.Slice((*nvml.ProcessInfo)(infos), len(list)), list)
+			}
+		}
+		return C.int(r)
+	})
+}
+
 //export nvmlDeviceGetComputeRunningProcesses_v3
 func nvmlDeviceGetComputeRunningProcesses_v3(device C.uintptr_t, infoCount, infos unsafe.Pointer) C.int {
-	return onDevice(device, func(d nvml.Device) C.int {
-		ps, r := d.GetComputeRunningProcesses()
-		return putList(infoCount, infos, ps, r)
-	})
+	return processList(device, sim.ProcessListCompute, false, infoCount, infos)
 }
 
 //export nvmlDeviceGetComputeRunningProcesses_v2
@@ -39,18 +78,12 @@ func nvmlDeviceGetComputeRunningProcesses_v2(device C.uintptr_t, infoCount, info
 
 //export nvmlDeviceGetComputeRunningProcesses
 func nvmlDeviceGetComputeRunningProcesses(device C.uintptr_t, infoCount, infos unsafe.Pointer) C.int {
-	return onDevice(device, func(d nvml.Device) C.int {
-		ps, r := d.GetComputeRunningProcesses()
-		return putList(infoCount, infos, processesV1(ps), r)
-	})
+	return processList(device, sim.ProcessListCompute, true, infoCount, infos)
 }
 
 //export nvmlDeviceGetGraphicsRunningProcesses_v3
 func nvmlDeviceGetGraphicsRunningProcesses_v3(device C.uintptr_t, infoCount, infos unsafe.Pointer) C.int {
-	return onDevice(device, func(d nvml.Device) C.int {
-		ps, r := d.GetGraphicsRunningProcesses()
-		return putList(infoCount, infos, ps, r)
-	})
+	return processList(device, sim.ProcessListGraphics, false, infoCount, infos)
 }
 
 //export nvmlDeviceGetGraphicsRunningProcesses_v2
@@ -60,18 +93,12 @@ func nvmlDeviceGetGraphicsRunningProcesses_v2(device C.uintptr_t, infoCount, inf
 
 //export nvmlDeviceGetGraphicsRunningProcesses
 func nvmlDeviceGetGraphicsRunningProcesses(device C.uintptr_t, infoCount, infos unsafe.Pointer) C.int {
-	return onDevice(device, func(d nvml.Device) C.int {
-		ps, r := d.GetGraphicsRunningProcesses()
-		return putList(infoCount, infos, processesV1(ps), r)
-	})
+	return processList(device, sim.ProcessListGraphics, true, infoCount, infos)
 }
 
 //export nvmlDeviceGetMPSComputeRunningProcesses_v3
 func nvmlDeviceGetMPSComputeRunningProcesses_v3(device C.uintptr_t, infoCount, infos unsafe.Pointer) C.int {
-	return onDevice(device, func(d nvml.Device) C.int {
-		ps, r := d.GetMPSComputeRunningProcesses()
-		return putList(infoCount, infos, ps, r)
-	})
+	return processList(device, sim.ProcessListMPS, false, infoCount, infos)
 }
 
 //export nvmlDeviceGetMPSComputeRunningProcesses_v2
@@ -81,10 +108,7 @@ func nvmlDeviceGetMPSComputeRunningProcesses_v2(device C.uintptr_t, infoCount, i
 
 //export nvmlDeviceGetMPSComputeRunningProcesses
 func nvmlDeviceGetMPSComputeRunningProcesses(device C.uintptr_t, infoCount, infos unsafe.Pointer) C.int {
-	return onDevice(device, func(d nvml.Device) C.int {
-		ps, r := d.GetMPSComputeRunningProcesses()
-		return putList(infoCount, infos, processesV1(ps), r)
-	})
+	return processList(device, sim.ProcessListMPS, true, infoCount, infos)
 }
 
 // nvmlDeviceGetProcessUtilization: with a NULL array it answers

@@ -50,6 +50,28 @@ func (f Filter) Check(s *snapshot.Snapshot) error {
 	return nil
 }
 
+// Unknown says, one line per GPU the filter asks for (every GPU when it
+// names none), which GPUs' processes could not be read: a GPU that is
+// down, or whose process list failed or is not supported. An empty table
+// must not read as "nobody is on GPU 1" when GPU 1 could not be asked.
+func (f Filter) Unknown(s *snapshot.Snapshot) []string {
+	var lines []string
+	for _, d := range s.Devices {
+		if !f.keepGPU(d.Index) {
+			continue
+		}
+		switch {
+		case !d.Up:
+			lines = append(lines, fmt.Sprintf("GPU %d: down (%s); its processes are unknown", d.Index, cell(d.DownReason)))
+		case d.ProcessesUnknown == "not_supported":
+			lines = append(lines, fmt.Sprintf("GPU %d: the driver does not list its processes (not_supported); its processes are unknown", d.Index))
+		case d.ProcessesUnknown != "":
+			lines = append(lines, fmt.Sprintf("GPU %d: its process list could not be read (%s); its processes are unknown", d.Index, cell(d.ProcessesUnknown)))
+		}
+	}
+	return lines
+}
+
 func (f Filter) keep(p *snapshot.Process) bool { return f.keepGPU(p.GPU) }
 
 func (f Filter) keepGPU(gpu int) bool {

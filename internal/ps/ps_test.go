@@ -3,6 +3,7 @@ package ps
 import (
 	"bytes"
 	"encoding/json"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -172,6 +173,32 @@ func TestTableOrdersMIGInstancesByNumber(t *testing.T) {
 	for _, want := range []string{"71680MiB", "3072MiB", "1024MiB"} {
 		if !strings.Contains(b.String(), want) {
 			t.Errorf("table lacks %s:\n%s", want, b.String())
+		}
+	}
+}
+
+func TestUnknownNamesTheGPUsAskedForThatCouldNotBeRead(t *testing.T) {
+	s := &snapshot.Snapshot{Devices: []snapshot.Device{
+		{Index: 0, Up: true},
+		{Index: 1, DownReason: "gpu_is_lost"},
+		{Index: 2, Up: true, ProcessesUnknown: "insufficient_size"},
+		{Index: 3, Up: true, ProcessesUnknown: "not_supported"},
+	}}
+	cases := []struct {
+		gpus []int
+		want []string
+	}{
+		{[]int{0}, nil},
+		{[]int{1}, []string{"GPU 1: down (gpu_is_lost); its processes are unknown"}},
+		{nil, []string{
+			"GPU 1: down (gpu_is_lost); its processes are unknown",
+			"GPU 2: its process list could not be read (insufficient_size); its processes are unknown",
+			"GPU 3: the driver does not list its processes (not_supported); its processes are unknown",
+		}},
+	}
+	for _, c := range cases {
+		if got := (Filter{GPUs: c.gpus}).Unknown(s); !slices.Equal(got, c.want) {
+			t.Errorf("--gpu=%v: %q, want %q", c.gpus, got, c.want)
 		}
 	}
 }

@@ -159,6 +159,11 @@ type Device struct {
 	// MIGModePending is true when a MIG mode change (nvidia-smi -mig)
 	// waits for a GPU reset; absent on GPUs without MIG.
 	MIGModePending Opt[bool]
+	// ProcessesUnknown says why the device's processes could not be
+	// listed ("not_supported", or the failed call's code, e.g.
+	// "insufficient_size"); "" when they were. Snapshot.Processes then
+	// holds none or only some of them, and their count is absent, not 0.
+	ProcessesUnknown string
 }
 
 // Info holds the descriptive facts exported on gpu_info.

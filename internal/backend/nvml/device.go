@@ -36,6 +36,9 @@ type deviceState struct {
 	// migParentDenied: the MIG-enabled GPU's own process lists answered
 	// NO_PERMISSION (unprivileged caller); only the MIG devices' are read.
 	migParentDenied bool
+	// processHint is how many processes the last read listed: it sizes
+	// the first process-list buffer.
+	processHint int
 	// clockEventsSupported is the device's supported clock-event reasons,
 	// read once (clockEventsSupportKnown).
 	clockEventsSupported    uint64
@@ -76,7 +79,12 @@ func (r *Reader) readDevice(index int, out *deviceResult) {
 	out.device = snapshot.Device{Index: index}
 	dev, ret := r.lib.DeviceGetHandleByIndex(index)
 	if ret != nvml.SUCCESS {
+		// nvml.h: the handle call itself answers GPU_IS_LOST for a GPU
+		// that fell off the bus. Keep the last known UUID here too, so
+		// that its gpu_up series and XID counts (the XID 79 that
+		// explains the loss) stay with it.
 		out.device.DownReason = downReason(ret)
+		out.device.UUID = r.knownUUID(index)
 		return
 	}
 	// GetUUID doubles as the liveness probe: it is called on every read,

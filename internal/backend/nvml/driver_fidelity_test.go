@@ -177,8 +177,9 @@ func TestSimXIDsBeforeStartAreNotCounted(t *testing.T) {
 }
 
 func TestSimXIDWatcherSurvivesALostGPU(t *testing.T) {
-	// GPU 3 falls off the bus; NVML's wait then answers GPU_IS_LOST. The
-	// set must be rebuilt without it so that GPU 1's XID still arrives.
+	// GPU 3 falls off the bus; NVML's wait on its set then answers
+	// GPU_IS_LOST. That touches GPU 3's own set only, so GPU 1's XID
+	// still arrives.
 	s := newSim(t, sim.Config{Profile: "dgx-h100", Faults: []sim.Fault{
 		{GPU: 3, LostAfter: durationPtr(10 * time.Second)},
 		{GPU: 1, XID: 31, At: durationPtr(20 * time.Second)},
@@ -186,10 +187,8 @@ func TestSimXIDWatcherSurvivesALostGPU(t *testing.T) {
 	regs := &registrations{}
 	r := newReaderWith(t, wrappedSim{s, regs.wrap}, Options{Groups: groups(snapshot.GroupXID), Now: s.Now})
 	read(t, r)
+	regs.waitFor(t, 8)
 	s.SetElapsed(11 * time.Second)
-	// GPU 1's XID must come after the rebuilt set registers it (8 GPUs at
-	// start, the 7 left after the loss): NVML drops earlier events.
-	regs.waitFor(t, 8+7)
 	s.SetElapsed(21 * time.Second)
 	snap := pollUntil(t, r, func(s *snapshot.Snapshot) bool { return s.Devices[1].XIDEvents.Value == 1 })
 	want(t, "gpu 1 last xid", snap.Devices[1].XIDLastCode, 31)

@@ -1,6 +1,7 @@
 package nvmlbackend
 
 import (
+	"fmt"
 	"math"
 	"time"
 
@@ -20,9 +21,12 @@ const memoryNotAvailable = math.MaxUint64
 
 // readProcesses lists the compute and graphics processes of the device and
 // of each of its MIG devices, with per-process utilization. Owner
-// attribution fills Process.Owner later.
+// attribution fills Process.Owner later. When a list could not be read
+// (an error, or NOT_SUPPORTED with no list read), the device's
+// ProcessesUnknown says why: its process count is then unknown, not 0.
 func (d *deviceReader) readProcesses() []snapshot.Process {
 	var procs []snapshot.Process
+	var lists listOutcomes
 	uuid := d.out.device.UUID
 
 	// Processes seen on a MIG device carry its identity; the same process
@@ -37,8 +41,8 @@ func (d *deviceReader) readProcesses() []snapshot.Process {
 			if !d.can(kind.need) {
 				continue
 			}
-			list, ret := kind.list(m.handle)
-			if !d.ok(gProcesses, kind.call, ret) {
+			list, _, ok := d.listOf(kind, m.handle, &lists, false)
+			if !ok {
 				continue
 			}
 			for _, info := range list {
@@ -62,8 +66,8 @@ func (d *deviceReader) readProcesses() []snapshot.Process {
 		if !d.can(kind.need) {
 			continue
 		}
-		list, ret := kind.list(d.dev)
-		if d.migEnabled && ret == nvml.ERROR_NO_PERMISSION {
+		list, denied, ok := d.listOf(kind, d.dev, &lists, d.migEnabled)
+		if denied {
 			// nvml.h: on a MIG-enabled GPU the parent's list is returned
 			// "only if the caller has appropriate privileges". The MIG
 			// devices' lists above hold the processes for everyone;
@@ -71,7 +75,7 @@ func (d *deviceReader) readProcesses() []snapshot.Process {
 			d.st.migParentDenied = true
 			break
 		}
-		if !d.ok(gProcesses, kind.call, ret) {
+		if !ok {
 			continue
 		}
 		for _, info := range list {
@@ -92,19 +96,80 @@ func (d *deviceReader) readProcesses() []snapshot.Process {
 		}
 	}
 
+	d.out.device.ProcessesUnknown = lists.unknown()
 	procs = mergeContexts(procs)
+	d.st.processHint = len(procs)
 	if len(procs) > 0 && d.can(callGetProcessUtilization) {
 		d.readProcessUtilization(procs)
 	}
 	return procs
 }
 
-var processKinds = [...]struct {
-	name string
+// listOf reads one process list of handle (the GPU or one of its MIG
+// devices) and files its failure. denied is the GPU's own list answering
+// NO_PERMISSION on a MIG-enabled GPU (migParent), which is no failure.
+// ok says the list was read.
+func (d *deviceReader) listOf(kind processKind, handle nvml.Device, lists *listOutcomes, migParent bool) (list []nvml.ProcessInfo, denied, ok bool) {
+	list, ret, tooLong := listProcesses(handle, kind, d.st.processHint)
+	switch {
+	case ret == nvml.SUCCESS:
+		lists.listed = true
+		return list, false, true
+	case migParent && ret == nvml.ERROR_NO_PERMISSION:
+		return nil, true, false
+	case tooLong != nil:
+		d.out.stats.fail(gProcesses, fmt.Errorf("gpu %d: %s: %w to all of %d calls (the driver last asked for %d entries; at most %d are offered): its processes are unknown",
+			d.index, kind.call, nvmlErr(ret), tooLong.tries, tooLong.asked, maxProcessListEntries))
+	default:
+		d.ok(gProcesses, kind.call, ret)
+	}
+	lists.failed(ret)
+	return nil, false, false
+}
+
+// listOutcomes gathers how a device's process lists answered, to say
+// whether its processes are known.
+type listOutcomes struct {
+	listed      bool   // a list was read
+	unsupported bool   // a list answered NOT_SUPPORTED
+	failure     string // the first list that failed otherwise, by its code's name
+}
+
+// failed notes a list that was not read; NOT_SUPPORTED is not a failure,
+// and a lost GPU is reported down instead.
+func (o *listOutcomes) failed(ret nvml.Return) {
+	switch classify(ret) {
+	case succeeded, deviceGone:
+	case absent:
+		o.unsupported = true
+	default:
+		if o.failure == "" {
+			o.failure = downReason(ret)
+		}
+	}
+}
+
+// unknown is Device.ProcessesUnknown: why the processes are not known, or
+// "" when every list asked was read (or unsupported beside one that was).
+func (o *listOutcomes) unknown() string {
+	switch {
+	case o.failure != "":
+		return o.failure
+	case o.unsupported && !o.listed:
+		return "not_supported"
+	}
+	return ""
+}
+
+// processKind is one of NVML's process lists.
+type processKind struct {
+	name string // Process.Type, and the simulator's name of the list
 	call string
 	need nvmlCall
 	list func(nvml.Device) ([]nvml.ProcessInfo, nvml.Return)
-}{
+}
+
+var processKinds = [...]processKind{
 	{"compute", "GetComputeRunningProcesses", callGetComputeRunningProcesses, nvml.Device.GetComputeRunningProcesses},
 	{"graphics", "GetGraphicsRunningProcesses", callGetGraphicsRunningProcesses, nvml.Device.GetGraphicsRunningProcesses},
 	// MPS clients; a client also in the compute list is merged into one

@@ -25,13 +25,20 @@ const (
 )
 
 // xidWatcher counts XID errors. NVML delivers them as events on an event
-// set, which can only be waited on, so a goroutine waits and a Read only
+// set, which can only be waited on, so goroutines wait and a Read only
 // copies the counts: an XID storm or a hung driver never blocks a scrape.
 //
-// The event set follows nvml.h: after ERROR_UNKNOWN it "is in undefined
-// state and should be freed", so it is freed and built again; after
-// GPU_IS_LOST it is built again without the lost GPU (whose registration
-// now fails), so that the other GPUs' XIDs keep arriving.
+// Each GPU has an event set of its own, waited on by a goroutine of its
+// own. Failures are correlated (a baseboard or NVSwitch fault takes
+// several GPUs at once, one falling off the bus while another raises an
+// XID), and with one set for every GPU, a GPU's loss made the set answer
+// GPU_IS_LOST and be rebuilt, and the XIDs other GPUs had pending in it
+// were lost with it: nvml.h does not say whether pending events survive
+// another GPU's loss, so nothing here depends on it. With a set per GPU a
+// loss, a broken set (ERROR_UNKNOWN: nvml.h says it "is in undefined state
+// and should be freed") or a wait blocked in a hung GPU touches only that
+// GPU's set. The cost is one waiting goroutine (and, while it waits in the
+// driver, one thread) per GPU.
 type xidWatcher struct {
 	lib  nvml.Interface
 	caps *capabilities // the watcher is started only when caps.xid()
@@ -42,23 +49,15 @@ type xidWatcher struct {
 	blocked *blockedReads
 	timeout time.Duration
 
-	// set, devices, missing and triedAt belong to the run goroutine once
-	// it started.
-	set *xidSet
-	// devices are the registered devices, to map an event's device handle
-	// back to a UUID when the handle can no longer answer GetUUID.
-	devices []xidDevice
-	// missing are the GPUs that did not answer when the set was built
-	// (hung): registering them is tried again every xidRetryInterval.
-	missing []int
-	triedAt time.Time
-
 	mu     sync.Mutex
 	counts map[string]*xidCounts // by GPU UUID, for every GPU ever registered
-	err    error                 // last unexpected failure, cleared once waiting works again
+	// known are the registered devices, to map an event's device handle
+	// back to a UUID when the handle can no longer answer GetUUID.
+	known []xidDevice
+	errs  map[int]error // per GPU: the last unexpected failure, cleared once waiting works again
 
 	quit chan struct{}
-	done chan struct{}
+	wg   sync.WaitGroup
 }
 
 type xidDevice struct {
@@ -73,12 +72,12 @@ type xidCounts struct {
 	byCode map[uint64]uint64
 }
 
-// startXIDWatcher creates the event set, registers every device that can
-// report XIDs and starts the watcher. It returns nil without an error when
-// no device supports XID events (e.g. the simulator's consumer profile) and
-// an error, to report in the xid group's status, for other failures.
-// Registration waits at most timeout for each GPU; the GPUs that did not
-// answer are returned, and registered later once they do.
+// startXIDWatcher gives every device that can report XIDs an event set of
+// its own, registers it and starts its waiter. It returns nil without an
+// error when no device supports XID events (e.g. the simulator's consumer
+// profile) and an error, to report in the xid group's status, for other
+// failures. Registration waits at most timeout for each GPU; the GPUs
+// that did not answer are returned, and registered later once they do.
 func startXIDWatcher(lib nvml.Interface, caps *capabilities, blocked *blockedReads, timeout time.Duration, log *slog.Logger) (*xidWatcher, []int, error) {
 	w := &xidWatcher{
 		lib:     lib,
@@ -87,27 +86,37 @@ func startXIDWatcher(lib nvml.Interface, caps *capabilities, blocked *blockedRea
 		blocked: blocked,
 		timeout: timeout,
 		counts:  make(map[string]*xidCounts),
+		errs:    make(map[int]error),
 		quit:    make(chan struct{}),
-		done:    make(chan struct{}),
 	}
-	set, devices, missing, err := w.build()
-	if set == nil {
+	count, ret := lib.DeviceGetCount()
+	if ret != nvml.SUCCESS {
+		return nil, nil, fmt.Errorf("DeviceGetCount: %w", nvmlErr(ret))
+	}
+	gpus, missing, err := w.register(allDevices(count))
+	if len(gpus) == 0 && len(missing) == 0 {
 		return nil, nil, err
 	}
-	w.set, w.devices, w.missing, w.triedAt = set, devices, missing, time.Now()
-	go w.run()
+	for _, g := range gpus {
+		w.wg.Add(1)
+		go g.run()
+	}
+	if len(missing) > 0 {
+		w.wg.Add(1)
+		go w.registerLater(missing)
+	}
 	return w, missing, err
 }
 
-// xidSet is an event set and the registrations still running on it. A
+// xidSet is an event set and the registration still running on it. A
 // registration abandoned on a hung GPU may return at any time, so the set
-// is freed only after every registration on it has returned.
+// is freed only after the registration has returned.
 type xidSet struct {
 	set nvml.EventSet
 
 	mu          sync.Mutex
 	registering int  // registrations started and not yet returned
-	freeing     bool // free was asked while registrations ran: the last one frees it
+	freeing     bool // free was asked while a registration ran: it frees the set when it returns
 }
 
 func (s *xidSet) beginRegistrations(n int) {
@@ -135,50 +144,53 @@ func (s *xidSet) free() {
 	freeEventSet(s.set)
 }
 
-// build creates an event set and registers every device that answers and
-// supports XID events. set is nil when none could be registered and none
-// is missing (hung); err is the first unexpected failure.
-func (w *xidWatcher) build() (set *xidSet, devices []xidDevice, missing []int, err error) {
-	created, ret := w.lib.EventSetCreate()
-	switch classify(ret) {
-	case succeeded:
-	case absent:
-		return nil, nil, nil, nil
-	default:
-		return nil, nil, nil, fmt.Errorf("EventSetCreate: %w", nvmlErr(ret))
-	}
-	set = &xidSet{set: created}
-	count, ret := w.lib.DeviceGetCount()
-	if ret != nvml.SUCCESS {
-		set.free()
-		return nil, nil, nil, fmt.Errorf("DeviceGetCount: %w", nvmlErr(ret))
-	}
-	devices, missing, err = w.register(set, allDevices(count))
-	if len(devices) == 0 && len(missing) == 0 {
-		set.free()
-		return nil, nil, nil, err
-	}
-	return set, devices, missing, err
+// xidGPU is one GPU's event set and the goroutine that waits on it.
+type xidGPU struct {
+	w      *xidWatcher
+	index  int
+	set    *xidSet // nil while the GPU is lost or its set could not be rebuilt
+	device xidDevice
+	// rebuiltAt is when the set was last rebuilt after a failure.
+	rebuiltAt time.Time
 }
 
-// register registers the given devices on set, each within w.timeout. It
-// returns the devices registered and the ones that did not answer in time
-// (or still have a blocked call); a lost GPU or one without XID events is
-// in neither.
-func (w *xidWatcher) register(set *xidSet, indices []int) (devices []xidDevice, missing []int, err error) {
+// register gives each of the given devices a new event set and registers
+// it there, each within w.timeout. It returns the devices registered and
+// the ones that did not answer in time (or still have a blocked call); a
+// lost GPU or one without XID events is in neither. err is the first
+// unexpected failure. No set is kept when EventSetCreate is not supported.
+func (w *xidWatcher) register(indices []int) (gpus []*xidGPU, missing []int, err error) {
 	type registration struct {
 		device xidDevice
 		ret    nvml.Return
 		tried  bool // the device answered and RegisterEvents was called
+	}
+	sets := make([]*xidSet, len(indices))
+	for k := range indices {
+		created, ret := w.lib.EventSetCreate()
+		switch classify(ret) {
+		case succeeded:
+			sets[k] = &xidSet{set: created}
+			sets[k].beginRegistrations(1)
+			continue
+		case absent:
+		default:
+			err = fmt.Errorf("EventSetCreate: %w", nvmlErr(ret))
+		}
+		for _, s := range sets[:k] {
+			s.endRegistration()
+			s.free()
+		}
+		return nil, nil, err
 	}
 	results := make([]registration, len(indices))
 	slot := make(map[int]int, len(indices)) // device index → position in indices
 	for k, i := range indices {
 		slot[i] = k
 	}
-	set.beginRegistrations(len(indices))
 	outcomes := w.blocked.callEach(w.timeout, indices, func(i int) {
-		defer set.endRegistration()
+		k := slot[i]
+		defer sets[k].endRegistration()
 		dev, ret := w.lib.DeviceGetHandleByIndex(i)
 		if ret != nvml.SUCCESS {
 			return // a lost GPU raises no more events
@@ -194,58 +206,65 @@ func (w *xidWatcher) register(set *xidSet, indices []int) (devices []xidDevice, 
 				return
 			}
 		}
-		results[slot[i]] = registration{
+		results[k] = registration{
 			device: xidDevice{handle: dev, uuid: uuid},
-			ret:    dev.RegisterEvents(nvml.EventTypeXidCriticalError, set.set),
+			ret:    dev.RegisterEvents(nvml.EventTypeXidCriticalError, sets[k].set),
 			tried:  true,
 		}
 	})
 	for k, o := range outcomes {
 		switch o {
 		case callSkipped:
-			set.endRegistration() // its call never started
+			sets[k].endRegistration() // its call never started
+			sets[k].free()
 			missing = append(missing, indices[k])
 			continue
 		case callAbandoned:
+			sets[k].free() // once the registration returns
 			missing = append(missing, indices[k])
 			continue
 		}
 		res := results[k]
-		if !res.tried {
+		if res.tried && classify(res.ret) == succeeded {
+			gpus = append(gpus, &xidGPU{w: w, index: indices[k], set: sets[k], device: res.device})
 			continue
 		}
-		switch classify(res.ret) {
-		case succeeded:
-			devices = append(devices, res.device)
-		case absent, deviceGone:
-		default:
-			if err == nil {
-				err = fmt.Errorf("gpu %d: RegisterEvents: %w", indices[k], nvmlErr(res.ret))
-			}
+		sets[k].free()
+		if res.tried && classify(res.ret) == failed && err == nil {
+			err = fmt.Errorf("gpu %d: RegisterEvents: %w", indices[k], nvmlErr(res.ret))
 		}
 	}
 	w.mu.Lock()
-	for _, d := range devices {
-		if w.counts[d.uuid] == nil {
-			w.counts[d.uuid] = &xidCounts{byCode: make(map[uint64]uint64)}
+	for _, g := range gpus {
+		if w.counts[g.device.uuid] == nil {
+			w.counts[g.device.uuid] = &xidCounts{byCode: make(map[uint64]uint64)}
 		}
+		w.known = append(w.known, g.device)
 	}
 	w.mu.Unlock()
-	return devices, missing, err
+	return gpus, missing, err
 }
 
-// registerMissing tries again to register the GPUs that did not answer
-// when the set was built.
-func (w *xidWatcher) registerMissing() {
-	w.triedAt = time.Now()
-	devices, missing, err := w.register(w.set, w.missing)
-	w.devices = append(w.devices, devices...)
-	w.missing = missing
-	if err != nil {
-		w.setErr(err)
-	}
-	if len(devices) > 0 {
-		w.log.Info("xid: registered GPUs that answer again", "gpus", len(devices))
+// registerLater tries every xidRetryInterval to register the GPUs that did
+// not answer at start, and starts a waiter for each that it registers.
+func (w *xidWatcher) registerLater(missing []int) {
+	defer w.wg.Done()
+	for len(missing) > 0 {
+		if !w.pause(xidRetryInterval) {
+			return
+		}
+		gpus, stillMissing, err := w.register(missing)
+		missing = stillMissing
+		if err != nil {
+			w.setErr(-1, err)
+		}
+		for _, g := range gpus {
+			w.wg.Add(1)
+			go g.run()
+		}
+		if len(gpus) > 0 {
+			w.log.Info("xid: registered GPUs that answer again", "gpus", len(gpus))
+		}
 	}
 }
 
@@ -255,11 +274,13 @@ func freeEventSet(set nvml.EventSet) {
 	set.Free()
 }
 
-func (w *xidWatcher) run() {
-	defer close(w.done)
+// run waits for the GPU's events until the watcher stops.
+func (g *xidGPU) run() {
+	w := g.w
+	defer w.wg.Done()
 	defer func() {
-		if w.set != nil {
-			w.set.free()
+		if g.set != nil {
+			g.set.free()
 		}
 	}()
 	for {
@@ -268,42 +289,65 @@ func (w *xidWatcher) run() {
 			return
 		default:
 		}
-		if w.set == nil {
+		if g.set == nil {
+			// Lost, or its set could not be rebuilt: a GPU that comes
+			// back (a reset) is registered again.
 			if !w.pause(xidRetryInterval) {
 				return
 			}
-			w.rebuild()
+			g.rebuild()
 			continue
 		}
-		if len(w.missing) > 0 && time.Since(w.triedAt) >= xidRetryInterval {
-			w.registerMissing()
-		}
-		if len(w.devices) == 0 {
-			// Every GPU that could report XIDs is hung: nothing to wait on yet.
-			if !w.pause(xidWaitTimeout) {
-				return
-			}
-			continue
-		}
-		data, ret := w.wait()
+		data, ret := g.wait()
 		switch ret {
 		case nvml.SUCCESS:
-			w.record(data)
+			w.record(data, g.device)
 		case nvml.ERROR_TIMEOUT:
 			// Waiting works: an earlier failure is over.
-			w.setErr(nil)
-		case nvml.ERROR_UNKNOWN, nvml.ERROR_GPU_IS_LOST:
-			if ret == nvml.ERROR_UNKNOWN {
-				w.setErr(fmt.Errorf("EventSetWait: %w", nvmlErr(ret)))
+			w.setErr(g.index, nil)
+		case nvml.ERROR_UNKNOWN:
+			w.setErr(g.index, fmt.Errorf("gpu %d: EventSetWait: %w", g.index, nvmlErr(ret)))
+			if time.Since(g.rebuiltAt) < xidRetryInterval {
+				// The set rebuilt a moment ago broke again: do not
+				// spin on a driver that breaks every set.
+				g.set.free()
+				g.set = nil
+				continue
 			}
-			w.rebuild()
+			g.rebuild()
+		case nvml.ERROR_GPU_IS_LOST:
+			// This GPU fell off the bus: its set is of no more use. Its
+			// counts stay (fill reports them on the down device).
+			g.set.free()
+			g.set = nil
 		default:
-			w.setErr(fmt.Errorf("EventSetWait: %w", nvmlErr(ret)))
+			w.setErr(g.index, fmt.Errorf("gpu %d: EventSetWait: %w", g.index, nvmlErr(ret)))
 			// Do not spin on a persistent error.
 			if !w.pause(xidWaitTimeout) {
 				return
 			}
 		}
+	}
+}
+
+// rebuild frees the GPU's set and registers the GPU on a new one. XIDs
+// raised in between are lost: NVML records only events after a
+// registration.
+func (g *xidGPU) rebuild() {
+	if g.set != nil {
+		g.set.free()
+		g.set = nil
+	}
+	g.rebuiltAt = time.Now()
+	gpus, _, err := g.w.register([]int{g.index})
+	if len(gpus) == 1 {
+		g.set, g.device = gpus[0].set, gpus[0].device
+		g.w.setErr(g.index, nil)
+		g.w.log.Info("xid: event set rebuilt", "gpu", g.index)
+		return
+	}
+	if err != nil {
+		g.w.setErr(g.index, err)
 	}
 }
 
@@ -319,49 +363,30 @@ func (w *xidWatcher) pause(d time.Duration) bool {
 	}
 }
 
-// rebuild frees the event set and builds a new one from the devices that
-// still answer. XIDs raised in between are lost: NVML records only events
-// after a registration.
-func (w *xidWatcher) rebuild() {
-	if w.set != nil {
-		w.set.free()
-		w.set, w.devices, w.missing = nil, nil, nil
-	}
-	set, devices, missing, err := w.build()
-	w.set, w.devices, w.missing, w.triedAt = set, devices, missing, time.Now()
-	switch {
-	case err != nil:
-		w.setErr(err)
-	case set != nil:
-		w.setErr(nil)
-		w.log.Info("xid: event set rebuilt", "gpus", len(devices))
-	}
-}
-
 // wait waits for one event; a panic in the binding becomes an error, since
 // nothing can recover a panic in this goroutine later.
-func (w *xidWatcher) wait() (data nvml.EventData, ret nvml.Return) {
+func (g *xidGPU) wait() (data nvml.EventData, ret nvml.Return) {
 	defer func() {
 		if p := recover(); p != nil {
 			ret = nvml.ERROR_UNKNOWN
-			w.log.Error("xid: event wait panicked", "panic", p)
+			g.w.log.Error("xid: event wait panicked", "gpu", g.index, "panic", p)
 		}
 	}()
-	return w.set.set.Wait(uint32(xidWaitTimeout / time.Millisecond))
+	return g.set.set.Wait(uint32(xidWaitTimeout / time.Millisecond))
 }
 
-func (w *xidWatcher) record(data nvml.EventData) {
+// record counts one event; own is the device whose set delivered it.
+func (w *xidWatcher) record(data nvml.EventData, own xidDevice) {
 	if data.EventType&nvml.EventTypeXidCriticalError == 0 {
 		return
 	}
-	uuid := w.uuidOf(data.Device)
+	uuid := w.uuidOf(data.Device, own)
 	if uuid == "" {
 		w.log.Warn("xid: event from an unknown device", "xid", data.EventData)
 		return
 	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	w.err = nil
 	c := w.counts[uuid]
 	if c == nil {
 		c = &xidCounts{byCode: make(map[uint64]uint64)}
@@ -375,7 +400,7 @@ func (w *xidWatcher) record(data nvml.EventData) {
 // uuidOf maps an event's device to its UUID: by asking it, or, when it no
 // longer answers (an XID often means the GPU is going away), by comparing
 // the handle with the registered ones.
-func (w *xidWatcher) uuidOf(dev nvml.Device) (uuid string) {
+func (w *xidWatcher) uuidOf(dev nvml.Device, own xidDevice) (uuid string) {
 	if dev == nil {
 		return ""
 	}
@@ -390,27 +415,51 @@ func (w *xidWatcher) uuidOf(dev nvml.Device) (uuid string) {
 	if !reflect.TypeOf(dev).Comparable() {
 		return ""
 	}
-	for _, d := range w.devices {
-		if reflect.TypeOf(d.handle) == reflect.TypeOf(dev) && d.handle == dev {
+	same := func(d xidDevice) bool {
+		return d.handle != nil && reflect.TypeOf(d.handle) == reflect.TypeOf(dev) && d.handle == dev
+	}
+	if same(own) {
+		return own.uuid
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for _, d := range w.known {
+		if same(d) {
 			return d.uuid
 		}
 	}
 	return ""
 }
 
-func (w *xidWatcher) setErr(err error) {
+// setErr records (or, with nil, clears) GPU gpu's failure; -1 is a failure
+// of no one GPU.
+func (w *xidWatcher) setErr(gpu int, err error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if err != nil && w.err == nil {
-		w.log.Warn("xid: waiting for events failed", "err", err)
+	if err == nil {
+		delete(w.errs, gpu)
+		return
 	}
-	w.err = err
+	if w.errs[gpu] == nil {
+		w.log.Warn("xid: waiting for events failed", "gpu", gpu, "err", err)
+	}
+	w.errs[gpu] = err
 }
 
+// lastError is the failure of the lowest-numbered GPU that has one.
 func (w *xidWatcher) lastError() error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	return w.err
+	first := -2
+	for gpu := range w.errs {
+		if first == -2 || gpu < first {
+			first = gpu
+		}
+	}
+	if first == -2 {
+		return nil
+	}
+	return w.errs[first]
 }
 
 // fill copies the counts into the devices: the total and the last code for
@@ -443,15 +492,17 @@ func (w *xidWatcher) fill(devices []snapshot.Device) {
 	}
 }
 
-// stop ends the watcher, which frees its event set on the way out. It
-// waits at most xidStopTimeout: a wait blocked in a hung driver is left to
-// return on its own.
+// stop ends the watcher, whose goroutines free their event sets on the way
+// out. It waits at most xidStopTimeout: a wait blocked in a hung driver is
+// left to return on its own.
 func (w *xidWatcher) stop() {
 	close(w.quit)
+	done := make(chan struct{})
+	go func() { w.wg.Wait(); close(done) }()
 	t := time.NewTimer(xidStopTimeout)
 	defer t.Stop()
 	select {
-	case <-w.done:
+	case <-done:
 	case <-t.C:
 		w.log.Warn("xid: the event watcher did not stop in time; leaving it", "waited", xidStopTimeout)
 	}

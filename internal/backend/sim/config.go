@@ -98,9 +98,24 @@ type Fault struct {
 	// waits for a GPU reset, so GetMigMode reports a pending mode other
 	// than the current one. Needs a MIG-capable GPU.
 	MIGModePending bool `yaml:"mig_mode_pending"`
+	// LostHandle: once the GPU is lost (LostAfter), DeviceGetHandleByIndex
+	// answers ERROR_GPU_IS_LOST too, as nvml.h documents for
+	// nvmlDeviceGetHandleByIndex_v2, so no handle is there to ask.
+	LostHandle bool `yaml:"lost_handle"`
+	// ProcessListSize makes the GPU's process lists answer
+	// ERROR_INSUFFICIENT_SIZE to every buffer offered, asking for twice
+	// the entries offered ("doubling") or for one more ("one_more", a
+	// list that changes under the caller), as a driver in trouble does.
+	ProcessListSize string `yaml:"process_list_size"`
 
 	line int
 }
+
+// The values of Fault.ProcessListSize.
+const (
+	ProcessListDoubling = "doubling"
+	ProcessListOneMore  = "one_more"
+)
 
 // Duration is a time.Duration written in YAML as a Go duration string
 // ("30s", "1m30s", "2h").
@@ -285,14 +300,23 @@ func (c *Config) validateShape() error {
 		if f.GPU < 0 {
 			return fmt.Errorf("%s: gpu %d is negative", at, f.GPU)
 		}
-		if f.LostAfter == nil && len(f.Unsupported) == 0 && f.XID == 0 && f.HangAfter == nil && !f.MIGModePending {
+		if f.LostAfter == nil && len(f.Unsupported) == 0 && f.XID == 0 && f.HangAfter == nil && !f.MIGModePending &&
+			!f.LostHandle && f.ProcessListSize == "" {
 			if f.At != nil {
 				return fmt.Errorf("%s: 'at' needs an 'xid'", at)
 			}
 			if f.HangFor != nil {
 				return fmt.Errorf("%s: 'hang_for' needs a 'hang_after'", at)
 			}
-			return fmt.Errorf("%s: a fault needs lost_after, unsupported, xid, hang_after or mig_mode_pending", at)
+			return fmt.Errorf("%s: a fault needs lost_after, unsupported, xid, hang_after, mig_mode_pending or process_list_size", at)
+		}
+		if f.LostHandle && f.LostAfter == nil {
+			return fmt.Errorf("%s: 'lost_handle' needs a 'lost_after'", at)
+		}
+		switch f.ProcessListSize {
+		case "", ProcessListDoubling, ProcessListOneMore:
+		default:
+			return fmt.Errorf("%s: process_list_size %q is not %q or %q", at, f.ProcessListSize, ProcessListDoubling, ProcessListOneMore)
 		}
 		if f.HangFor != nil && f.HangAfter == nil {
 			return fmt.Errorf("%s: 'hang_for' needs a 'hang_after'", at)

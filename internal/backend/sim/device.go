@@ -30,6 +30,10 @@ type device struct {
 	features featureSet
 	// lostAfter is the elapsed time from which the GPU is lost; -1 never.
 	lostAfter time.Duration
+	// lostHandle: once lost, DeviceGetHandleByIndex answers GPU_IS_LOST.
+	lostHandle bool
+	// processListSize is the process_list_size fault ("" none).
+	processListSize string
 	// hangAfter is the elapsed time from which every call blocks until
 	// hangUntil (-1: never; hangUntil -1: forever).
 	hangAfter, hangUntil time.Duration

@@ -139,6 +139,8 @@
 //	  - {gpu: 1, unsupported: [power, fan_speed]}  # those reads: NOT_SUPPORTED
 //	  - {gpu: 2, xid: 79, at: 10s}                 # one XID event at 10s
 //	  - {gpu: 0, mig_mode_pending: true}           # a MIG mode change awaits a reset
+//	  - {gpu: 5, lost_after: 1m, lost_handle: true} # and the handle call answers it too
+//	  - {gpu: 6, process_list_size: doubling}      # process lists never fit
 //
 // Durations are Go durations ("500ms", "30s", "1h30m"). A fault entry may
 // combine kinds. New checks the config against the profile: a GPU index
@@ -154,7 +156,18 @@
 // lost_after: from that elapsed time on, every call on the device, modelled
 // or not, returns ERROR_GPU_IS_LOST (and so do its MIG devices).
 // DeviceGetCount still counts it and DeviceGetHandleByIndex still returns
-// its handle, as real NVML does for a GPU that fell off the bus.
+// its handle, as real NVML does for a GPU that fell off the bus; with
+// lost_handle: true DeviceGetHandleByIndex answers ERROR_GPU_IS_LOST
+// itself, as nvml.h documents for nvmlDeviceGetHandleByIndex_v2.
+//
+// process_list_size: the GPU's (and its MIG devices') process lists answer
+// ERROR_INSUFFICIENT_SIZE to every buffer the caller offers, asking for
+// twice the entries offered (doubling) or for one more (one_more: a list
+// changing under the caller), as a driver in trouble does. The lists'
+// C-function form, RunningProcessesSized(kind, capacity), is what the fake
+// libnvidia-ml.so.1 answers with and what the NVML reader drives with a
+// bound; the Go methods (GetComputeRunningProcesses, ...) answer
+// ERROR_INSUFFICIENT_SIZE, the outcome a bounded caller ends with.
 //
 // xid/at: the XID is delivered once to every event set on which the device
 // is registered for EventTypeXidCriticalError, as EventData{Device,

@@ -417,14 +417,14 @@ func (m *migDevice) GetComputeRunningProcesses() ([]nvml.ProcessInfo, nvml.Retur
 	if r := m.begin(); r != nvml.SUCCESS {
 		return nil, r
 	}
-	return m.parent.runningProcesses(false, m)
+	return m.parent.whole(m.parent.runningProcesses(false, m))
 }
 
 func (m *migDevice) GetGraphicsRunningProcesses() ([]nvml.ProcessInfo, nvml.Return) {
 	if r := m.begin(); r != nvml.SUCCESS {
 		return nil, r
 	}
-	return m.parent.runningProcesses(true, m)
+	return m.parent.whole(m.parent.runningProcesses(true, m))
 }
 
 // GpmQueryDeviceSupport on a MIG handle answers for its parent.

@@ -5,7 +5,7 @@ import "github.com/NVIDIA/go-nvml/pkg/nvml"
 // GetMPSComputeRunningProcesses lists the MPS clients of the device (type
 // "mps" or "compute+mps" in the config), each with all of its memory.
 func (d *device) GetMPSComputeRunningProcesses() ([]nvml.ProcessInfo, nvml.Return) {
-	return d.mpsProcesses(nil)
+	return d.whole(d.mpsProcesses(nil))
 }
 
 // GetMPSComputeRunningProcesses on a MIG device lists the clients in it.
@@ -13,7 +13,7 @@ func (m *migDevice) GetMPSComputeRunningProcesses() ([]nvml.ProcessInfo, nvml.Re
 	if r := m.begin(); r != nvml.SUCCESS {
 		return nil, r
 	}
-	return m.parent.mpsProcesses(m)
+	return m.parent.whole(m.parent.mpsProcesses(m))
 }
 
 func (d *device) mpsProcesses(only *migDevice) ([]nvml.ProcessInfo, nvml.Return) {

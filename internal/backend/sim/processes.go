@@ -104,11 +104,11 @@ func (d *device) loadFromProcesses() (sm, mem float64) {
 // NO_PERMISSION and the per-instance lists (MIG device handles) are the
 // way in.
 func (d *device) GetComputeRunningProcesses() ([]nvml.ProcessInfo, nvml.Return) {
-	return d.parentProcesses(false)
+	return d.whole(d.parentProcesses(false))
 }
 
 func (d *device) GetGraphicsRunningProcesses() ([]nvml.ProcessInfo, nvml.Return) {
-	return d.parentProcesses(true)
+	return d.whole(d.parentProcesses(true))
 }
 
 func (d *device) parentProcesses(graphics bool) ([]nvml.ProcessInfo, nvml.Return) {

@@ -109,6 +109,12 @@ func (s *Sim) applyFaults(cfg *Config) error {
 				d.lostAfter = lost
 			}
 		}
+		if f.LostHandle {
+			d.lostHandle = true
+		}
+		if f.ProcessListSize != "" {
+			d.processListSize = f.ProcessListSize
+		}
 		if f.HangAfter != nil {
 			d.hangAfter = f.HangAfter.D()
 			if f.HangFor != nil {
@@ -243,13 +249,17 @@ func (s *Sim) DeviceGetCount() (int, nvml.Return) {
 }
 
 // DeviceGetHandleByIndex returns the handle even for a lost GPU: the loss
-// shows on the calls made through it.
+// shows on the calls made through it. With the lost_handle fault it
+// answers GPU_IS_LOST itself, as nvml.h allows.
 func (s *Sim) DeviceGetHandleByIndex(i int) (nvml.Device, nvml.Return) {
 	if !s.initialized() {
 		return nil, nvml.ERROR_UNINITIALIZED
 	}
 	if i < 0 || i >= len(s.devices) {
 		return nil, nvml.ERROR_INVALID_ARGUMENT
+	}
+	if d := s.devices[i]; d.lostHandle && d.lost(s.elapsed()) {
+		return nil, nvml.ERROR_GPU_IS_LOST
 	}
 	return s.devices[i], nvml.SUCCESS
 }

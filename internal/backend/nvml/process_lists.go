@@ -1,0 +1,102 @@
+package nvmlbackend
+
+import (
+	"github.com/NVIDIA/go-nvml/pkg/nvml"
+)
+
+// Process lists are read with a bounded number of calls into a bounded
+// buffer. nvml.h's process-list functions take an array and its capacity
+// and answer ERROR_INSUFFICIENT_SIZE, with the count they need, when it is
+// too small; go-nvml's Get*RunningProcesses (v0.13) retries that with no
+// bound, doubling the count each time. A driver that keeps asking for
+// more (a count that doubles on every call, or one more entry than was
+// offered) then runs gpuwatch out of memory or spins a core forever with
+// the GPU shown down. So for go-nvml's own handles the reader calls the
+// C function itself (process_lists_cgo.go), and for the simulator's it
+// uses the simulator's sized form of the same exchange; only handles that
+// have neither (go-nvml's mocks, test wrappers) go through the Go method.
+
+const (
+	// processListTries bounds the calls per list per read: the first,
+	// and three more sized to what the driver asked for, which covers a
+	// list that grows between two calls (processes starting meanwhile).
+	processListTries = 4
+	// processListFirst is the first buffer's capacity when the device
+	// had fewer processes at the last read.
+	processListFirst = 64
+	// maxProcessListEntries bounds the buffer: 24 bytes an entry, 768 KiB.
+	// Far more processes than a GPU holds contexts for (MPS allows 48 to
+	// 60 clients; a shared inference host has hundreds).
+	maxProcessListEntries = 32768
+)
+
+// sizedProcessLister answers one call of a process-list C function:
+// offered capacity entries, the list when it fits, or
+// ERROR_INSUFFICIENT_SIZE and the count the driver asks for. The
+// simulator's device handles are sizedProcessListers (sim.RunningProcessesSized).
+type sizedProcessLister interface {
+	RunningProcessesSized(kind string, capacity uint32) ([]nvml.ProcessInfo, uint32, nvml.Return)
+}
+
+// listTooLong is the outcome of a list the driver never let fit.
+type listTooLong struct {
+	tries int
+	asked uint32 // the count the last answer asked for
+}
+
+// listProcesses reads one kind of process list of dev. hint is how many
+// processes the device had at the last read, to size the first buffer.
+// tooLong is set when the driver answered INSUFFICIENT_SIZE to every try.
+func listProcesses(dev nvml.Device, kind processKind, hint int) (list []nvml.ProcessInfo, ret nvml.Return, tooLong *listTooLong) {
+	var call sizedCall
+	switch h := dev.(type) {
+	case sizedProcessLister:
+		call = func(capacity uint32) ([]nvml.ProcessInfo, uint32, nvml.Return) {
+			return h.RunningProcessesSized(kind.name, capacity)
+		}
+	default:
+		if c, ok := cProcessList(dev, kind); ok {
+			call = c
+		} else {
+			list, ret = kind.list(dev)
+			return list, ret, nil
+		}
+	}
+	return boundedList(call, hint)
+}
+
+// sizedCall is one call of a process-list function with a buffer of capacity entries.
+type sizedCall func(capacity uint32) ([]nvml.ProcessInfo, uint32, nvml.Return)
+
+// boundedList makes at most processListTries calls, each with at most
+// maxProcessListEntries entries, and gives up with ERROR_INSUFFICIENT_SIZE.
+func boundedList(call sizedCall, hint int) ([]nvml.ProcessInfo, nvml.Return, *listTooLong) {
+	capacity := withHeadroom(uint64(max(hint, 0)))
+	var asked uint32
+	tries := 0
+	for tries < processListTries {
+		tries++
+		list, count, ret := call(capacity)
+		if ret != nvml.ERROR_INSUFFICIENT_SIZE {
+			return list, ret, nil
+		}
+		asked = count
+		if capacity == maxProcessListEntries {
+			break
+		}
+		next := withHeadroom(uint64(count))
+		if next <= capacity {
+			// The driver asks for no more than it was offered, yet
+			// says it is not enough: offer more than it asked.
+			next = withHeadroom(2 * uint64(capacity))
+		}
+		capacity = next
+	}
+	return nil, nvml.ERROR_INSUFFICIENT_SIZE, &listTooLong{tries: tries, asked: asked}
+}
+
+// withHeadroom is a capacity for n entries plus room for processes that
+// start before the next call, within [processListFirst, maxProcessListEntries].
+func withHeadroom(n uint64) uint32 {
+	return uint32(min(max(n+n/4+8, processListFirst), maxProcessListEntries))
+}
