@@ -31,7 +31,12 @@ const (
 )
 
 func dcgmDef(group, name, typ, unit, source, help string) *metricDef {
-	m := def(group, name, typ, unit, source, help, dcgmLabels)
+	return dcgmDefLabels(group, name, typ, unit, source, help, dcgmLabels)
+}
+
+// dcgmDefLabels is dcgmDef for a metric with labels after dcgmLabels.
+func dcgmDefLabels(group, name, typ, unit, source, help string, labels []string) *metricDef {
+	m := def(group, name, typ, unit, source, help, labels)
 	m.Compat = compatDCGM
 	return m
 }
@@ -81,8 +86,9 @@ var (
 	dFanSpeed = dcgmDef(snapshot.GroupFan, "DCGM_FI_DEV_FAN_SPEED", typeGauge, "percent", "nvmlDeviceGetFanSpeed_v2 (mean over fans)",
 		"Fan speed (in %).")
 
-	dXIDErrors = dcgmDef(snapshot.GroupXID, "DCGM_FI_DEV_XID_ERRORS", typeGauge, "", "nvmlEventSetWait (nvmlEventTypeXidCriticalError): the newest event's code",
-		"Value of the last XID error encountered (0 while there was none since gpuwatch started).")
+	dXIDErrors = dcgmDefLabels(snapshot.GroupXID, "DCGM_FI_DEV_XID_ERRORS", typeGauge, "", "nvmlEventSetWait (nvmlEventTypeXidCriticalError): the newest event's code",
+		"Value of the last XID error encountered (0 while there was none since gpuwatch started); err_code is the same code, err_msg its description.",
+		withLabels(dcgmLabels, "err_code", "err_msg"))
 
 	dPCIeReplay = dcgmDef(snapshot.GroupPCIe, "DCGM_FI_DEV_PCIE_REPLAY_COUNTER", typeCounter, "", "nvmlDeviceGetPcieReplayCounter",
 		"Total number of PCIe retries.")

@@ -57,6 +57,17 @@ func (w *dcgmSeries) emit(m *metricDef, v float64) {
 	w.lv[dcgmLabelContainer], w.lv[dcgmLabelNamespace], w.lv[dcgmLabelPod], w.lv[dcgmLabelHPCJob] = "", "", "", ""
 }
 
+// emitXID writes DCGM_FI_DEV_XID_ERRORS with dcgm-exporter's err_code and
+// err_msg labels: the code again, and its description.
+func (w *dcgmSeries) emitXID(code uint64) {
+	base := w.lv
+	w.lv = w.lv[:len(dXIDErrors.Labels)]
+	w.lv[len(base)], w.lv[len(base)+1] = utoa(code), xidMessage(code)
+	w.emit(dXIDErrors, float64(code))
+	clear(w.lv[len(base):])
+	w.lv = base
+}
+
 func dcgmOpt[T number](w *dcgmSeries, m *metricDef, o snapshot.Opt[T], scale float64) {
 	if o.Valid {
 		w.emit(m, float64(o.Value)*scale)
@@ -134,7 +145,9 @@ func (e *Exporter) collectDCGM(em *emitter, s *snapshot.Snapshot, d *snapshot.De
 		w.emit(dNVLinkBandwidth, (g.NVLinkTxBytesPerSecond.Value+g.NVLinkRxBytesPerSecond.Value)/1024)
 	}
 
-	dcgmOpt(&w, dXIDErrors, d.XIDLastCode, 1)
+	if d.XIDLastCode.Valid {
+		w.emitXID(d.XIDLastCode.Value)
+	}
 
 	pc := &d.PCIe
 	dcgmOpt(&w, dPCIeReplay, pc.ReplayCounter, 1)
