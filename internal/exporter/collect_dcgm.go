@@ -85,9 +85,9 @@ func (e *Exporter) collectDCGM(em *emitter, s *snapshot.Snapshot, d *snapshot.De
 	lv := em.lv[:len(dcgmLabels)]
 	clear(lv)
 	lv[0], lv[1], lv[2] = itoa(d.Index), d.UUID, d.Info.PCIBusID
-	if d.Info.MinorNumber.Valid {
-		lv[3] = dcgmDevicePx + itoa(d.Info.MinorNumber.Value)
-	}
+	// dcgm-exporter writes "nvidia" and DCGM's GPU id, which follows the
+	// NVML index, not the device node's minor number.
+	lv[3] = dcgmDevicePx + lv[0]
 	lv[4], lv[5], lv[6] = d.Info.Name, e.hostname, s.DriverVersion
 	w := dcgmSeries{em: em, lv: lv, owners: e.dcgmOwners(s, d, "")}
 
