@@ -10,24 +10,40 @@ import "github.com/gpuwatch/gpuwatch/internal/snapshot"
 // differences are listed in docs/dcgm-compat.md.
 
 // dcgmLabels is dcgm-exporter's label set: the device identity, the MIG
-// instance (empty on a whole GPU), and the workload that holds the GPU
-// (empty when none is known), as its Kubernetes pod mapping and its HPC job
-// mapping add them. dcgm-exporter also writes the empty ones, and Prometheus
-// treats an empty label as absent, so queries match either way.
+// GPU instance, and the workload that holds the GPU, as its Kubernetes pod
+// mapping and its HPC job mapping add them. Like dcgm-exporter, a series
+// carries the MIG and workload labels only when they have a value
+// (dcgmOmitEmpty).
+//
+// The host's name goes in Hostname, as every dcgm-exporter release up to
+// 4.5.3-4.8.2 names it, or in hostname (Options.HostnameLowerCase), as its
+// next release does (upstream #655); the other of the two stays empty and
+// is left out.
 var dcgmLabels = []string{
-	"gpu", "UUID", "pci_bus_id", "device", "modelName", "Hostname", "DCGM_FI_DRIVER_VERSION",
+	"gpu", "UUID", "pci_bus_id", "device", "modelName", DCGMHostnameLabel, DCGMHostnameLabelLower, "DCGM_FI_DRIVER_VERSION",
 	"GPU_I_PROFILE", "GPU_I_ID",
 	"container", "namespace", "pod", "hpc_job",
 }
 
+// The two names of the host label.
+const (
+	DCGMHostnameLabel      = "Hostname"
+	DCGMHostnameLabelLower = "hostname"
+)
+
+// dcgmOmitEmpty are the labels dcgm-exporter writes only with a value.
+var dcgmOmitEmpty = []string{DCGMHostnameLabel, DCGMHostnameLabelLower, "GPU_I_PROFILE", "GPU_I_ID", "container", "namespace", "pod", "hpc_job"}
+
 // Positions in dcgmLabels that the collector fills per series.
 const (
-	dcgmLabelGIProfile = 7
-	dcgmLabelGIID      = 8
-	dcgmLabelContainer = 9
-	dcgmLabelNamespace = 10
-	dcgmLabelPod       = 11
-	dcgmLabelHPCJob    = 12
+	dcgmLabelHostname      = 5
+	dcgmLabelHostnameLower = 6
+	dcgmLabelGIProfile     = 8
+	dcgmLabelGIID          = 9
+	dcgmLabelContainer     = 10
+	dcgmLabelNamespace     = 11
+	dcgmLabelPod           = 12
+	dcgmLabelHPCJob        = 13
 )
 
 func dcgmDef(group, name, typ, unit, source, help string) *metricDef {
@@ -38,7 +54,7 @@ func dcgmDef(group, name, typ, unit, source, help string) *metricDef {
 func dcgmDefLabels(group, name, typ, unit, source, help string, labels []string) *metricDef {
 	m := def(group, name, typ, unit, source, help, labels)
 	m.Compat = compatDCGM
-	return m
+	return m.omitWhenEmpty(dcgmOmitEmpty...)
 }
 
 var (

@@ -1,12 +1,14 @@
 package exporter
 
 import (
+	"strings"
+
 	"github.com/gpuwatch/gpuwatch/internal/snapshot"
 )
 
 // The dcgm-exporter compatible series (--compat=dcgm): the same readings as
 // the native collectors, renamed, converted to dcgm-exporter's units and
-// labelled as dcgm-exporter labels them. Whole-GPU readings carry empty
+// labelled as dcgm-exporter labels them. Whole-GPU readings carry no
 // GPU_I_* labels; on a MIG-enabled GPU, memory and profiling come per GPU
 // instance instead, as dcgm-exporter reports them.
 
@@ -88,7 +90,7 @@ func (e *Exporter) collectDCGM(em *emitter, s *snapshot.Snapshot, d *snapshot.De
 	// dcgm-exporter writes "nvidia" and DCGM's GPU id, which follows the
 	// NVML index, not the device node's minor number.
 	lv[3] = dcgmDevicePx + lv[0]
-	lv[4], lv[5], lv[6] = d.Info.Name, e.hostname, s.DriverVersion
+	lv[4], lv[e.hostLabel], lv[7] = d.Info.Name, e.hostname, s.DriverVersion
 	w := dcgmSeries{em: em, lv: lv, owners: e.dcgmOwners(s, d, "")}
 
 	t := &d.Temperature
@@ -182,7 +184,7 @@ func (e *Exporter) collectDCGMInstances(w *dcgmSeries, s *snapshot.Snapshot, d *
 			continue
 		}
 		seen = mi.GPUInstanceID
-		w.lv[dcgmLabelGIProfile], w.lv[dcgmLabelGIID] = mi.Profile, itoa(mi.GPUInstanceID)
+		w.lv[dcgmLabelGIProfile], w.lv[dcgmLabelGIID] = gpuInstanceProfile(mi.Profile), itoa(mi.GPUInstanceID)
 		w.owners = e.dcgmOwners(s, d, mi.UUID)
 		dcgmOpt(w, dFBTotal, mi.MemoryTotal, 1.0/mib)
 		dcgmOpt(w, dFBUsed, mi.MemoryUsed, 1.0/mib)
@@ -192,6 +194,26 @@ func (e *Exporter) collectDCGMInstances(w *dcgmSeries, s *snapshot.Snapshot, d *
 		dcgmGPM(w, &mi.GPM)
 	}
 	w.lv[dcgmLabelGIProfile], w.lv[dcgmLabelGIID] = "", ""
+}
+
+// gpuInstanceProfile is the GPU instance's profile of a MIG instance's
+// profile: a compute instance smaller than its GPU instance is named
+// "4c.7g.80gb" (4 of the 7 slices), DCGM's GPU_I_PROFILE names the GPU
+// instance, "7g.80gb".
+func gpuInstanceProfile(p string) string {
+	if i := strings.IndexByte(p, '.'); i > 1 && p[i-1] == 'c' && allDigits(p[:i-1]) {
+		return p[i+1:]
+	}
+	return p
+}
+
+func allDigits(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return false
+		}
+	}
+	return s != ""
 }
 
 func dcgmGPM(w *dcgmSeries, g *snapshot.GPM) {
