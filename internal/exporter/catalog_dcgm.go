@@ -169,8 +169,9 @@ var (
 		"The rate of data transmitted over NVLink, in bytes per second.")
 	dProfNVLinkRx = dcgmDef(snapshot.GroupGPM, "DCGM_FI_PROF_NVLINK_RX_BYTES", typeGauge, "bytes_per_second", gpmCall+"(NVML_GPM_METRIC_NVLINK_TOTAL_RX_PER_SEC)",
 		"The rate of data received over NVLink, in bytes per second.")
-	// DCGM reports this field as a rate in KiB/s although dcgm-exporter
+	// DCGM reports this field as a rate in MiB/s although dcgm-exporter
 	// declares it a counter; dashboards plot it directly, so it is kept so.
-	dNVLinkBandwidth = dcgmDef(snapshot.GroupGPM, "DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL", typeCounter, "kibibytes_per_second", gpmCall+"(NVML_GPM_METRIC_NVLINK_TOTAL_TX_PER_SEC + RX)",
-		"NVLink bandwidth over all links, transmit plus receive, in KiB/s (a rate, as DCGM reports it, despite the counter type).")
+	// The unit's evidence is in docs/dcgm-compat.md.
+	dNVLinkBandwidth = dcgmDef(snapshot.GroupNVLink, "DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL", typeCounter, "mebibytes_per_second", gpmCall+"(NVML_GPM_METRIC_NVLINK_TOTAL_TX_PER_SEC + RX) where the GPU has GPM, else "+fvPrefix+"(NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_TX + RX, every link) between two reads",
+		"NVLink bandwidth over all links, transmit plus receive, in MiB/s (a rate, as DCGM reports it, despite the counter type).")
 )

@@ -143,8 +143,13 @@ func (e *Exporter) collectDCGM(em *emitter, s *snapshot.Snapshot, d *snapshot.De
 	dcgmOpt(&w, dProfPCIeRx, g.PCIeRxBytesPerSecond, 1)
 	dcgmOpt(&w, dProfNVLinkTx, g.NVLinkTxBytesPerSecond, 1)
 	dcgmOpt(&w, dProfNVLinkRx, g.NVLinkRxBytesPerSecond, 1)
+	// DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL is a rate in MiB/s: GPM's where
+	// the GPU has it, else the links' byte counters between two reads
+	// (NVML's throughput fields, which DCGM reads on every generation).
 	if g.NVLinkTxBytesPerSecond.Valid && g.NVLinkRxBytesPerSecond.Valid {
-		w.emit(dNVLinkBandwidth, (g.NVLinkTxBytesPerSecond.Value+g.NVLinkRxBytesPerSecond.Value)/1024)
+		w.emit(dNVLinkBandwidth, (g.NVLinkTxBytesPerSecond.Value+g.NVLinkRxBytesPerSecond.Value)/mib)
+	} else {
+		dcgmOpt(&w, dNVLinkBandwidth, d.NVLinkBytesPerSecond, 1.0/mib)
 	}
 
 	if d.XIDLastCode.Valid {

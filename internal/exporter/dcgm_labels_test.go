@@ -135,3 +135,28 @@ func TestDCGMHostnameLabelSwitch(t *testing.T) {
 		})
 	}
 }
+
+// TestDCGMNVLinkBandwidthUnit: DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL is a rate
+// in MiB/s (transmit plus receive, all links), from GPM where the GPU has
+// it and from the links' byte counters elsewhere.
+func TestDCGMNVLinkBandwidthUnit(t *testing.T) {
+	s := fullSnapshot(3, 0)
+	s.Allocations = nil
+	s.Devices[0].GPM.NVLinkTxBytesPerSecond, s.Devices[0].GPM.NVLinkRxBytesPerSecond = some(300*mib), some(105*mib)
+	s.Devices[1].GPM = snapshot.GPM{}
+	s.Devices[1].NVLinkBytesPerSecond = some(2000 * mib)
+	s.Devices[2].GPM = snapshot.GPM{}
+	s.Devices[2].NVLinkBytesPerSecond = snapshot.Opt[float64]{}
+	got, _ := dcgmValues(t, s, Compat{DCGM: true})
+	for key, want := range map[string]float64{
+		"DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL/0//": 405,
+		"DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL/1//": 2000,
+	} {
+		if v, ok := got[key]; !ok || v != want {
+			t.Errorf("%s = %v (present %v), want %v MiB/s", key, v, ok, want)
+		}
+	}
+	if v, ok := got["DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL/2//"]; ok {
+		t.Errorf("GPU 2 without a rate has NVLINK_BANDWIDTH_TOTAL %v; absent is never 0", v)
+	}
+}

@@ -148,6 +148,11 @@ type Device struct {
 	PCIe        PCIe
 	ECC         ECC
 	NVLinks     []NVLink // nil when NVLink is not supported
+	// NVLinkBytesPerSecond is the traffic over all links, transmitted plus
+	// received, between the last two reads of the links' byte counters;
+	// absent before the second read (as DCGM's NVLINK_BANDWIDTH_TOTAL).
+	NVLinkBytesPerSecond Opt[float64]
+
 	XIDErrors   []XIDCount
 	// XIDEvents counts every XID of the device since the exporter started,
 	// all codes; XIDLastCode is the newest one's code (0: none yet). Both
