@@ -148,11 +148,6 @@ type Device struct {
 	PCIe        PCIe
 	ECC         ECC
 	NVLinks     []NVLink // nil when NVLink is not supported
-	// NVLinkBytesPerSecond is the traffic over all links, transmitted plus
-	// received, between the last two reads of the links' byte counters;
-	// absent before the second read (as DCGM's NVLINK_BANDWIDTH_TOTAL).
-	NVLinkBytesPerSecond Opt[float64]
-
 	XIDErrors   []XIDCount
 	// XIDEvents counts every XID of the device since the exporter started,
 	// all codes; XIDLastCode is the newest one's code (0: none yet). Both
@@ -164,6 +159,10 @@ type Device struct {
 	// MIGModePending is true when a MIG mode change (nvidia-smi -mig)
 	// waits for a GPU reset; absent on GPUs without MIG.
 	MIGModePending Opt[bool]
+	// NVLinkBytesPerSecond is the traffic over all links, transmitted plus
+	// received, between the last two reads of the links' byte counters;
+	// absent before the second read (as DCGM's NVLINK_BANDWIDTH_TOTAL).
+	NVLinkBytesPerSecond Opt[float64]
 }
 
 // Info holds the descriptive facts exported on gpu_info.
