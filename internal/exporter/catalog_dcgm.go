@@ -136,6 +136,9 @@ var (
 	dRemapPending = dcgmDef(snapshot.GroupECC, "DCGM_FI_DEV_ROW_REMAP_PENDING", typeGauge, "", "nvmlDeviceGetRemappedRows (isPending)",
 		"Whether remapping of rows is pending a GPU reset.")
 
+	dVGPULicense = dcgmDef(snapshot.GroupInfo, "DCGM_FI_DEV_VGPU_LICENSE_STATUS", typeGauge, "", "nvmlDeviceGetVirtualizationMode: 0 where the GPU is not a vGPU guest",
+		"vGPU License status (0: no vGPU license, as on a GPU that is not a vGPU guest; absent on a vGPU guest, whose license gpuwatch does not read).")
+
 	dNVLinkCRCFlit = dcgmDef(snapshot.GroupNVLink, "DCGM_FI_DEV_NVLINK_CRC_FLIT_ERROR_COUNT_TOTAL", typeCounter, "", "nvmlDeviceGetNvLinkErrorCounter (DL_CRC_FLIT), summed over links",
 		"Total number of NVLink flow-control CRC errors.")
 	dNVLinkCRCData = dcgmDef(snapshot.GroupNVLink, "DCGM_FI_DEV_NVLINK_CRC_DATA_ERROR_COUNT_TOTAL", typeCounter, "", "nvmlDeviceGetNvLinkErrorCounter (DL_CRC_DATA), summed over links",

@@ -174,6 +174,11 @@ func (e *Exporter) collectDCGM(em *emitter, s *snapshot.Snapshot, d *snapshot.De
 	dcgmOptBool(&w, dRemapFailure, ecc.RemappedRowsFailure)
 	dcgmOptBool(&w, dRemapPending, ecc.RemappedRowsPending)
 
+	// DCGM answers 0 (no vGPU license) for a GPU that is not a vGPU guest.
+	if mode := d.Info.VirtualizationMode; mode != "" && mode != "vgpu" {
+		w.emit(dVGPULicense, 0)
+	}
+
 	dcgmNVLinkErrors(&w, d.NVLinks)
 	e.collectDCGMInstances(&w, s, d)
 }

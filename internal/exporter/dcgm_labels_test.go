@@ -160,3 +160,21 @@ func TestDCGMNVLinkBandwidthUnit(t *testing.T) {
 		t.Errorf("GPU 2 without a rate has NVLINK_BANDWIDTH_TOTAL %v; absent is never 0", v)
 	}
 }
+
+// TestDCGMVGPULicenseStatus: 0 where NVML says the GPU is not a vGPU guest
+// (DCGM's answer on bare metal), absent where the mode is unknown or the
+// GPU is a vGPU guest (its license is not read).
+func TestDCGMVGPULicenseStatus(t *testing.T) {
+	s := fullSnapshot(4, 0)
+	s.Allocations = nil
+	for i, mode := range []string{"none", "passthrough", "vgpu", ""} {
+		s.Devices[i].Info.VirtualizationMode = mode
+	}
+	got, _ := dcgmValues(t, s, Compat{DCGM: true})
+	for gpu, want := range map[string]bool{"0": true, "1": true, "2": false, "3": false} {
+		v, ok := got["DCGM_FI_DEV_VGPU_LICENSE_STATUS/"+gpu+"//"]
+		if ok != want || v != 0 {
+			t.Errorf("GPU %s: VGPU_LICENSE_STATUS = %v (present %v), want present %v with 0", gpu, v, ok, want)
+		}
+	}
+}

@@ -179,6 +179,11 @@ type Info struct {
 	ComputeMode       string // "default" | "exclusive_process" | "prohibited" | ""
 	MIGMode           string // "enabled" | "disabled" | "" (not supported)
 	ECCMode           string // "enabled" | "disabled" | "" (not supported)
+
+	// VirtualizationMode is how the driver runs the GPU: "none" (bare
+	// metal), "passthrough", "vgpu" (a vGPU guest), "host_vgpu",
+	// "host_vsga", or "" (unknown).
+	VirtualizationMode string
 }
 
 // Utilization ratios, 0–1, over the driver's last sample period.

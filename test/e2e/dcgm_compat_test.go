@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/gpuwatch/gpuwatch/internal/nvmlbranch"
 	"github.com/gpuwatch/gpuwatch/internal/testenv"
 )
 
@@ -77,6 +78,32 @@ func TestPromtoolCheckDCGM(t *testing.T) {
 				if !known {
 					t.Errorf("promtool check metrics: %s", line)
 				}
+			}
+		})
+	}
+}
+
+// TestFakeNVMLDCGMVGPULicense: through the real cgo path and a driver
+// branch's C library, DCGM_FI_DEV_VGPU_LICENSE_STATUS is 0 on the bare-metal
+// simulated GPU (nvmlDeviceGetVirtualizationMode answers NONE), as DCGM
+// reports it there; the basic library lacks the function, so the series is
+// absent rather than a made-up 0.
+func TestFakeNVMLDCGMVGPULicense(t *testing.T) {
+	for variant, want := range map[string]bool{nvmlbranch.Newest().Name: true, "basic": false} {
+		t.Run(variant, func(t *testing.T) {
+			env := fakeEnv(t, variant, h100Config)
+			base, p, up := startWithEnv(t, env, append([]string{"--backend=nvml", "--compat=dcgm"}, isolated(t)...)...)
+			if !up {
+				t.Fatalf("gpuwatch exited:\n%s", p.output.String())
+			}
+			settle(t, base)
+			fams := parseMetrics(t, httpGet(t, base+"/metrics"))
+			mf, got := fams["DCGM_FI_DEV_VGPU_LICENSE_STATUS"]
+			if got != want {
+				t.Fatalf("DCGM_FI_DEV_VGPU_LICENSE_STATUS present %v, want %v", got, want)
+			}
+			if got && (len(mf.GetMetric()) != 1 || mf.GetMetric()[0].GetGauge().GetValue() != 0) {
+				t.Errorf("DCGM_FI_DEV_VGPU_LICENSE_STATUS = %v, want one series with 0", mf.GetMetric())
 			}
 		})
 	}
