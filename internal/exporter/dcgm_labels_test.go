@@ -15,6 +15,7 @@ import (
 // value, and GPU_I_PROFILE names the GPU instance's profile.
 func TestDCGMOmitsEmptyLabels(t *testing.T) {
 	s := fullSnapshot(3, 0)
+	s.Devices[1].MIGInstances = nil
 	s.Devices[2].MIGInstances = []snapshot.MIGInstance{
 		{GPUInstanceID: 0, ComputeInstanceID: 0, UUID: "MIG-a", Profile: "4c.7g.80gb", MemoryTotal: someU(80 << 30), MemoryUsed: someU(1 << 30)},
 		{GPUInstanceID: 0, ComputeInstanceID: 1, UUID: "MIG-b", Profile: "3c.7g.80gb", MemoryTotal: someU(80 << 30), MemoryUsed: someU(1 << 30)},
@@ -144,6 +145,7 @@ func TestDCGMNVLinkBandwidthUnit(t *testing.T) {
 	s.Allocations = nil
 	s.Devices[0].GPM.NVLinkTxBytesPerSecond, s.Devices[0].GPM.NVLinkRxBytesPerSecond = some(300*mib), some(105*mib)
 	s.Devices[1].GPM = snapshot.GPM{}
+	s.Devices[1].MIGInstances = nil
 	s.Devices[1].NVLinkBytesPerSecond = some(2000 * mib)
 	s.Devices[2].GPM = snapshot.GPM{}
 	s.Devices[2].NVLinkBytesPerSecond = snapshot.Opt[float64]{}
@@ -167,6 +169,7 @@ func TestDCGMNVLinkBandwidthUnit(t *testing.T) {
 func TestDCGMVGPULicenseStatus(t *testing.T) {
 	s := fullSnapshot(4, 0)
 	s.Allocations = nil
+	s.Devices[1].MIGInstances = nil
 	for i, mode := range []string{"none", "passthrough", "vgpu", ""} {
 		s.Devices[i].Info.VirtualizationMode = mode
 	}

@@ -56,6 +56,7 @@ func TestXIDMessagesMatchUpstream(t *testing.T) {
 func TestDCGMXIDLabels(t *testing.T) {
 	s := fullSnapshot(3, 0)
 	s.Allocations = nil
+	s.Devices[1].MIGInstances = nil
 	s.Devices[0].XIDLastCode = someU(79)
 	s.Devices[1].XIDLastCode = someU(0)
 	s.Devices[2].XIDLastCode = someU(4000)

@@ -306,6 +306,11 @@ scrape_configs:
 		// framebuffer.
 		for _, p := range podsOf[inst] {
 			c := p.Containers[0]
+			// Every field carries the pod, a MIG instance's pod too
+			// (dcgm-exporter's per-GPU-instance shape).
+			if temp := promVector(t, promURL, fmt.Sprintf(`DCGM_FI_DEV_GPU_TEMP{instance=%q,exported_pod=%q}`, inst, p.Name)); len(temp) != 1 {
+				t.Errorf("%s pod %s: DCGM_FI_DEV_GPU_TEMP has %d series, want 1: %v", h.profile, p.Name, len(temp), temp)
+			}
 			metric := "DCGM_FI_DEV_GPU_UTIL"
 			if strings.HasPrefix(c.Devices[0].ResourceName, "nvidia.com/mig-") {
 				metric = "DCGM_FI_DEV_FB_USED"
