@@ -429,3 +429,44 @@ func promLabelValues(t *testing.T, promURL, label, match string) []string {
 	}
 	return r.Data
 }
+
+// TestDoctorDCGMDashboard: `gpuwatch doctor --compat=dcgm` names the panels
+// of the released dashboard that stay empty, and on which GPUs: the same
+// ones TestDCGMDashboardAndAdapterQueries finds empty in a real Prometheus
+// (dcgmDashboardHosts). An empty panel is a fact of the GPU: doctor stays
+// healthy. Without --compat=dcgm it says nothing about the dashboard.
+func TestDoctorDCGMDashboard(t *testing.T) {
+	dash := releasedDashboard(t)
+	for _, h := range dcgmDashboardHosts {
+		t.Run(h.profile, func(t *testing.T) {
+			args := []string{"--backend=sim", "--sim.profile=" + h.profile, "--slurm.jobs=false",
+				"--docker.socket=", "--cri.socket=", "--kubelet.pod-resources-socket="}
+			r, out, code := runDoctor(t, append(args, "--compat=dcgm,native")...)
+			if code != 0 || !r.Healthy {
+				t.Fatalf("exit %d:\n%s", code, out)
+			}
+			gpus := gpuUUIDs(t, h.profile)
+			for _, p := range dash.Panels {
+				st, why := r.status("dcgm dashboard: " + p.Title)
+				var missing []string
+				for i := range gpus {
+					if h.emptyOn(p.Title, itoa(i)) {
+						missing = append(missing, itoa(i))
+					}
+				}
+				switch {
+				case len(missing) == 0 && st != "ok":
+					t.Errorf("panel %q: %s (%s), want ok", p.Title, st, why)
+				case len(missing) == len(gpus) && (st != "fail" || !strings.Contains(why, "empty")):
+					t.Errorf("panel %q: %s (%s), want empty", p.Title, st, why)
+				case len(missing) > 0 && len(missing) < len(gpus) && (st != "fail" || !strings.Contains(why, "none on GPU "+strings.Join(missing, ","))):
+					t.Errorf("panel %q: %s (%s), want none on GPU %s", p.Title, st, why, strings.Join(missing, ","))
+				}
+			}
+			r, _, _ = runDoctor(t, args...)
+			if st, _ := r.status("dcgm dashboard: GPU Temperature"); st != "absent" {
+				t.Errorf("without --compat=dcgm doctor reports the dashboard: %s", st)
+			}
+		})
+	}
+}
