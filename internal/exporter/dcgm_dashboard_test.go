@@ -81,3 +81,67 @@ func TestDCGMDashboardCoverage(t *testing.T) {
 		}
 	}
 }
+
+// upstreamUnits maps the unit a dcgm-exporter help text names to the
+// catalog's unit.
+var upstreamUnits = []struct{ hint, unit string }{
+	{"(in MHz)", "megahertz"}, {"(in C)", "celsius"}, {"(in W)", "watts"}, {"(in mJ)", "millijoules"},
+	{"(in %)", "percent"}, {"(in MiB)", "mebibytes"}, {"in bytes per second", "bytes_per_second"},
+	{"Ratio of", "ratio"}, {"ratio of", "ratio"},
+}
+
+// unitsWithoutHint are the units of the default counters whose help text
+// names none: DCGM's NVLink bandwidth is in MiB/s (docs/dcgm-compat.md,
+// "NVLink bandwidth unit"); the others are counts and states.
+var unitsWithoutHint = map[string]string{"DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL": "mebibytes_per_second"}
+
+// TestDCGMDefaultCountersMatchRelease checks every field of dcgm-exporter's
+// default-counters.csv (release 4.5.3-4.8.2), name by name: served under
+// the same name and type, in the unit its help text names, or, for a
+// label field, a label of every series.
+func TestDCGMDefaultCountersMatchRelease(t *testing.T) {
+	data, err := os.ReadFile(filepath.Join(upstreamDir, "default-counters.csv"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for i, line := range strings.Split(string(data), "\n") {
+		line = strings.TrimSpace(line)
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		fields := strings.SplitN(line, ",", 3)
+		if len(fields) != 3 {
+			t.Fatalf("default-counters.csv line %d: %q is not FIELD, TYPE, HELP", i+1, line)
+		}
+		name, typ, help := strings.TrimSpace(fields[0]), strings.TrimSpace(fields[1]), strings.TrimSpace(fields[2])
+		n++
+		if typ == "label" {
+			if !slices.Contains(dcgmLabels, name) {
+				t.Errorf("%s: a label field of dcgm-exporter, not a label of gpuwatch's DCGM series", name)
+			}
+			continue
+		}
+		m := lookupMetric(name)
+		if m == nil || m.Compat != compatDCGM {
+			t.Errorf("%s: a default counter of dcgm-exporter that --compat=dcgm does not serve", name)
+			continue
+		}
+		if m.Type != typ {
+			t.Errorf("%s: type %s, dcgm-exporter's is %s", name, m.Type, typ)
+		}
+		want := unitsWithoutHint[name]
+		for _, u := range upstreamUnits {
+			if strings.Contains(help, u.hint) {
+				want = u.unit
+				break
+			}
+		}
+		if m.Unit != want {
+			t.Errorf("%s: unit %q, dcgm-exporter's help %q says %q", name, m.Unit, help, want)
+		}
+	}
+	if n < 20 {
+		t.Fatalf("only %d fields read from default-counters.csv", n)
+	}
+}

@@ -1,10 +1,13 @@
 package e2e
 
 import (
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	dto "github.com/prometheus/client_model/go"
 
 	"github.com/gpuwatch/gpuwatch/internal/nvmlbranch"
 	"github.com/gpuwatch/gpuwatch/internal/testenv"
@@ -107,4 +110,106 @@ func TestFakeNVMLDCGMVGPULicense(t *testing.T) {
 			}
 		})
 	}
+}
+
+// dcgmTableColumns are the GPU columns of docs/dcgm-compat.md's default
+// counter table and the simulated profile of each.
+var dcgmTableColumns = []struct{ column, profile string }{
+	{"V100", "v100"}, {"A100", "dgx-a100-mig"}, {"H100", "h100"}, {"RTX 4090", "rtx4090"},
+}
+
+// TestDCGMDefaultCounterTable checks every cell of docs/dcgm-compat.md's
+// "Default counters by GPU generation" table against what gpuwatch
+// --compat=dcgm serves on that GPU: a cell starting with ✓ must be served
+// (on the GPUs not in MIG mode), one starting with – must not. The
+// profiles run unpinned, past their second collection, as a server does.
+func TestDCGMDefaultCounterTable(t *testing.T) {
+	doc, err := os.ReadFile(filepath.Join("..", "..", "docs", "dcgm-compat.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, section, ok := strings.Cut(string(doc), "## Default counters by GPU generation")
+	if !ok {
+		t.Fatal("docs/dcgm-compat.md has no default counter table")
+	}
+	section, _, _ = strings.Cut(section, "\n## ")
+	var header []string
+	rows := map[string][]string{}
+	for _, line := range strings.Split(section, "\n") {
+		if !strings.HasPrefix(line, "| ") {
+			continue
+		}
+		cells := strings.Split(strings.TrimSpace(line), "|")
+		cells = cells[1 : len(cells)-1]
+		for i := range cells {
+			cells[i] = strings.TrimSpace(cells[i])
+		}
+		if header == nil {
+			header = cells
+			continue
+		}
+		rows[strings.Trim(cells[0], "`")] = cells
+	}
+	col := map[string]int{}
+	for i, h := range header {
+		col[h] = i
+	}
+	for _, c := range dcgmTableColumns {
+		t.Run(c.profile, func(t *testing.T) {
+			i, ok := col[c.column]
+			if !ok {
+				t.Fatalf("no column %q in %v", c.column, header)
+			}
+			base, _ := startGpuwatch(t, "--backend=sim", "--sim.profile="+c.profile, "--compat=dcgm,native",
+				"--path.procfs="+t.TempDir(), "--slurm.jobs=false", "--docker.socket=", "--cri.socket=", "--kubelet.pod-resources-socket=")
+			settle(t, base)
+			fams := parseMetrics(t, httpGet(t, base+"/metrics"))
+			wholeGPU := map[string]bool{} // GPUs not in MIG mode
+			for _, m := range fams["gpu_info"].GetMetric() {
+				l := labelMap(m.GetLabel())
+				if l["mig_mode"] != "enabled" {
+					wholeGPU[l["gpu"]] = true
+				}
+			}
+			served := func(name string) bool {
+				for fam, mf := range fams {
+					if !strings.HasPrefix(fam, "DCGM_FI_") {
+						continue
+					}
+					for _, m := range mf.GetMetric() {
+						l := labelMap(m.GetLabel())
+						if wholeGPU[l["gpu"]] && (fam == name || l[name] != "") {
+							return true
+						}
+					}
+				}
+				return false
+			}
+			if len(rows) < 25 {
+				t.Fatalf("only %d rows in the table", len(rows))
+			}
+			for name, cells := range rows {
+				if len(cells) != len(header) {
+					t.Fatalf("row %s has %d cells, the header %d", name, len(cells), len(header))
+				}
+				cell := cells[i]
+				want := strings.HasPrefix(cell, "✓")
+				if !want && !strings.HasPrefix(cell, "–") {
+					t.Errorf("%s, %s: cell %q is neither ✓ nor –", name, c.column, cell)
+					continue
+				}
+				if got := served(name); got != want {
+					t.Errorf("%s on %s: the table says %q, gpuwatch serves it: %v", name, c.column, cell, got)
+				}
+			}
+		})
+	}
+}
+
+func labelMap(lps []*dto.LabelPair) map[string]string {
+	l := map[string]string{}
+	for _, lp := range lps {
+		l[lp.GetName()] = lp.GetValue()
+	}
+	return l
 }
