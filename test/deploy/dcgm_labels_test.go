@@ -12,47 +12,11 @@ import (
 	"testing"
 	"time"
 
-	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
 	"sigs.k8s.io/yaml"
 
 	"github.com/gpuwatch/gpuwatch/internal/testenv"
+	"github.com/gpuwatch/gpuwatch/internal/testenv/chartenv"
 )
-
-// promRelabel is one entry of a Prometheus relabel_configs or
-// metric_relabel_configs list.
-type promRelabel struct {
-	SourceLabels []string `json:"source_labels,omitempty"`
-	Separator    *string  `json:"separator,omitempty"`
-	TargetLabel  string   `json:"target_label,omitempty"`
-	Regex        string   `json:"regex,omitempty"`
-	Modulus      uint64   `json:"modulus,omitempty"`
-	Replacement  *string  `json:"replacement,omitempty"`
-	Action       string   `json:"action,omitempty"`
-}
-
-// toPrometheus translates a monitor's relabelings as prometheus-operator
-// writes them into the Prometheus configuration it generates.
-func toPrometheus(rcs []monitoringv1.RelabelConfig) []promRelabel {
-	out := make([]promRelabel, 0, len(rcs))
-	for _, rc := range rcs {
-		p := promRelabel{TargetLabel: rc.TargetLabel, Regex: rc.Regex, Modulus: rc.Modulus,
-			Separator: rc.Separator, Replacement: rc.Replacement, Action: strings.ToLower(rc.Action)}
-		for _, l := range rc.SourceLabels {
-			p.SourceLabels = append(p.SourceLabels, string(l))
-		}
-		out = append(out, p)
-	}
-	return out
-}
-
-// operatorTargetLabels are the labels prometheus-operator gives a
-// ServiceMonitor target before the monitor's own relabelings run: the
-// exporter pod's namespace, pod, container, its Service and port, and the
-// node the pod runs on (a meta label).
-var operatorTargetLabels = map[string]string{
-	"namespace": "gpuwatch", "pod": "gpuwatch-x7k2p", "container": "gpuwatch",
-	"service": "gpuwatch", "endpoint": "metrics", "__meta_kubernetes_pod_node_name": testNodeName,
-}
 
 // TestChartDCGMTargetLabels renders the chart's ServiceMonitor, translates
 // its relabelings into a Prometheus scrape configuration with the target
@@ -67,14 +31,6 @@ func TestChartDCGMTargetLabels(t *testing.T) {
 	promBin := testenv.RequireTool(t, "prometheus", "prometheus")
 	for _, mode := range []string{"auto", "drop"} {
 		t.Run(mode, func(t *testing.T) {
-			c := valuesCase{name: "compat-dcgm-" + mode, set: []string{"compat=dcgm\\,native", "serviceMonitor.enabled=true", "monitorTargetLabels=" + mode}}
-			sm := one[monitoringv1.ServiceMonitor](t, renderDecoded(t, c))
-			if sm == nil || len(sm.Spec.Endpoints) != 1 {
-				t.Fatalf("want one ServiceMonitor with one endpoint, got %+v", sm)
-			}
-			ep := sm.Spec.Endpoints[0]
-			honor := ep.HonorLabels
-
 			dir := shortTempDir(t)
 			socket := filepath.Join(dir, "kubelet.sock")
 			serveKubelet(t, socket, simGPU0UUID(t))
@@ -83,16 +39,11 @@ func TestChartDCGMTargetLabels(t *testing.T) {
 				"--compat=dcgm,native", "--path.procfs=" + t.TempDir(), "--slurm.jobs=false", "--docker.socket=", "--cri.socket=",
 				"--kubelet.pod-resources-socket=" + socket}, nil)
 
-			job := map[string]any{
-				"job_name":     "serviceMonitor/gpuwatch/gpuwatch/0",
-				"honor_labels": honor,
-				"static_configs": []any{map[string]any{
-					"targets": []string{fmt.Sprintf("127.0.0.1:%d", port)},
-					"labels":  operatorTargetLabels,
-				}},
-				"relabel_configs":        toPrometheus(ep.RelabelConfigs),
-				"metric_relabel_configs": toPrometheus(ep.MetricRelabelConfigs),
-			}
+			// The chart's own ServiceMonitor, as the operator would turn
+			// it into a scrape job.
+			job := chartenv.ChartScrapeJob(t, "serviceMonitor/gpuwatch/gpuwatch/0",
+				map[string][2]string{fmt.Sprintf("127.0.0.1:%d", port): {"gpuwatch-x7k2p", testNodeName}},
+				"compat=dcgm\\,native", "monitorTargetLabels="+mode)
 			cfg, err := yaml.Marshal(map[string]any{
 				"global":         map[string]string{"scrape_interval": "1s", "scrape_timeout": "1s"},
 				"scrape_configs": []any{job},
@@ -148,10 +99,16 @@ func TestChartDCGMTargetLabels(t *testing.T) {
 					t.Errorf("DCGM_FI_DEV_GPU_UTIL %s = %q, want %q (series %v)", k, got[k], v, got)
 				}
 			}
-			// The usual Prometheus Adapter rule for dcgm-exporter.
+			// The usual Prometheus Adapter rules for dcgm-exporter: on
+			// exported_* (its chart's outcome), and plain, where Prometheus
+			// keeps the series' own pod (honor_labels: true, or drop here).
 			adapter := promSeries(t, promURL, `DCGM_FI_DEV_GPU_UTIL{exported_namespace!="",exported_pod!=""}`)
 			if wantN := map[string]int{"auto": 1, "drop": 0}[mode]; len(adapter) != wantN {
-				t.Errorf("adapter seriesQuery found %d series, want %d: %v", len(adapter), wantN, adapter)
+				t.Errorf("adapter seriesQuery on exported_* found %d series, want %d: %v", len(adapter), wantN, adapter)
+			}
+			plain := promSeries(t, promURL, `DCGM_FI_DEV_GPU_UTIL{namespace="research",pod="trainer-0"}`)
+			if wantN := map[string]int{"auto": 0, "drop": 1}[mode]; len(plain) != wantN {
+				t.Errorf("plain adapter seriesQuery found %d series, want %d: %v", len(plain), wantN, plain)
 			}
 		})
 	}

@@ -14,8 +14,10 @@ import (
 
 	"google.golang.org/grpc"
 	podresourcesv1 "k8s.io/kubelet/pkg/apis/podresources/v1"
+	"sigs.k8s.io/yaml"
 
 	"github.com/gpuwatch/gpuwatch/internal/testenv"
+	"github.com/gpuwatch/gpuwatch/internal/testenv/chartenv"
 )
 
 // dcgmUpstreamDir holds dcgm-exporter's released files (release, commit and
@@ -184,8 +186,8 @@ func TestDCGMDashboardAndAdapterQueries(t *testing.T) {
 		t.Fatalf("the released dashboard's variables are %v, want instance and gpu", vars)
 	}
 
-	var targets strings.Builder
-	instances := map[string]dcgmDashboardHost{} // by instance label
+	targets := map[string][2]string{}           // address → exporter pod, node
+	instances := map[string]dcgmDashboardHost{} // by instance label: the node's name
 	podsOf := map[string][]*podresourcesv1.PodResources{}
 	for _, h := range dcgmDashboardHosts {
 		pods := h.pods(t)
@@ -195,27 +197,28 @@ func TestDCGMDashboardAndAdapterQueries(t *testing.T) {
 		base, _ := startGpuwatch(t, "--backend=sim", "--sim.profile="+h.profile, "--compat=dcgm,native", "--compat.hostname=node-"+h.profile,
 			"--path.procfs="+t.TempDir(), "--slurm.jobs=false", "--docker.socket=", "--cri.socket=",
 			"--kubelet.pod-resources-socket="+socket)
-		instance := strings.TrimPrefix(base, "http://")
+		instance := "node-" + h.profile
 		instances[instance] = h
 		podsOf[instance] = pods
-		// A ServiceMonitor target carries the exporter pod's own
-		// namespace and pod; with honor_labels false, Prometheus renames
-		// the series' namespace and pod to exported_namespace and
-		// exported_pod, which is why the usual adapter rule selects on
-		// those.
-		fmt.Fprintf(&targets, "      - targets: [%q]\n        labels: {namespace: gpu-monitoring, pod: gpuwatch-%s}\n", instance, h.profile)
+		targets[strings.TrimPrefix(base, "http://")] = [2]string{"gpuwatch-" + h.profile, instance}
 	}
 
+	// Scraped as the chart's ServiceMonitor makes prometheus-operator
+	// scrape it (compat=dcgm,native, monitorTargetLabels auto): instance is
+	// the node's name, and the DCGM_FI_* series get dcgm-exporter's chart's
+	// exported_pod and exported_namespace, which the usual adapter rule
+	// selects on.
+	job := chartenv.ChartScrapeJob(t, "gpuwatch", targets, "compat=dcgm\\,native")
+	cfg, err := yaml.Marshal(map[string]any{
+		"global":         map[string]string{"scrape_interval": "1s", "scrape_timeout": "1s"},
+		"scrape_configs": []any{job},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
 	dir := t.TempDir()
 	promConfig := filepath.Join(dir, "prometheus.yml")
-	writeFile(t, promConfig, `global:
-  scrape_interval: 1s
-  scrape_timeout: 1s
-scrape_configs:
-  - job_name: gpuwatch
-    honor_labels: false
-    static_configs:
-`+targets.String())
+	writeFile(t, promConfig, string(cfg))
 	promURL := fmt.Sprintf("http://127.0.0.1:%d", testenv.FreePort(t))
 	startProcess(t, promBin, "--config.file="+promConfig, "--storage.tsdb.path="+filepath.Join(dir, "tsdb"),
 		"--web.listen-address="+promURL[len("http://"):])
@@ -317,8 +320,8 @@ scrape_configs:
 			}
 			sel := fmt.Sprintf(`{instance=%q,exported_namespace=%q,exported_pod=%q}`, inst, p.Namespace, p.Name)
 			series := promSeriesLabels(t, promURL, metric+sel)
-			if len(series) != 1 || series[0]["container"] != c.Name {
-				t.Errorf("%s pod %s/%s: %s%s = %v, want one series with container %s", h.profile, p.Namespace, p.Name, metric, sel, series, c.Name)
+			if len(series) != 1 || series[0]["exported_container"] != c.Name {
+				t.Errorf("%s pod %s/%s: %s%s = %v, want one series with exported_container %s", h.profile, p.Namespace, p.Name, metric, sel, series, c.Name)
 			}
 			hpa := promVector(t, promURL, fmt.Sprintf(`avg(%s{exported_namespace=%q,exported_pod=~%q}) by (exported_pod)`, metric, p.Namespace, regexp.QuoteMeta(p.Name)))
 			if len(hpa) != 1 || hpa[0]["exported_pod"] != p.Name {
