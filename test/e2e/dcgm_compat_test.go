@@ -135,7 +135,7 @@ func TestDCGMDefaultCounterTable(t *testing.T) {
 	section, _, _ = strings.Cut(section, "\n## ")
 	var header []string
 	rows := map[string][]string{}
-	for _, line := range strings.Split(section, "\n") {
+	for line := range strings.SplitSeq(section, "\n") {
 		if !strings.HasPrefix(line, "| ") {
 			continue
 		}
