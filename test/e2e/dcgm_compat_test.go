@@ -213,3 +213,32 @@ func labelMap(lps []*dto.LabelPair) map[string]string {
 	}
 	return l
 }
+
+// TestDCGMHostnameLabelFlag: --compat.hostname-label=hostname writes the
+// host's name as hostname (dcgm-exporter's next release), never Hostname;
+// the default writes Hostname (its latest release).
+func TestDCGMHostnameLabelFlag(t *testing.T) {
+	for flag, want := range map[string]string{"": "Hostname", "--compat.hostname-label=hostname": "hostname"} {
+		args := []string{"--backend=sim", "--sim.profile=h100", "--compat=dcgm", "--compat.hostname=node-x",
+			"--path.procfs=" + t.TempDir(), "--slurm.jobs=false", "--docker.socket=", "--cri.socket=", "--kubelet.pod-resources-socket="}
+		if flag != "" {
+			args = append(args, flag)
+		}
+		base, _ := startGpuwatch(t, args...)
+		fams := parseMetrics(t, httpGet(t, base+"/metrics"))
+		mf := fams["DCGM_FI_DEV_GPU_TEMP"]
+		if mf == nil || len(mf.GetMetric()) == 0 {
+			t.Fatalf("%q: no DCGM_FI_DEV_GPU_TEMP", flag)
+		}
+		for _, m := range mf.GetMetric() {
+			l := labelMap(m.GetLabel())
+			other := map[string]string{"Hostname": "hostname", "hostname": "Hostname"}[want]
+			if l[want] != "node-x" || l[other] != "" {
+				t.Errorf("%q: labels %v, want %s=node-x and no %s", flag, l, want, other)
+			}
+		}
+	}
+	if out, code := runGpuwatch(t, "--compat.hostname-label=HOSTNAME", "--backend=sim", "--sim.profile=h100", "textfile", "--output="+filepath.Join(t.TempDir(), "x.prom")); code == 0 || !strings.Contains(out, "compat.hostname-label") {
+		t.Errorf("a bad --compat.hostname-label: exit %d, %s", code, out)
+	}
+}
