@@ -139,6 +139,8 @@ func (f *commonFlags) buildStack(logger *slog.Logger) (*stack, error) {
 		PIDLabels:  f.pidLabels,
 		Compat:     compat,
 		Hostname:   f.compatHostname(),
+		// The lower-case name of dcgm-exporter's next release.
+		HostnameLowerCase: f.hostnameLabel == exporter.DCGMHostnameLabelLower,
 	})
 	if err != nil {
 		_ = st.Close()

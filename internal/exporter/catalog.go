@@ -60,6 +60,11 @@ type metricDef struct {
 	descOptIn *prometheus.Desc // Labels + OptInLabels; nil without OptInLabels
 	text      textForm         // Labels
 	textOptIn textForm         // Labels + OptInLabels
+	// omitEmpty marks (bit i: Labels[i]) the labels written only with a
+	// value, as dcgm-exporter writes its MIG and workload labels; see
+	// sparse.go.
+	omitEmpty uint32
+	sparse    sparseDescs
 }
 
 // catalog holds every metric in declaration order; metricDef.id indexes it.

@@ -43,7 +43,7 @@ func h100Device(i, nvlinks int) snapshot.Device {
 			Name: "NVIDIA H100 80GB HBM3", Brand: "nvidia", Architecture: "hopper",
 			PCIBusID: fmt.Sprintf("00000000:%02X:00.0", 0x18+i*0x10), Serial: fmt.Sprintf("165322001%04d", i),
 			VBIOSVersion: "96.00.74.00.1A", ComputeCapability: "9.0",
-			PersistenceMode: "enabled", ComputeMode: "default", MIGMode: "disabled", ECCMode: "enabled",
+			PersistenceMode: "enabled", ComputeMode: "default", MIGMode: "disabled", ECCMode: "enabled", VirtualizationMode: "none",
 		},
 		Utilization: snapshot.Utilization{GPU: some(0.87 - f/100), Memory: some(0.42), Encoder: some(0), Decoder: some(0.01)},
 		Memory: snapshot.Memory{

@@ -68,6 +68,11 @@ func nvmlDeviceGetComputeMode(device C.uintptr_t, mode unsafe.Pointer) C.int {
 	return onDevice(device, func(d nvml.Device) C.int { v, r := d.GetComputeMode(); return put(mode, v, r) })
 }
 
+//export nvmlDeviceGetVirtualizationMode
+func nvmlDeviceGetVirtualizationMode(device C.uintptr_t, mode unsafe.Pointer) C.int {
+	return onDevice(device, func(d nvml.Device) C.int { v, r := d.GetVirtualizationMode(); return put(mode, v, r) })
+}
+
 //export nvmlDeviceGetPersistenceMode
 func nvmlDeviceGetPersistenceMode(device C.uintptr_t, mode unsafe.Pointer) C.int {
 	return onDevice(device, func(d nvml.Device) C.int { v, r := d.GetPersistenceMode(); return put(mode, v, r) })

@@ -164,6 +164,10 @@ type Device struct {
 	// "insufficient_size"); "" when they were. Snapshot.Processes then
 	// holds none or only some of them, and their count is absent, not 0.
 	ProcessesUnknown string
+	// NVLinkBytesPerSecond is the traffic over all links, transmitted plus
+	// received, between the last two reads of the links' byte counters;
+	// absent before the second read (as DCGM's NVLINK_BANDWIDTH_TOTAL).
+	NVLinkBytesPerSecond Opt[float64]
 }
 
 // Info holds the descriptive facts exported on gpu_info.
@@ -180,6 +184,11 @@ type Info struct {
 	ComputeMode       string // "default" | "exclusive_process" | "prohibited" | ""
 	MIGMode           string // "enabled" | "disabled" | "" (not supported)
 	ECCMode           string // "enabled" | "disabled" | "" (not supported)
+
+	// VirtualizationMode is how the driver runs the GPU: "none" (bare
+	// metal), "passthrough", "vgpu" (a vGPU guest), "host_vgpu",
+	// "host_vsga", or "" (unknown).
+	VirtualizationMode string
 }
 
 // Utilization ratios, 0–1, over the driver's last sample period.

@@ -43,6 +43,7 @@ const (
 	callGetComputeMode
 	callGetEccMode
 	callGetMigMode
+	callGetVirtualizationMode
 
 	callGetUtilizationRates
 	callGetEncoderUtilization
@@ -142,6 +143,7 @@ var nvmlCalls = [numCalls]string{
 	callGetComputeMode:                     "Device.GetComputeMode",
 	callGetEccMode:                         "Device.GetEccMode",
 	callGetMigMode:                         "Device.GetMigMode",
+	callGetVirtualizationMode:              "Device.GetVirtualizationMode",
 	callGetUtilizationRates:                "Device.GetUtilizationRates",
 	callGetEncoderUtilization:              "Device.GetEncoderUtilization",
 	callGetDecoderUtilization:              "Device.GetDecoderUtilization",

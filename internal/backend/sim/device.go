@@ -274,6 +274,15 @@ func (d *device) GetPersistenceMode() (nvml.EnableState, nvml.Return) {
 	return nvml.FEATURE_DISABLED, r
 }
 
+// GetVirtualizationMode: the simulated hosts are bare metal.
+func (d *device) GetVirtualizationMode() (nvml.GpuVirtualizationMode, nvml.Return) {
+	_, r := d.always()
+	if r != nvml.SUCCESS {
+		return 0, r
+	}
+	return nvml.GPU_VIRTUALIZATION_MODE_NONE, r
+}
+
 func (d *device) GetComputeMode() (nvml.ComputeMode, nvml.Return) {
 	_, r := d.always()
 	if r != nvml.SUCCESS {
