@@ -14,7 +14,6 @@ import (
 	"strings"
 	"time"
 
-	v1 "github.com/prometheus/client_golang/api/prometheus/v1"
 	"github.com/prometheus/common/model"
 )
 
@@ -117,7 +116,8 @@ var ErrNoData = errors.New("no data")
 
 // Querier is the part of the Prometheus API a report uses.
 type Querier interface {
-	Query(ctx context.Context, query string, ts time.Time, opts ...v1.Option) (model.Value, v1.Warnings, error)
+	// Query runs an instant query; it returns the server's warnings too.
+	Query(ctx context.Context, query string, ts time.Time) (model.Value, []string, error)
 }
 
 // Validate checks the options and fills the step.
