@@ -468,8 +468,10 @@ func (c *SlurmCluster) removeLeftovers() error {
 				errs = append(errs, fmt.Errorf("ip netns del %s: %v: %s", ns, err, out))
 			}
 		}
+		// Deleting the namespace deletes its end of the veth, and with it
+		// (soon) the host's end.
 		if linkExists(c.veth(n)) {
-			if out, err := exec.Command("ip", "link", "del", c.veth(n)).CombinedOutput(); err != nil {
+			if out, err := exec.Command("ip", "link", "del", c.veth(n)).CombinedOutput(); err != nil && linkExists(c.veth(n)) {
 				errs = append(errs, fmt.Errorf("ip link del %s: %v: %s", c.veth(n), err, out))
 			}
 		}
