@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -121,5 +122,44 @@ func TestProcessesFromBadFileAtStartIsAnError(t *testing.T) {
 	_, err = New(Config{Profile: "h100", ProcessesFrom: live})
 	if err == nil || !strings.Contains(err.Error(), "line 2") || !strings.Contains(err.Error(), "does not fit") {
 		t.Fatalf("New = %v, want an error naming line 2 and the memory that does not fit", err)
+	}
+}
+
+// Collections read process lists from several goroutines while a workload
+// rewrites the file (run under -race).
+func TestProcessesFromConcurrentReadsAndRewrites(t *testing.T) {
+	live := filepath.Join(t.TempDir(), "live.yaml")
+	s := newSim(t, Config{Profile: "dgx-h100", Processes: []ProcessSpec{}, processesSet: true, ProcessesFrom: live})
+	pid := strconv.Itoa(startSleeper(t).Process.Pid)
+	done := make(chan struct{})
+	errs := make(chan string, 4)
+	gpus := []nvml.Device{handle(t, s, 0), handle(t, s, 1)}
+	for g := range 4 {
+		go func() {
+			d := gpus[g%2]
+			for {
+				select {
+				case <-done:
+					errs <- ""
+					return
+				default:
+				}
+				procs, r := d.GetComputeRunningProcesses()
+				if r != nvml.SUCCESS || len(procs) > 1 {
+					errs <- fmt.Sprintf("GPU %d: %v %+v", g%2, r, procs)
+					return
+				}
+				_, _ = d.GetMemoryInfo()
+			}
+		}()
+	}
+	for i := range 200 {
+		writeAtomically(t, live, "processes:\n  - {gpu: "+strconv.Itoa(i%2)+", pid: "+pid+"}\n")
+	}
+	close(done)
+	for range 4 {
+		if e := <-errs; e != "" {
+			t.Error(e)
+		}
 	}
 }
