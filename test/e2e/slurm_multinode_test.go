@@ -58,7 +58,8 @@ exec sleep 300
 	job := cluster.Sbatch(t, "-N2", "-w", "node1,node2", "--gres=gpu:1", "-A", "physics", "-J", "train",
 		"--wrap", "srun -N2 --ntasks-per-node=1 sh "+task+" "+work)
 	waitJobState(t, cluster, job, "RUNNING")
-	defer cluster.Controller.Output(context.Background(), "scancel", job, blocker) //nolint:errcheck // cleanup; the cluster goes anyway
+	// Best effort: the cluster and its jobs go at cleanup anyway.
+	defer cluster.Controller.Output(context.Background(), "scancel", job, blocker)
 
 	gpus := jobGPUIndexes(t, cluster, job)
 	if gpus["node1"] != "1" || gpus["node2"] != "0" {
