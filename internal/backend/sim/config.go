@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"path/filepath"
 	"reflect"
 	"regexp"
 	"strings"
@@ -45,6 +46,11 @@ type Config struct {
 	// default, like an exporter in a container without capabilities) they
 	// answer NO_PERMISSION.
 	Privileged bool `yaml:"privileged"`
+	// ProcessesFrom names a file of GPU processes that come and go at run
+	// time (processes_from.go): re-read whenever it changes, its entries
+	// reported while their PID runs. A relative path is relative to the
+	// config file.
+	ProcessesFrom string `yaml:"processes_from"`
 
 	// source is the file (or name) the config was parsed from, for errors.
 	source string
@@ -151,7 +157,11 @@ func LoadConfig(path string) (Config, error) {
 	if err != nil {
 		return Config{}, fmt.Errorf("sim config: %w", err)
 	}
-	return ParseConfig(data, path)
+	cfg, err := ParseConfig(data, path)
+	if err == nil && cfg.ProcessesFrom != "" && !filepath.IsAbs(cfg.ProcessesFrom) {
+		cfg.ProcessesFrom = filepath.Join(filepath.Dir(path), cfg.ProcessesFrom)
+	}
+	return cfg, err
 }
 
 // ParseConfig parses YAML config data. name (usually the file path) prefixes

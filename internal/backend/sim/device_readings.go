@@ -54,10 +54,13 @@ func (d *device) GetDecoderUtilization() (uint32, uint32, nvml.Return) {
 	return pct(0.05 * d.act.wave(seconds(e))), samplingPeriodUs, r
 }
 
-// allocatedBytes is the framebuffer memory held by processes.
-func (d *device) allocatedBytes() uint64 {
+// allocatedBytes is the framebuffer memory held by the device's processes.
+func (d *device) allocatedBytes() uint64 { return allocatedBytes(d.procs()) }
+
+// allocatedBytes is the framebuffer memory held by procs.
+func allocatedBytes(procs []simProcess) uint64 {
 	var sum uint64
-	for _, p := range d.processes {
+	for _, p := range procs {
 		sum += p.usedMemory
 	}
 	return sum
@@ -95,7 +98,7 @@ func (d *device) GetBAR1MemoryInfo() (nvml.BAR1Memory, nvml.Return) {
 		return nvml.BAR1Memory{}, r
 	}
 	total := d.model.bar1MiB * mib
-	used := uint64(2+3*len(d.processes)) * mib
+	used := uint64(2+3*len(d.procs())) * mib
 	return nvml.BAR1Memory{Bar1Total: total, Bar1Used: used, Bar1Free: total - used}, r
 }
 

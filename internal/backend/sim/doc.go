@@ -133,6 +133,14 @@
 //	  - {gpu: 0, pid: 77, gpu_instance: 7, compute_instance: 0}
 //	                           # on a MIG-enabled GPU gpu_instance is
 //	                           # required; compute_instance defaults to 0
+//	processes_from: live.yaml  # optional: GPU processes that come and go at
+//	                           # run time: a file holding `processes:` entries
+//	                           # as above, re-read whenever it changes (write
+//	                           # it with a rename), each entry reported while
+//	                           # its PID runs; a missing file is no processes.
+//	                           # They hold memory and have utilization samples
+//	                           # but leave the GPU's load as configured.
+//	                           # Relative to the config file.
 //	faults:
 //	  - {gpu: 3, lost_after: 30s}                  # GPU_IS_LOST from then on
 //	  - {gpu: 4, hang_after: 1m, hang_for: 20s}    # every call blocks meanwhile

@@ -22,7 +22,7 @@ func (d *device) mpsProcesses(only *migDevice) ([]nvml.ProcessInfo, nvml.Return)
 		return nil, r
 	}
 	out := []nvml.ProcessInfo{}
-	for _, p := range d.processes {
+	for _, p := range d.procs() {
 		if !p.mps || (only != nil && p.mig != only) {
 			continue
 		}

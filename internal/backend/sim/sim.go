@@ -39,6 +39,8 @@ type Sim struct {
 	missingCalls []string // calls the guard refused (guard.go)
 	seed         string   // Config.Seed
 	privileged   bool     // Config.Privileged
+	// live holds the processes of Config.ProcessesFrom; nil without it.
+	live *liveProcesses
 
 	start time.Time // real time at New, origin of the unpinned clock
 	// pinned holds the pinned elapsed time in nanoseconds, or -1.
@@ -91,6 +93,11 @@ func New(cfg Config) (*Sim, error) {
 	}
 	if err := s.placeProcesses(&cfg, procs); err != nil {
 		return nil, err
+	}
+	if cfg.ProcessesFrom != "" {
+		if err := s.startProcessesFrom(cfg.ProcessesFrom); err != nil {
+			return nil, err
+		}
 	}
 	return s, nil
 }
