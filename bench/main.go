@@ -36,7 +36,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -84,7 +84,7 @@ func main() {
 	fmt.Println("| profile | scrapers | scrapes | p50 ms | p99 ms | CPU s / 1000 scrapes | peak RSS MiB | RSS at end: anon + file MiB | series | bytes/scrape |")
 	fmt.Println("|---|---|---|---|---|---|---|---|---|---|")
 	var runs []run
-	for _, profile := range strings.Split(*profiles, ",") {
+	for profile := range strings.SplitSeq(*profiles, ",") {
 		if profile != "" {
 			runs = append(runs, run{name: profile, args: []string{"--sim.profile=" + profile}})
 		}
@@ -103,7 +103,7 @@ func main() {
 		)
 	}
 	for _, r := range runs {
-		for _, c := range strings.Split(*concurrency, ",") {
+		for c := range strings.SplitSeq(*concurrency, ",") {
 			n, err := strconv.Atoi(c)
 			if err != nil || n < 1 {
 				fatalf("bad concurrency %q", c)
@@ -217,10 +217,8 @@ func measureCommand(name string, command func(addr string) *exec.Cmd, scrapers, 
 	var mu sync.Mutex
 	var firstErr error
 	var wg sync.WaitGroup
-	for w := 0; w < scrapers; w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+	for range scrapers {
+		wg.Go(func() {
 			sc := newScraper(client, url)
 			for {
 				mu.Lock()
@@ -241,7 +239,7 @@ func measureCommand(name string, command func(addr string) *exec.Cmd, scrapers, 
 					mu.Unlock()
 				}
 			}
-		}()
+		})
 	}
 	wg.Wait()
 	if firstErr != nil {
@@ -255,7 +253,7 @@ func measureCommand(name string, command func(addr string) *exec.Cmd, scrapers, 
 	if err != nil {
 		return result{}, err
 	}
-	sort.Slice(latencies, func(i, j int) bool { return latencies[i] < latencies[j] })
+	slices.Sort(latencies)
 	return result{
 		p50:        latencies[len(latencies)*50/100],
 		p99:        latencies[len(latencies)*99/100],
@@ -358,7 +356,7 @@ func memoryMiB(pid int, fields ...string) ([]float64, error) {
 		return nil, err
 	}
 	byName := make(map[string]float64)
-	for _, line := range strings.Split(string(data), "\n") {
+	for line := range strings.SplitSeq(string(data), "\n") {
 		name, value, ok := strings.Cut(line, ":")
 		f := strings.Fields(value)
 		if !ok || len(f) != 2 || f[1] != "kB" {

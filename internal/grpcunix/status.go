@@ -57,8 +57,7 @@ func CodeOf(err error) Code {
 	if err == nil {
 		return OK
 	}
-	var st *Status
-	if errors.As(err, &st) {
+	if st, ok := errors.AsType[*Status](err); ok {
 		return st.Code
 	}
 	return Unknown

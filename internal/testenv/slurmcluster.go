@@ -158,18 +158,19 @@ func (c *SlurmCluster) writeFiles(t *testing.T, gpus int) {
 	must(t, os.Mkdir(filepath.Join(c.Dir, "node"), 0o755)) // each node mounts its own directory here
 	must(t, os.Mkdir(filepath.Join(c.Dir, "ctld"), 0o755))
 
-	hosts := "127.0.0.1 localhost\n"
+	var hosts strings.Builder
+	hosts.WriteString("127.0.0.1 localhost\n")
 	var names []string
 	for _, n := range c.all() {
 		for _, sub := range []string{"", "munge", "spool"} {
 			must(t, os.MkdirAll(filepath.Join(n.Dir, sub), 0o755))
 		}
-		hosts += n.Addr + " " + n.Name + "\n"
+		hosts.WriteString(n.Addr + " " + n.Name + "\n")
 		if n != c.Controller {
 			names = append(names, n.Name)
 		}
 	}
-	must(t, os.WriteFile(filepath.Join(c.Dir, "hosts"), []byte(hosts), 0o644))
+	must(t, os.WriteFile(filepath.Join(c.Dir, "hosts"), []byte(hosts.String()), 0o644))
 
 	var conf strings.Builder
 	fmt.Fprintf(&conf, `ClusterName=gpuwatch-multi%d
@@ -458,7 +459,7 @@ func (c *SlurmCluster) removeLeftovers() error {
 		ns := c.netns(n)
 		if _, err := os.Stat("/run/netns/" + ns); err == nil {
 			if out, err := exec.Command("ip", "netns", "pids", ns).Output(); err == nil {
-				for _, f := range strings.Fields(string(out)) {
+				for f := range strings.FieldsSeq(string(out)) {
 					if pid, err := strconv.Atoi(f); err == nil {
 						_ = syscall.Kill(pid, syscall.SIGKILL)
 					}

@@ -67,8 +67,7 @@ func TestRecorderRunCollectsAtOnceThenEveryInterval(t *testing.T) {
 func TestRecorderFirstCollectionIsImmediate(t *testing.T) {
 	src := &countingSource{}
 	rec := newTestRecorder(t, src, time.Hour, time.Hour)
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
+	ctx := t.Context()
 	go rec.Run(ctx)
 	testenv.Eventually(t, 30*time.Second, func() error {
 		if s, _ := rec.Latest(); s == nil {

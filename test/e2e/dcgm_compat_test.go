@@ -35,7 +35,7 @@ func TestGoldenDCGM(t *testing.T) {
 			base, _ := startGpuwatch(t, dcgmGoldenArgs(t, profile)...)
 			settle(t, base)
 			got := stableExposition(httpGet(t, base+"/metrics"))
-			for _, line := range strings.Split(got, "\n") {
+			for line := range strings.SplitSeq(got, "\n") {
 				if strings.HasPrefix(line, "gpu_") && !strings.HasPrefix(line, "gpu_up{") {
 					t.Fatalf("--compat=dcgm serves a native series: %s", line)
 				}
@@ -68,7 +68,7 @@ func TestPromtoolCheckDCGM(t *testing.T) {
 			cmd := exec.Command(promtool, "check", "metrics")
 			cmd.Stdin = strings.NewReader(httpGet(t, base+"/metrics"))
 			out, _ := cmd.CombinedOutput()
-			for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+			for line := range strings.SplitSeq(strings.TrimSpace(string(out)), "\n") {
 				if line == "" {
 					continue
 				}

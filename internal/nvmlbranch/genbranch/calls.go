@@ -293,8 +293,8 @@ func methodSymbols(dir string) (map[string][]requirement, error) {
 		if h.prefix != "" {
 			recv = "nvml" + strings.TrimSuffix(h.prefix, ".")
 		}
-		for i := range h.iface.NumMethod() {
-			name := h.iface.Method(i).Name
+		for method := range h.iface.Methods() {
+			name := method.Name
 			k := funcKey(recv + "." + name)
 			if !g.defined[k] {
 				return nil, fmt.Errorf("go-nvml source has no method %s", k)
