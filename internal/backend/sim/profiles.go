@@ -50,9 +50,6 @@ var (
 	dgxA100Buses = []uint32{0x07, 0x0f, 0x47, 0x4e, 0x87, 0x90, 0xb7, 0xbd}
 )
 
-//go:fix inline
-
-
 const gib = 1 << 30
 
 var profiles = map[string]*profile{
