@@ -12,7 +12,6 @@ import (
 	"sync"
 	"time"
 
-
 	"github.com/gpuwatch/gpuwatch/internal/grpcunix"
 	"github.com/gpuwatch/gpuwatch/internal/kubeapi"
 	"github.com/gpuwatch/gpuwatch/internal/snapshot"
