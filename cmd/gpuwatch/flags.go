@@ -39,6 +39,7 @@ type commonFlags struct {
 	log         *promslog.Config
 	attribution attributionFlags
 	slurm       slurmFlags
+	accounting  accountingFlags
 }
 
 func registerCommonFlags(app *kingpin.Application) *commonFlags {
@@ -72,6 +73,7 @@ func registerCommonFlags(app *kingpin.Application) *commonFlags {
 		Default("5s").DurationVar(&f.timeout)
 	f.attribution.register(app)
 	f.slurm.register(app)
+	f.accounting.register(app)
 	promslogflag.AddFlags(app, f.log)
 	return f
 }

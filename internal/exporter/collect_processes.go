@@ -147,4 +147,5 @@ func collectProcesses(em *emitter, s *snapshot.Snapshot, pidLabels bool) {
 		}
 	}
 	collectAllocations(em, s)
+	collectAccounting(em, s)
 }

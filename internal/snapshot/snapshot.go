@@ -53,6 +53,10 @@ type Snapshot struct {
 	// Groups reports, per collector group that was read, how long it took
 	// and whether it failed. Keys are the Group* constants.
 	Groups map[string]GroupStatus
+
+	// Accounting is the accounting stage's running totals per owner, as
+	// of its last tick; nil when accounting is off (internal/accounting).
+	Accounting *Accounting
 }
 
 // Driver is the loaded NVML library: its version and branch, where it was
@@ -159,6 +163,12 @@ type Device struct {
 	// MIGModePending is true when a MIG mode change (nvidia-smi -mig)
 	// waits for a GPU reset; absent on GPUs without MIG.
 	MIGModePending Opt[bool]
+	// ProcessSamples are the driver's per-process utilization samples
+	// newer than the previous read, oldest first; read only by a backend
+	// asked for them (the accounting stage's). Empty when the driver had
+	// none (no process was busy); nil when it could not say (MIG-enabled
+	// GPUs have no per-process samples).
+	ProcessSamples []ProcessSample
 }
 
 // Info holds the descriptive facts exported on gpu_info.

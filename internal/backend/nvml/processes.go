@@ -2,6 +2,7 @@ package nvmlbackend
 
 import (
 	"math"
+	"slices"
 	"time"
 
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
@@ -93,7 +94,7 @@ func (d *deviceReader) readProcesses() []snapshot.Process {
 	}
 
 	procs = mergeContexts(procs)
-	if len(procs) > 0 && d.can(callGetProcessUtilization) {
+	if (len(procs) > 0 || d.r.processSamples) && d.can(callGetProcessUtilization) {
 		d.readProcessUtilization(procs)
 	}
 	return procs
@@ -133,6 +134,10 @@ const processSampleLookback = uint64(time.Second / time.Microsecond)
 // second, or sampling unsupported, as on MIG) keeps the readings absent.
 func (d *deviceReader) readProcessUtilization(procs []snapshot.Process) {
 	since := d.st.lastProcessSample - min(d.st.lastProcessSample, processSampleLookback)
+	if d.r.processSamples {
+		// Each sample once: the accounting integrates them.
+		since = d.st.lastProcessSample
+	}
 	samples, ret := d.dev.GetProcessUtilization(since)
 	if ret == nvml.ERROR_INSUFFICIENT_SIZE {
 		// go-nvml sizes the buffer, then reads; samples that arrived in
@@ -140,6 +145,10 @@ func (d *deviceReader) readProcessUtilization(procs []snapshot.Process) {
 		samples, ret = d.dev.GetProcessUtilization(since)
 	}
 	if ret == nvml.ERROR_NOT_FOUND { // no sample in the window
+		if d.r.processSamples {
+			// Measured: nobody was busy (not "unknown", which is nil).
+			d.out.device.ProcessSamples = []snapshot.ProcessSample{}
+		}
 		return
 	}
 	if !d.ok(gProcesses, "GetProcessUtilization", ret) {
@@ -147,6 +156,9 @@ func (d *deviceReader) readProcessUtilization(procs []snapshot.Process) {
 	}
 	for _, s := range samples {
 		d.st.lastProcessSample = max(d.st.lastProcessSample, s.TimeStamp)
+	}
+	if d.r.processSamples {
+		d.out.device.ProcessSamples = processSamples(samples)
 	}
 	// Usually a device has a handful of processes and scanning is cheapest;
 	// a shared inference or MPS host can have hundreds, where a scan per
@@ -177,4 +189,17 @@ func (d *deviceReader) readProcessUtilization(procs []snapshot.Process) {
 			procs[i].MemoryUtilization = snapshot.Some(percent(newest.MemUtil))
 		}
 	}
+}
+
+// processSamples converts the driver's samples, oldest first.
+func processSamples(samples []nvml.ProcessUtilizationSample) []snapshot.ProcessSample {
+	out := make([]snapshot.ProcessSample, len(samples))
+	for i, s := range samples {
+		out[i] = snapshot.ProcessSample{
+			PID: s.Pid, Time: time.UnixMicro(int64(s.TimeStamp)).UTC(),
+			SM: percent(s.SmUtil), Memory: percent(s.MemUtil),
+		}
+	}
+	slices.SortStableFunc(out, func(a, b snapshot.ProcessSample) int { return a.Time.Compare(b.Time) })
+	return out
 }

@@ -1,0 +1,120 @@
+package accounting
+
+import (
+	"cmp"
+	"time"
+
+	"github.com/gpuwatch/gpuwatch/internal/snapshot"
+)
+
+// state is the running totals and what the next tick needs of this one.
+type state struct {
+	started bool
+	last    time.Time // snapshot time of the last tick integrated
+
+	owners map[snapshot.OwnerKey]*snapshot.OwnerTotal
+	allocs map[allocKey]*snapshot.AllocationTotal
+	idle   map[string]*snapshot.DeviceEnergy // by GPU UUID
+	devs   map[string]*deviceTrack           // by GPU UUID
+}
+
+// deviceTrack is what one GPU's previous tick left for the next.
+type deviceTrack struct {
+	energy    float64 // the energy counter, joules
+	hasEnergy bool
+	// pidOwner maps the PIDs listed at the previous tick to their owner,
+	// so the samples a process left before it ended still find it.
+	pidOwner map[uint32]snapshot.OwnerKey
+	// period is the driver's sample period, learnt as the smallest gap
+	// between two sample times; 0 until two have been seen.
+	period time.Duration
+}
+
+// allocKey identifies an allocation total: its labels.
+type allocKey struct {
+	uuid, mig                           string
+	namespace, pod, container, job, usr string
+	gpu                                 int
+}
+
+func newState() state {
+	return state{
+		owners: map[snapshot.OwnerKey]*snapshot.OwnerTotal{},
+		allocs: map[allocKey]*snapshot.AllocationTotal{},
+		idle:   map[string]*snapshot.DeviceEnergy{},
+		devs:   map[string]*deviceTrack{},
+	}
+}
+
+func (st *state) owner(k snapshot.OwnerKey, now time.Time) *snapshot.OwnerTotal {
+	t := st.owners[k]
+	if t == nil {
+		t = &snapshot.OwnerTotal{Key: k, FirstSeen: now, LastSeen: now}
+		st.owners[k] = t
+	}
+	return t
+}
+
+// expire drops the totals of owners and allocations not seen for longer
+// than retention.
+func (st *state) expire(now time.Time, retention time.Duration) {
+	for k, t := range st.owners {
+		if now.Sub(t.LastSeen) > retention {
+			delete(st.owners, k)
+		}
+	}
+	for k, t := range st.allocs {
+		if now.Sub(t.LastSeen) > retention {
+			delete(st.allocs, k)
+		}
+	}
+}
+
+// view copies the totals for outputs. Totals first seen less than hold
+// before now read 0 (see DefaultNewOwnerHold), keeping which figures are
+// present.
+func (st *state) view(now time.Time, hold time.Duration) *snapshot.Accounting {
+	acc := &snapshot.Accounting{
+		Time:        now,
+		Owners:      make([]snapshot.OwnerTotal, 0, len(st.owners)),
+		Allocations: make([]snapshot.AllocationTotal, 0, len(st.allocs)),
+		IdleEnergy:  make([]snapshot.DeviceEnergy, 0, len(st.idle)),
+	}
+	for _, t := range st.owners {
+		c := *t
+		if now.Sub(c.FirstSeen) < hold {
+			c.Seconds = 0
+			c.SMSeconds.Value, c.MemoryByteSeconds.Value, c.EnergyJoules.Value = 0, 0, 0
+		}
+		acc.Owners = append(acc.Owners, c)
+	}
+	for _, t := range st.allocs {
+		c := *t
+		if now.Sub(c.FirstSeen) < hold {
+			c.Seconds, c.IdleSeconds.Value = 0, 0
+		}
+		acc.Allocations = append(acc.Allocations, c)
+	}
+	for _, e := range st.idle {
+		acc.IdleEnergy = append(acc.IdleEnergy, *e)
+	}
+	sortTotals(acc)
+	return acc
+}
+
+func compareOwnerKeys(x, y *snapshot.OwnerKey) int {
+	return cmp.Or(
+		cmp.Compare(x.GPU, y.GPU), cmp.Compare(x.GPUUUID, y.GPUUUID), cmp.Compare(x.MIGUUID, y.MIGUUID),
+		cmp.Compare(x.Namespace, y.Namespace), cmp.Compare(x.Pod, y.Pod), cmp.Compare(x.SlurmJob, y.SlurmJob),
+		cmp.Compare(x.User, y.User), cmp.Compare(x.Container, y.Container),
+		cmp.Compare(x.ComposeProject, y.ComposeProject), cmp.Compare(x.ComposeService, y.ComposeService),
+	)
+}
+
+func compareAllocations(x, y *snapshot.AllocationTotal) int {
+	return cmp.Or(
+		cmp.Compare(x.GPU, y.GPU), cmp.Compare(x.GPUUUID, y.GPUUUID), cmp.Compare(x.MIGUUID, y.MIGUUID),
+		cmp.Compare(x.Namespace, y.Namespace), cmp.Compare(x.Pod, y.Pod), cmp.Compare(x.Container, y.Container),
+		cmp.Compare(x.SlurmJob, y.SlurmJob), cmp.Compare(x.User, y.User),
+	)
+}
