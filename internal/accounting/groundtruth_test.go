@@ -212,3 +212,41 @@ func (r *rig) observe(s *snapshot.Snapshot) {
 	r.acct.Enrich(t0ctx, s)
 	r.last = s
 }
+
+// Where the driver gives SM samples to the MPS server itself, they are the
+// clients' work: shared among the clients in proportion to their own SM
+// time (modelled), never kept by the server.
+func TestMPSServerSamplesGoToClients(t *testing.T) {
+	cfg := sim.Config{Profile: "h100", Processes: []sim.ProcessSpec{
+		{GPU: 0, PID: 300, UsedMemoryBytes: 1 << 30, SMUtilization: 0.3, Type: "compute"},
+		{GPU: 0, PID: 301, UsedMemoryBytes: 3 << 30, SMUtilization: 0.1, Type: "compute+mps"},
+		{GPU: 0, PID: 302, UsedMemoryBytes: 3 << 30, SMUtilization: 0.2, Type: "compute+mps"},
+	}}
+	owners := map[uint32]snapshot.Owner{
+		300: {User: "root", Command: "/usr/bin/nvidia-cuda-mps-server"},
+		301: {User: "u1", Container: snapshot.Container{Name: "c1"}},
+		302: {User: "u2", Container: snapshot.Container{Name: "c2"}},
+	}
+	r := newRig(t, cfg, owners, Options{})
+	r.run(step, 100*time.Second)
+	// 100 s: client 1 0.1 + 1/3 of the server's 0.3; client 2 0.2 + 2/3.
+	near(t, "client 1 SM-seconds", r.ownerTotal(byContainer("c1")).SMSeconds, 100*(0.1+0.3/3), 0.01)
+	near(t, "client 2 SM-seconds", r.ownerTotal(byContainer("c2")).SMSeconds, 100*(0.2+0.3*2/3), 0.01)
+	r.checkConservation()
+}
+
+// A tick longer than the driver's sample buffer (the simulator keeps 2 s,
+// as drivers keep a few seconds) sees only the samples still held; they
+// stand for the whole interval. Steady load stays exact; each change of
+// load costs up to one interval of the old or new value.
+func TestIntervalLongerThanTheDriverBuffer(t *testing.T) {
+	cfg := sim.Config{Profile: "h100", Processes: []sim.ProcessSpec{{
+		GPU: 0, PID: 100, UsedMemoryBytes: 1 << 30, SMUtilization: 0.4,
+		Start: dur(10 * time.Second), End: dur(610 * time.Second),
+		Schedule: []sim.UtilizationStep{{At: sim.Duration(310 * time.Second), SMUtilization: 0.8}},
+	}}}
+	r := newRig(t, cfg, map[uint32]snapshot.Owner{100: {User: "alice"}}, Options{})
+	r.run(5*time.Second, 700*time.Second)
+	near(t, "SM-seconds", r.ownerTotal(byUser("alice")).SMSeconds, 300*0.4+300*0.8, 0.02)
+	r.checkConservation()
+}

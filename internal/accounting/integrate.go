@@ -156,48 +156,47 @@ func (st *state) tickDevice(s *snapshot.Snapshot, d *snapshot.Device, dt float64
 
 // smFromSamples integrates the driver's per-process samples of the
 // interval: SM-seconds = Σ samples × sample period. The period is learnt
-// from the samples' spacing; until then (the first samples of a GPU) the
-// interval is divided among the sample times seen.
+// as the smallest gap between two samples of one process (within a read or
+// across two reads): the driver's sample period where it keeps a buffer of
+// samples (about 1/6 s), the tick where it gives one sample per process
+// per read, which then stands for the whole interval. Until a gap is seen
+// (a GPU's first samples), each process's mean sample stands for the
+// interval. When the driver's buffer is shorter than the interval, the
+// samples it still holds stand for all of it (see bufferScale).
 func (st *state) smFromSamples(tk *deviceTick, tr *deviceTrack, pidKey map[uint32]snapshot.OwnerKey, daemons map[uint32]bool) {
-	samples := tk.dev.ProcessSamples
-	if len(samples) == 0 {
-		return
+	if tr == nil {
+		return // not yet tracked: the next tick integrates from here
 	}
-	var prevTime time.Time
-	times := 0
-	for i := range samples {
-		t := samples[i].Time
-		if i == 0 || !t.Equal(prevTime) {
-			if i > 0 && tr != nil {
-				if gap := t.Sub(prevTime); gap > 0 && (tr.period == 0 || gap < tr.period) {
-					tr.period = gap
-				}
+	sums := sumSamples(tk.dev.ProcessSamples, len(tr.lastSample))
+	last := make(map[uint32]uint64, len(sums))
+	for pid, ps := range sums {
+		if prev, ok := tr.lastSample[pid]; ok && ps.first > prev {
+			ps.sinceLastRead = ps.first - prev
+			if gap := ps.first - prev; ps.minGap == 0 || gap < ps.minGap {
+				ps.minGap = gap
 			}
-			times++
-			prevTime = t
 		}
+		if ps.minGap > 0 && (tr.period == 0 || time.Duration(ps.minGap)*time.Microsecond < tr.period) {
+			tr.period = time.Duration(ps.minGap) * time.Microsecond
+		}
+		last[pid] = ps.last
 	}
-	// Each sample stands for one period; without a known period, the
-	// samples present share the interval (the best one can do with one
-	// sample time: hold it).
-	var period float64
-	if tr != nil && tr.period > 0 {
-		period = tr.period.Seconds()
-	}
+	tr.lastSample = last
+	period := tr.period.Seconds()
+	scale := tr.bufferScale(sums, period, tk.dt)
 	var server float64
-	for i := range samples {
-		smp := &samples[i]
-		w := smp.SM * period
+	for pid, ps := range sums {
+		w := ps.sm * period * scale
 		if period == 0 {
-			w = smp.SM / float64(times) * tk.dt
+			w = ps.sm / float64(ps.n) * tk.dt
 		}
-		if daemons[smp.PID] {
+		if daemons[pid] {
 			server += w
 			continue
 		}
-		k, ok := pidKey[smp.PID]
-		if !ok && tr != nil {
-			k, ok = tr.pidOwner[smp.PID]
+		k, ok := pidKey[pid]
+		if !ok {
+			k, ok = tr.pidOwner[pid]
 		}
 		if !ok {
 			continue // a process that lived and ended between two ticks: no owner known
@@ -207,6 +206,74 @@ func (st *state) smFromSamples(tk *deviceTick, tr *deviceTrack, pidKey map[uint3
 	if server > 0 {
 		tk.shareMPSServer(server)
 	}
+}
+
+// pidSum is one process's samples in one read.
+type pidSum struct {
+	sm           float64
+	n            int
+	first, last  uint64 // oldest and newest sample time, µs
+	prev, minGap uint64 // the previous sample's time; the smallest gap
+	// sinceLastRead is the gap from its newest sample of the previous
+	// read to its oldest of this one (0: not sampled in the previous read).
+	sinceLastRead uint64
+}
+
+// sumSamples sums the samples per process in one pass; owners are then
+// looked up once per process (an owner key hashes ten strings).
+func sumSamples(samples []snapshot.ProcessSample, hint int) map[uint32]*pidSum {
+	sums := make(map[uint32]*pidSum, hint+8)
+	for i := range samples {
+		smp := &samples[i]
+		ps := sums[smp.PID]
+		if ps == nil {
+			ps = &pidSum{first: smp.TimeMicros, last: smp.TimeMicros, prev: smp.TimeMicros}
+			sums[smp.PID] = ps
+		} else {
+			// The driver orders one process's samples by time, either way.
+			gap := max(smp.TimeMicros, ps.prev) - min(smp.TimeMicros, ps.prev)
+			if gap > 0 && (ps.minGap == 0 || gap < ps.minGap) {
+				ps.minGap = gap
+			}
+			ps.prev = smp.TimeMicros
+			ps.first, ps.last = min(ps.first, smp.TimeMicros), max(ps.last, smp.TimeMicros)
+		}
+		ps.sm += smp.SM
+		ps.n++
+	}
+	return sums
+}
+
+// bufferScale is how many times the interval is longer than what the
+// samples of this read cover, when the driver's buffer ran out before the
+// previous read: every process sampled in both reads (busy throughout)
+// shows a gap of more than a period between its last sample then and its
+// first now. Then the samples held stand for the whole interval.
+// Otherwise (a process that started or paused shows a gap alone) 1.
+func (tr *deviceTrack) bufferScale(sums map[uint32]*pidSum, period, dt float64) float64 {
+	if period == 0 {
+		return 1
+	}
+	var oldest, newest uint64
+	continuing := 0
+	for _, ps := range sums {
+		if ps.sinceLastRead == 0 {
+			continue
+		}
+		continuing++
+		if float64(ps.sinceLastRead)/1e6 <= 1.5*period {
+			return 1 // this process's samples reach back to the last read
+		}
+		if oldest == 0 || ps.first < oldest {
+			oldest = ps.first
+		}
+		newest = max(newest, ps.last)
+	}
+	if continuing == 0 {
+		return 1
+	}
+	covered := float64(newest-oldest)/1e6 + period
+	return max(1, dt/covered)
 }
 
 // shareMPSServer gives the SM time the driver reported for the MPS server

@@ -26,8 +26,10 @@ type deviceTrack struct {
 	// so the samples a process left before it ended still find it.
 	pidOwner map[uint32]snapshot.OwnerKey
 	// period is the driver's sample period, learnt as the smallest gap
-	// between two sample times; 0 until two have been seen.
+	// between two samples of one process; 0 until one has been seen.
 	period time.Duration
+	// lastSample is each process's newest sample time (µs) of the last read.
+	lastSample map[uint32]uint64
 }
 
 // allocKey identifies an allocation total: its labels.

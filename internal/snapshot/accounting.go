@@ -5,11 +5,13 @@ import "time"
 // ProcessSample is one per-process utilization sample of the driver
 // (nvmlDeviceGetProcessUtilization): the process's share of the GPU's SM
 // and memory-controller time over the driver's sample period that ended at
-// Time. The driver reports a sample only for a process that was busy in
-// that period.
+// TimeMicros. The driver reports a sample only for a process that was busy
+// in that period.
 type ProcessSample struct {
-	PID  uint32
-	Time time.Time
+	PID uint32
+	// TimeMicros is the driver's CPU timestamp: µs since the Unix epoch
+	// (a number, not a time.Time: a read can carry tens of thousands).
+	TimeMicros uint64
 	// SM and Memory are ratios 0–1.
 	SM, Memory float64
 }

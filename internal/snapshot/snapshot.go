@@ -164,7 +164,7 @@ type Device struct {
 	// waits for a GPU reset; absent on GPUs without MIG.
 	MIGModePending Opt[bool]
 	// ProcessSamples are the driver's per-process utilization samples
-	// newer than the previous read, oldest first; read only by a backend
+	// newer than the previous read, in the driver's order; read only by a backend
 	// asked for them (the accounting stage's). Empty when the driver had
 	// none (no process was busy); nil when it could not say (MIG-enabled
 	// GPUs have no per-process samples).

@@ -2,7 +2,6 @@ package nvmlbackend
 
 import (
 	"math"
-	"slices"
 	"time"
 
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
@@ -191,15 +190,11 @@ func (d *deviceReader) readProcessUtilization(procs []snapshot.Process) {
 	}
 }
 
-// processSamples converts the driver's samples, oldest first.
+// processSamples converts the driver's samples, in its order.
 func processSamples(samples []nvml.ProcessUtilizationSample) []snapshot.ProcessSample {
 	out := make([]snapshot.ProcessSample, len(samples))
 	for i, s := range samples {
-		out[i] = snapshot.ProcessSample{
-			PID: s.Pid, Time: time.UnixMicro(int64(s.TimeStamp)).UTC(),
-			SM: percent(s.SmUtil), Memory: percent(s.MemUtil),
-		}
+		out[i] = snapshot.ProcessSample{PID: s.Pid, TimeMicros: s.TimeStamp, SM: percent(s.SmUtil), Memory: percent(s.MemUtil)}
 	}
-	slices.SortStableFunc(out, func(a, b snapshot.ProcessSample) int { return a.Time.Compare(b.Time) })
 	return out
 }
