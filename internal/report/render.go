@@ -60,6 +60,9 @@ func columns(r *Report) []column {
 	if r.By == "job" {
 		cols = append(cols, column{"duration h", func(r Row) float64 { return r.DurationHours }, hours, false})
 	}
+	if r.CarbonIntensity > 0 {
+		cols = append(cols, co2eColumn())
+	}
 	return cols
 }
 
@@ -116,8 +119,8 @@ func (r *Report) title() string {
 
 func (r *Report) fleetLine() string {
 	f := r.Fleet
-	return fmt.Sprintf("Fleet: %d GPUs, mean utilization %s %%, %s idle GPU-hours, %s kWh. Utilization and memory from %s.",
-		f.GPUs, pct(f.MeanUtilization), hours(f.IdleGPUHours), kwh(f.EnergyKWh), r.Sources)
+	return fmt.Sprintf("Fleet: %d GPUs, mean utilization %s %%, %s idle GPU-hours, %s kWh. Utilization and memory from %s. Hours and energy from %s.",
+		f.GPUs, pct(f.MeanUtilization), hours(f.IdleGPUHours), kwh(f.EnergyKWh), r.Sources, r.BasisNote)
 }
 
 func writeTable(w io.Writer, r *Report) error {
@@ -176,6 +179,9 @@ func writeCSV(w io.Writer, r *Report) error {
 	if r.By == "job" {
 		header = append(header, "duration_hours")
 	}
+	if r.CarbonIntensity > 0 {
+		header = append(header, "co2e_kg")
+	}
 	if err := cw.Write(header); err != nil {
 		return err
 	}
@@ -189,6 +195,9 @@ func writeCSV(w io.Writer, r *Report) error {
 			f(row.PeakMemoryBytes), f(row.MeanMemoryBytes), f(row.EnergyKWh), f(row.IdleAllocatedHours))
 		if r.By == "job" {
 			cells = append(cells, f(row.DurationHours))
+		}
+		if row.CO2eKg != nil {
+			cells = append(cells, f(*row.CO2eKg))
 		}
 		if err := cw.Write(cells); err != nil {
 			return err

@@ -29,6 +29,9 @@ type Options struct {
 	IdleBelow float64
 	// RawOnly ignores the shipped recording rules even where they exist.
 	RawOnly bool
+	// CarbonIntensity, grams of CO2e per kWh, adds CO2e to the energy
+	// figures; 0 leaves it out.
+	CarbonIntensity float64
 }
 
 // Row is one owner's figures over the range.
@@ -49,14 +52,17 @@ type Row struct {
 	IdleAllocatedHours float64 `json:"idle_allocated_hours"`
 	// DurationHours (--by=job): how long the job held any GPU in the range.
 	DurationHours float64 `json:"duration_hours,omitempty"`
+	// CO2eKg is EnergyKWh × Options.CarbonIntensity; absent without it.
+	CO2eKg *float64 `json:"co2e_kg,omitempty"`
 }
 
 // Fleet summarizes every GPU in the range, held or not.
 type Fleet struct {
-	GPUs            int     `json:"gpus"`
-	MeanUtilization float64 `json:"mean_utilization"`
-	IdleGPUHours    float64 `json:"idle_gpu_hours"`
-	EnergyKWh       float64 `json:"energy_kwh"`
+	GPUs            int      `json:"gpus"`
+	MeanUtilization float64  `json:"mean_utilization"`
+	IdleGPUHours    float64  `json:"idle_gpu_hours"`
+	EnergyKWh       float64  `json:"energy_kwh"`
+	CO2eKg          *float64 `json:"co2e_kg,omitempty"`
 }
 
 // Report is the whole answer.
@@ -75,6 +81,13 @@ type Report struct {
 	// Sources says where the utilization percentile and memory figures came
 	// from: the shipped recording rules (their names) or the raw series.
 	Sources string `json:"sources"`
+	// Basis is BasisCounters when hours and energy came from the accounting
+	// counters, which covered the range, else BasisGauges; BasisNote says
+	// which figures and why.
+	Basis     string `json:"basis"`
+	BasisNote string `json:"basis_note"`
+	// CarbonIntensity is Options.CarbonIntensity (g CO2e/kWh) when given.
+	CarbonIntensity float64 `json:"carbon_intensity_g_per_kwh,omitempty"`
 }
 
 // DefaultStep chooses the resolution from the range: fine enough to follow
@@ -114,6 +127,9 @@ func (o *Options) Validate() error {
 	}
 	if o.IdleBelow <= 0 || o.IdleBelow > 1 || math.IsNaN(o.IdleBelow) {
 		return fmt.Errorf("--idle-below=%g: must be a utilization ratio in (0, 1]", o.IdleBelow)
+	}
+	if err := checkCarbon(o.CarbonIntensity); err != nil {
+		return err
 	}
 	rng := o.To.Sub(o.From)
 	if o.Step == 0 {
@@ -216,6 +232,10 @@ func Build(ctx context.Context, q Querier, opts Options) (*Report, error) {
 			return nil, err
 		}
 	}
+	at := func(query string, ts time.Time) (model.Vector, error) { return instant(ctx, q, query, ts) }
+	if err := useCounters(r, dim, opts, rows, at, figure); err != nil {
+		return nil, err
+	}
 	if len(rows) == 0 {
 		return nil, fmt.Errorf("%w for --by=%s between %s and %s: %s", ErrNoData, opts.By,
 			opts.From.Format(time.RFC3339), opts.To.Format(time.RFC3339), missingSeriesHint(dim))
@@ -237,6 +257,7 @@ func Build(ctx context.Context, q Querier, opts Options) (*Report, error) {
 		return ownerKey(a.Owner, dim.labels) < ownerKey(b.Owner, dim.labels)
 	})
 	r.Totals = totals(r.Rows)
+	applyCarbon(r, opts.CarbonIntensity)
 	return r, nil
 }
 
