@@ -162,3 +162,37 @@ func closeTo(got, want, rel float64) bool {
 	}
 	return math.Abs(got-want) <= rel*math.Abs(want)
 }
+
+// TestAccountingThroughTheDriverLibrary: the unmodified NVML backend
+// (dlopen, cgo) reads the fake libnvidia-ml.so.1's per-process samples
+// for the accounting: two processes time-slicing a GPU at 50 % and 25 %
+// SM, one owner (no attribution sources), integrate to 0.75 SM-seconds per
+// second held.
+func TestAccountingThroughTheDriverLibrary(t *testing.T) {
+	env := fakeEnv(t, "R550", `profile: h100
+processes:
+  - {gpu: 0, pid: 100, used_memory_bytes: 1073741824, sm_utilization: 0.5}
+  - {gpu: 0, pid: 200, used_memory_bytes: 1073741824, sm_utilization: 0.25}
+`)
+	base, p, ok := startWithEnv(t, env, append(isolated(t), "--backend=nvml",
+		"--accounting.interval=1s", "--accounting.new-owner-hold=1s", "--accounting.retention=1m")...)
+	if !ok {
+		t.Fatalf("gpuwatch exited:\n%s", p.output.String())
+	}
+	var held, sm float64
+	testenv.WaitFor(t, 60*time.Second, "8 s of accounting", func() bool {
+		text, err := httpGetNoFail(base + "/metrics")
+		if err != nil {
+			return false
+		}
+		fams := parseMetrics(t, text)
+		var ok1, ok2 bool
+		held, ok1 = sample(fams, "gpu_process_seconds_total", map[string]string{"gpu": "0"})
+		sm, ok2 = sample(fams, "gpu_process_sm_seconds_total", map[string]string{"gpu": "0"})
+		return ok1 && ok2 && held >= 8
+	})
+	// The first and the last tick's sampling differ by at most a tick.
+	if sm < 0.75*(held-1.5) || sm > 0.75*(held+1.5) {
+		t.Errorf("SM-seconds %.2f over %.1f s held, want 0.75 per second held", sm, held)
+	}
+}
