@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -151,13 +150,6 @@ func (a *Accountant) Run(ctx context.Context, src Source, interval time.Duration
 		case <-tick.C:
 		}
 	}
-}
-
-// sortTotals orders totals by their labels, for a stable output.
-func sortTotals(acc *snapshot.Accounting) {
-	slices.SortFunc(acc.Owners, func(x, y snapshot.OwnerTotal) int { return compareOwnerKeys(&x.Key, &y.Key) })
-	slices.SortFunc(acc.Allocations, func(x, y snapshot.AllocationTotal) int { return compareAllocations(&x, &y) })
-	slices.SortFunc(acc.IdleEnergy, func(x, y snapshot.DeviceEnergy) int { return x.GPU - y.GPU })
 }
 
 // ReaderGroups are the collector groups the accounting's own backend

@@ -94,6 +94,7 @@ func (st *state) allocation(k allocKey, now time.Time) *snapshot.AllocationTotal
 			FirstSeen: now, LastSeen: now,
 		}
 		st.allocs[k] = t
+		st.reorder = true
 	}
 	return t
 }

@@ -51,8 +51,14 @@ func benchOwners(s *snapshot.Snapshot) {
 	}
 }
 
-func benchSim(b *testing.B) *sim.Sim {
+// benchSim is the 2048-process fleet, or with typical the dgx-h100
+// profile's own ten processes (a training job, a fine-tuning job, an
+// inference server, a notebook, a MIG instance).
+func benchSim(b *testing.B, typical bool) *sim.Sim {
 	cfg := benchConfig()
+	if typical {
+		cfg = sim.Config{Profile: "dgx-h100"}
+	}
 	zero := sim.Duration(0)
 	cfg.PinTime = &zero
 	s, err := sim.New(cfg)
@@ -77,7 +83,20 @@ func benchReader(b *testing.B, s *sim.Sim, opts nvmlbackend.Options) *nvmlbacken
 // are set as warm attribution sets them. The simulated clock moves 2 s
 // per tick.
 func BenchmarkTick(b *testing.B) {
-	s := benchSim(b)
+	for _, typical := range []bool{false, true} {
+		b.Run(fleetName(typical), func(b *testing.B) { benchmarkTick(b, typical) })
+	}
+}
+
+func fleetName(typical bool) string {
+	if typical {
+		return "dgx-h100"
+	}
+	return "fleet-2048-procs"
+}
+
+func benchmarkTick(b *testing.B, typical bool) {
+	s := benchSim(b, typical)
 	r := benchReader(b, s, nvmlbackend.Options{Groups: ReaderGroups(), ProcessSamples: true})
 	a, _ := New(Options{})
 	ctx := context.Background()
@@ -102,7 +121,7 @@ func BenchmarkTick(b *testing.B) {
 
 // BenchmarkObserve is the integration alone, on snapshots read before.
 func BenchmarkObserve(b *testing.B) {
-	s := benchSim(b)
+	s := benchSim(b, false)
 	r := benchReader(b, s, nvmlbackend.Options{Groups: ReaderGroups(), ProcessSamples: true})
 	var snaps []*snapshot.Snapshot
 	for i := range 2 {
@@ -130,7 +149,13 @@ func BenchmarkObserve(b *testing.B) {
 // BenchmarkScrape is today's scrape of the same fleet, for comparison:
 // a full read (every group), owners set, and the /metrics text.
 func BenchmarkScrape(b *testing.B) {
-	s := benchSim(b)
+	for _, typical := range []bool{false, true} {
+		b.Run(fleetName(typical), func(b *testing.B) { benchmarkScrape(b, typical) })
+	}
+}
+
+func benchmarkScrape(b *testing.B, typical bool) {
+	s := benchSim(b, typical)
 	r := benchReader(b, s, nvmlbackend.Options{Groups: nvmlbackend.AllGroups()})
 	elapsed := time.Duration(0)
 	src := exporter.SourceFunc(func(ctx context.Context) (*snapshot.Snapshot, error) {

@@ -34,7 +34,7 @@ type deviceTick struct {
 	dev *snapshot.Device
 	dt  float64 // the interval, seconds
 	// pidKey maps the PIDs listed at this tick to their owner.
-	pidKey  map[uint32]snapshot.OwnerKey
+	pidKey  *pidOwners
 	present map[snapshot.OwnerKey]*presence
 	// sm is each owner's SM-seconds in the interval; smMeasured says
 	// whether SM time was measured at all (per GPU) and smMeasuredMIG
@@ -120,8 +120,20 @@ func isMIG(d *snapshot.Device) bool {
 
 // tickDevice works out who held device d in the interval and their SM time.
 func (st *state) tickDevice(s *snapshot.Snapshot, d *snapshot.Device, dt float64) *deviceTick {
-	pidKey := map[uint32]snapshot.OwnerKey{}
-	tk := &deviceTick{dev: d, dt: dt, pidKey: pidKey, present: map[snapshot.OwnerKey]*presence{}, sm: map[snapshot.OwnerKey]float64{}}
+	tr := st.devs[d.UUID]
+	tk := &deviceTick{dev: d, dt: dt}
+	if tr != nil && tr.spare.pidKey != nil {
+		// Reuse the maps of two ticks ago: at 2048 processes a tick
+		// would otherwise allocate a megabyte of them.
+		tk.pidKey, tk.present, tk.sm = tr.spare.pidKey, tr.spare.present, tr.spare.sm
+		tk.pidKey.reset()
+		clear(tk.present)
+		clear(tk.sm)
+	}
+	if tk.pidKey == nil {
+		tk.pidKey, tk.present, tk.sm = newPIDOwners(), map[snapshot.OwnerKey]*presence{}, map[snapshot.OwnerKey]float64{}
+	}
+	pidKey := tk.pidKey
 	daemons := map[uint32]bool{}
 	for _, p := range processesOf(s, d) {
 		if isMPSDaemon(p) {
@@ -129,7 +141,7 @@ func (st *state) tickDevice(s *snapshot.Snapshot, d *snapshot.Device, dt float64
 			continue
 		}
 		k := keyOf(d, p)
-		pidKey[p.PID] = k
+		pidKey.set(p.PID, k)
 		pr := tk.present[k]
 		if pr == nil {
 			pr = &presence{}
@@ -143,7 +155,6 @@ func (st *state) tickDevice(s *snapshot.Snapshot, d *snapshot.Device, dt float64
 			pr.mpsClient = true
 		}
 	}
-	tr := st.devs[d.UUID]
 	switch {
 	case isMIG(d):
 		st.smFromGPM(tk, dt)
@@ -163,13 +174,18 @@ func (st *state) tickDevice(s *snapshot.Snapshot, d *snapshot.Device, dt float64
 // (a GPU's first samples), each process's mean sample stands for the
 // interval. When the driver's buffer is shorter than the interval, the
 // samples it still holds stand for all of it (see bufferScale).
-func (st *state) smFromSamples(tk *deviceTick, tr *deviceTrack, pidKey map[uint32]snapshot.OwnerKey, daemons map[uint32]bool) {
+func (st *state) smFromSamples(tk *deviceTick, tr *deviceTrack, pidKey *pidOwners, daemons map[uint32]bool) {
 	if tr == nil {
 		return // not yet tracked: the next tick integrates from here
 	}
-	sums := sumSamples(tk.dev.ProcessSamples, len(tr.lastSample))
-	last := make(map[uint32]uint64, len(sums))
-	for pid, ps := range sums {
+	sums := tr.sums.add(tk.dev.ProcessSamples)
+	last := tr.spareLast
+	clear(last)
+	if last == nil {
+		last = make(map[uint32]uint64, len(sums))
+	}
+	for pid, i := range sums {
+		ps := &tr.sums.list[i]
 		if prev, ok := tr.lastSample[pid]; ok && ps.first > prev {
 			ps.sinceLastRead = ps.first - prev
 			if gap := ps.first - prev; ps.minGap == 0 || gap < ps.minGap {
@@ -181,11 +197,12 @@ func (st *state) smFromSamples(tk *deviceTick, tr *deviceTrack, pidKey map[uint3
 		}
 		last[pid] = ps.last
 	}
-	tr.lastSample = last
+	tr.spareLast, tr.lastSample = tr.lastSample, last
 	period := tr.period.Seconds()
-	scale := tr.bufferScale(sums, period, tk.dt)
+	scale := tr.bufferScale(period, tk.dt)
 	var server float64
-	for pid, ps := range sums {
+	for pid, i := range sums {
+		ps := &tr.sums.list[i]
 		w := ps.sm * period * scale
 		if period == 0 {
 			w = ps.sm / float64(ps.n) * tk.dt
@@ -194,9 +211,9 @@ func (st *state) smFromSamples(tk *deviceTick, tr *deviceTrack, pidKey map[uint3
 			server += w
 			continue
 		}
-		k, ok := pidKey[pid]
-		if !ok {
-			k, ok = tr.pidOwner[pid]
+		k, ok := pidKey.get(pid)
+		if !ok && tr.pidOwner != nil {
+			k, ok = tr.pidOwner.get(pid)
 		}
 		if !ok {
 			continue // a process that lived and ended between two ticks: no owner known
@@ -219,17 +236,32 @@ type pidSum struct {
 	sinceLastRead uint64
 }
 
-// sumSamples sums the samples per process in one pass; owners are then
-// looked up once per process (an owner key hashes ten strings).
-func sumSamples(samples []snapshot.ProcessSample, hint int) map[uint32]*pidSum {
-	sums := make(map[uint32]*pidSum, hint+8)
+// pidSums are one read's samples summed per process, kept by the device
+// for reuse from one read to the next.
+type pidSums struct {
+	index map[uint32]int32
+	list  []pidSum
+}
+
+// add sums the samples per process in one pass (owners are then looked up
+// once per process: an owner key hashes ten strings) and returns the
+// index of each process's sum in list.
+func (sums *pidSums) add(samples []snapshot.ProcessSample) map[uint32]int32 {
+	if sums.index == nil {
+		sums.index = map[uint32]int32{}
+	}
+	clear(sums.index)
+	sums.list = sums.list[:0]
 	for i := range samples {
 		smp := &samples[i]
-		ps := sums[smp.PID]
-		if ps == nil {
-			ps = &pidSum{first: smp.TimeMicros, last: smp.TimeMicros, prev: smp.TimeMicros}
-			sums[smp.PID] = ps
-		} else {
+		j, ok := sums.index[smp.PID]
+		if !ok {
+			j = int32(len(sums.list))
+			sums.list = append(sums.list, pidSum{first: smp.TimeMicros, last: smp.TimeMicros, prev: smp.TimeMicros})
+			sums.index[smp.PID] = j
+		}
+		ps := &sums.list[j]
+		if ok {
 			// The driver orders one process's samples by time, either way.
 			gap := max(smp.TimeMicros, ps.prev) - min(smp.TimeMicros, ps.prev)
 			if gap > 0 && (ps.minGap == 0 || gap < ps.minGap) {
@@ -241,7 +273,7 @@ func sumSamples(samples []snapshot.ProcessSample, hint int) map[uint32]*pidSum {
 		ps.sm += smp.SM
 		ps.n++
 	}
-	return sums
+	return sums.index
 }
 
 // bufferScale is how many times the interval is longer than what the
@@ -250,13 +282,14 @@ func sumSamples(samples []snapshot.ProcessSample, hint int) map[uint32]*pidSum {
 // shows a gap of more than a period between its last sample then and its
 // first now. Then the samples held stand for the whole interval.
 // Otherwise (a process that started or paused shows a gap alone) 1.
-func (tr *deviceTrack) bufferScale(sums map[uint32]*pidSum, period, dt float64) float64 {
+func (tr *deviceTrack) bufferScale(period, dt float64) float64 {
 	if period == 0 {
 		return 1
 	}
 	var oldest, newest uint64
 	continuing := 0
-	for _, ps := range sums {
+	for i := range tr.sums.list {
+		ps := &tr.sums.list[i]
 		if ps.sinceLastRead == 0 {
 			continue
 		}
@@ -384,13 +417,62 @@ func (st *state) track(s *snapshot.Snapshot, d *snapshot.Device, tk *deviceTick)
 		tr.energy, tr.hasEnergy = e, true
 	}
 	if tk == nil { // the first snapshot: learn the PIDs' owners only
-		tr.pidOwner = map[uint32]snapshot.OwnerKey{}
+		tr.pidOwner = newPIDOwners()
 		for _, p := range processesOf(s, d) {
 			if !isMPSDaemon(p) {
-				tr.pidOwner[p.PID] = keyOf(d, p)
+				tr.pidOwner.set(p.PID, keyOf(d, p))
 			}
 		}
 		return
 	}
+	// This tick's maps are the next tick's previous; the previous ones
+	// are reused two ticks on.
+	prev := tr.current
+	tr.current = tickMaps{pidKey: tk.pidKey, present: tk.present, sm: tk.sm}
+	tr.spare = prev
 	tr.pidOwner = tk.pidKey
+}
+
+// tickMaps are one tick's per-device maps, kept for reuse.
+type tickMaps struct {
+	pidKey  *pidOwners
+	present map[snapshot.OwnerKey]*presence
+	sm      map[snapshot.OwnerKey]float64
+}
+
+// pidOwners maps PIDs to owner keys without a key per PID: a Go map keeps
+// values over 128 bytes (an owner key is 152) out of line, one allocation
+// per insert, which at 2048 processes was most of a tick's garbage.
+type pidOwners struct {
+	pid  map[uint32]int32
+	keys []snapshot.OwnerKey
+	idx  map[snapshot.OwnerKey]int32
+}
+
+func newPIDOwners() *pidOwners {
+	return &pidOwners{pid: map[uint32]int32{}, idx: map[snapshot.OwnerKey]int32{}}
+}
+
+func (po *pidOwners) reset() {
+	clear(po.pid)
+	clear(po.idx)
+	po.keys = po.keys[:0]
+}
+
+func (po *pidOwners) set(pid uint32, k snapshot.OwnerKey) {
+	i, ok := po.idx[k]
+	if !ok {
+		i = int32(len(po.keys))
+		po.keys = append(po.keys, k)
+		po.idx[k] = i
+	}
+	po.pid[pid] = i
+}
+
+func (po *pidOwners) get(pid uint32) (snapshot.OwnerKey, bool) {
+	i, ok := po.pid[pid]
+	if !ok {
+		return snapshot.OwnerKey{}, false
+	}
+	return po.keys[i], true
 }

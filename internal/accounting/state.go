@@ -2,6 +2,7 @@ package accounting
 
 import (
 	"cmp"
+	"slices"
 	"time"
 
 	"github.com/gpuwatch/gpuwatch/internal/snapshot"
@@ -16,6 +17,13 @@ type state struct {
 	allocs map[allocKey]*snapshot.AllocationTotal
 	idle   map[string]*snapshot.DeviceEnergy // by GPU UUID
 	devs   map[string]*deviceTrack           // by GPU UUID
+
+	// ownerOrder and allocOrder are the totals sorted by their labels,
+	// rebuilt only when one is added or removed: the outputs see a stable
+	// order without a sort per tick.
+	ownerOrder []*snapshot.OwnerTotal
+	allocOrder []*snapshot.AllocationTotal
+	reorder    bool
 }
 
 // deviceTrack is what one GPU's previous tick left for the next.
@@ -24,12 +32,18 @@ type deviceTrack struct {
 	hasEnergy bool
 	// pidOwner maps the PIDs listed at the previous tick to their owner,
 	// so the samples a process left before it ended still find it.
-	pidOwner map[uint32]snapshot.OwnerKey
+	pidOwner *pidOwners
 	// period is the driver's sample period, learnt as the smallest gap
 	// between two samples of one process; 0 until one has been seen.
 	period time.Duration
-	// lastSample is each process's newest sample time (µs) of the last read.
-	lastSample map[uint32]uint64
+	// current holds this tick's maps (pidOwner is its pidKey); spare the
+	// tick's before, free for reuse.
+	current, spare tickMaps
+	// lastSample is each process's newest sample time (µs) of the last read;
+	// spareLast the map before it, for reuse.
+	lastSample, spareLast map[uint32]uint64
+	// sums is the scratch of smFromSamples.
+	sums pidSums
 }
 
 // allocKey identifies an allocation total: its labels.
@@ -53,6 +67,7 @@ func (st *state) owner(k snapshot.OwnerKey, now time.Time) *snapshot.OwnerTotal 
 	if t == nil {
 		t = &snapshot.OwnerTotal{Key: k, FirstSeen: now, LastSeen: now}
 		st.owners[k] = t
+		st.reorder = true
 	}
 	return t
 }
@@ -63,13 +78,33 @@ func (st *state) expire(now time.Time, retention time.Duration) {
 	for k, t := range st.owners {
 		if now.Sub(t.LastSeen) > retention {
 			delete(st.owners, k)
+			st.reorder = true
 		}
 	}
 	for k, t := range st.allocs {
 		if now.Sub(t.LastSeen) > retention {
 			delete(st.allocs, k)
+			st.reorder = true
 		}
 	}
+}
+
+// sortOrders rebuilds the sorted orders after totals came or went.
+func (st *state) sortOrders() {
+	if !st.reorder {
+		return
+	}
+	st.reorder = false
+	st.ownerOrder = st.ownerOrder[:0]
+	for _, t := range st.owners {
+		st.ownerOrder = append(st.ownerOrder, t)
+	}
+	slices.SortFunc(st.ownerOrder, func(x, y *snapshot.OwnerTotal) int { return compareOwnerKeys(&x.Key, &y.Key) })
+	st.allocOrder = st.allocOrder[:0]
+	for _, t := range st.allocs {
+		st.allocOrder = append(st.allocOrder, t)
+	}
+	slices.SortFunc(st.allocOrder, func(x, y *snapshot.AllocationTotal) int { return compareAllocations(x, y) })
 }
 
 // view copies the totals for outputs. Totals first seen less than hold
@@ -82,7 +117,8 @@ func (st *state) view(now time.Time, hold time.Duration) *snapshot.Accounting {
 		Allocations: make([]snapshot.AllocationTotal, 0, len(st.allocs)),
 		IdleEnergy:  make([]snapshot.DeviceEnergy, 0, len(st.idle)),
 	}
-	for _, t := range st.owners {
+	st.sortOrders()
+	for _, t := range st.ownerOrder {
 		c := *t
 		if now.Sub(c.FirstSeen) < hold {
 			c.Seconds = 0
@@ -90,7 +126,7 @@ func (st *state) view(now time.Time, hold time.Duration) *snapshot.Accounting {
 		}
 		acc.Owners = append(acc.Owners, c)
 	}
-	for _, t := range st.allocs {
+	for _, t := range st.allocOrder {
 		c := *t
 		if now.Sub(c.FirstSeen) < hold {
 			c.Seconds, c.IdleSeconds.Value = 0, 0
@@ -100,13 +136,16 @@ func (st *state) view(now time.Time, hold time.Duration) *snapshot.Accounting {
 	for _, e := range st.idle {
 		acc.IdleEnergy = append(acc.IdleEnergy, *e)
 	}
-	sortTotals(acc)
+	slices.SortFunc(acc.IdleEnergy, func(x, y snapshot.DeviceEnergy) int { return x.GPU - y.GPU })
 	return acc
 }
 
 func compareOwnerKeys(x, y *snapshot.OwnerKey) int {
+	if c := cmp.Compare(x.GPU, y.GPU); c != 0 {
+		return c
+	}
 	return cmp.Or(
-		cmp.Compare(x.GPU, y.GPU), cmp.Compare(x.GPUUUID, y.GPUUUID), cmp.Compare(x.MIGUUID, y.MIGUUID),
+		cmp.Compare(x.GPUUUID, y.GPUUUID), cmp.Compare(x.MIGUUID, y.MIGUUID),
 		cmp.Compare(x.Namespace, y.Namespace), cmp.Compare(x.Pod, y.Pod), cmp.Compare(x.SlurmJob, y.SlurmJob),
 		cmp.Compare(x.User, y.User), cmp.Compare(x.Container, y.Container),
 		cmp.Compare(x.ComposeProject, y.ComposeProject), cmp.Compare(x.ComposeService, y.ComposeService),
