@@ -61,7 +61,7 @@ func (f *commonFlags) startAccounting(logger *slog.Logger, st *stack, enrichers 
 	groups := accounting.ReaderGroups()
 	// What the operator switched off stays off here too.
 	maps.DeleteFunc(groups, func(g string, _ bool) bool { return !f.enabledCollectors()[g] })
-	opts := nvmlbackend.Options{Groups: groups, Logger: logger, StartTimeout: f.timeout, ProcessSamples: true}
+	opts := nvmlbackend.Options{Groups: groups, Logger: logger, StartTimeout: f.timeout, ProcessSamples: true, GPMOnlyMIG: true}
 	if st.sim != nil {
 		opts.Now, opts.Library = st.sim.Now, "simulator"
 	}

@@ -97,7 +97,7 @@ func fleetName(typical bool) string {
 
 func benchmarkTick(b *testing.B, typical bool) {
 	s := benchSim(b, typical)
-	r := benchReader(b, s, nvmlbackend.Options{Groups: ReaderGroups(), ProcessSamples: true})
+	r := benchReader(b, s, nvmlbackend.Options{Groups: ReaderGroups(), ProcessSamples: true, GPMOnlyMIG: true})
 	a, _ := New(Options{})
 	ctx := context.Background()
 	elapsed := time.Duration(0)
@@ -122,7 +122,7 @@ func benchmarkTick(b *testing.B, typical bool) {
 // BenchmarkObserve is the integration alone, on snapshots read before.
 func BenchmarkObserve(b *testing.B) {
 	s := benchSim(b, false)
-	r := benchReader(b, s, nvmlbackend.Options{Groups: ReaderGroups(), ProcessSamples: true})
+	r := benchReader(b, s, nvmlbackend.Options{Groups: ReaderGroups(), ProcessSamples: true, GPMOnlyMIG: true})
 	var snaps []*snapshot.Snapshot
 	for i := range 2 {
 		s.SetElapsed(time.Duration(i+1) * DefaultInterval)

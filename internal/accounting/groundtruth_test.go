@@ -44,6 +44,10 @@ func TestExclusiveGPU(t *testing.T) {
 		t.Errorf("energy %+v, want a positive share", o.EnergyJoules)
 	}
 	r.checkConservation()
+	// Per-process samples measure a whole GPU: its reader reads no GPM.
+	if r.last.Devices[0].GPM.SMActive.Valid {
+		t.Error("the accounting's reader read GPM on a whole GPU")
+	}
 }
 
 // Three pods time-slicing one GPU (the same device in pod-resources for

@@ -51,6 +51,10 @@ type Options struct {
 	// leaves its samples). For the accounting stage, whose reader is its
 	// own: the samples are then read exactly once each.
 	ProcessSamples bool
+	// GPMOnlyMIG reads GPM only on MIG-enabled GPUs, per instance: the
+	// accounting needs it there alone (per-process samples measure whole
+	// GPUs), and a GPM sample of every GPU at every tick costs.
+	GPMOnlyMIG bool
 }
 
 // defaultStartTimeout is Options.StartTimeout's default.
@@ -79,6 +83,7 @@ type Reader struct {
 	// lifecycle is held for reading by Read and for writing by Close, so
 	// Close waits for in-flight reads before it frees NVML resources.
 	processSamples bool // Options.ProcessSamples
+	gpmOnlyMIG     bool // Options.GPMOnlyMIG
 
 	lifecycle sync.RWMutex
 	closed    bool
@@ -116,6 +121,7 @@ func New(lib nvml.Interface, opts Options) (*Reader, error) {
 
 		waitForGPM:     opts.WaitForGPM,
 		processSamples: opts.ProcessSamples,
+		gpmOnlyMIG:     opts.GPMOnlyMIG,
 	}
 	if r.now == nil {
 		r.now = time.Now
