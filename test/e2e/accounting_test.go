@@ -12,6 +12,10 @@ import (
 	"testing"
 	"time"
 
+	"google.golang.org/grpc"
+	runtimev1 "k8s.io/cri-api/pkg/apis/runtime/v1"
+	podresourcesv1 "k8s.io/kubelet/pkg/apis/podresources/v1"
+
 	"github.com/gpuwatch/gpuwatch/internal/testenv"
 )
 
@@ -194,5 +198,81 @@ processes:
 	// The first and the last tick's sampling differ by at most a tick.
 	if sm < 0.75*(held-1.5) || sm > 0.75*(held+1.5) {
 		t.Errorf("SM-seconds %.2f over %.1f s held, want 0.75 per second held", sm, held)
+	}
+}
+
+// TestTimeSlicedPodsAccountedByMeasuredUse: two pods time-slicing one GPU
+// (the kubelet lists the same GPU, as time-sliced replicas, for both), at
+// 50 % and 25 % SM. Through the real attribution (procfs fixture, CRI and
+// pod-resources servers from the real protobufs), each pod gets its own
+// SM time and a share of the energy in proportion to it, not the GPU's
+// whole utilization; both allocations count held time, neither idle time.
+func TestTimeSlicedPodsAccountedByMeasuredUse(t *testing.T) {
+	uuids := gpuUUIDs(t, "dgx-h100")
+	const (
+		trainerID = "aaa04036f0b02dc714c41a3849dbc987abed3f27a6170bc5c835b557befea24d" // fixture pid 1010
+		servingID = "cf1ae8d7980913d50f110a21d52008427c84be577607e7d2bf2157feb39aa905" // fixture pid 1011
+	)
+	criSocket := serveGRPCOnUnixSocket(t, func(s *grpc.Server) {
+		runtimev1.RegisterRuntimeServiceServer(s, &fakeCRI{labels: map[string]map[string]string{
+			trainerID: {"io.kubernetes.pod.name": "trainer-0", "io.kubernetes.pod.namespace": "research", "io.kubernetes.container.name": "pytorch"},
+			servingID: {"io.kubernetes.pod.name": "vllm-0", "io.kubernetes.pod.namespace": "inference", "io.kubernetes.container.name": "vllm"},
+		}})
+	})
+	kubeletSocket := serveGRPCOnUnixSocket(t, func(s *grpc.Server) {
+		podresourcesv1.RegisterPodResourcesListerServer(s, &fakeKubelet{resp: &podresourcesv1.ListPodResourcesResponse{
+			PodResources: []*podresourcesv1.PodResources{
+				{Name: "trainer-0", Namespace: "research", Containers: []*podresourcesv1.ContainerResources{{
+					Name:    "pytorch",
+					Devices: []*podresourcesv1.ContainerDevices{{ResourceName: "nvidia.com/gpu", DeviceIds: []string{uuids[1] + "::0"}}},
+				}}},
+				{Name: "vllm-0", Namespace: "inference", Containers: []*podresourcesv1.ContainerResources{{
+					Name:    "vllm",
+					Devices: []*podresourcesv1.ContainerDevices{{ResourceName: "nvidia.com/gpu", DeviceIds: []string{uuids[1] + "::1"}}},
+				}}},
+			},
+		}})
+	})
+	cfg := filepath.Join(t.TempDir(), "sim.yaml")
+	writeFile(t, cfg, "profile: dgx-h100\nprocesses:\n"+
+		"  - {gpu: 1, pid: 1010, used_memory_bytes: 1073741824, sm_utilization: 0.5}\n"+
+		"  - {gpu: 1, pid: 1011, used_memory_bytes: 2147483648, sm_utilization: 0.25}\n")
+	base, _ := startGpuwatch(t, "--backend=sim", "--sim.config="+cfg,
+		"--path.procfs="+fixtureProc, "--path.rootfs="+fixtureRootFS,
+		"--docker.socket=", "--cri.socket="+criSocket, "--kubelet.pod-resources-socket="+kubeletSocket,
+		"--accounting.interval=1s", "--accounting.new-owner-hold=1s", "--accounting.retention=1m")
+	pods := []string{"trainer-0", "vllm-0"}
+	held, sm, energy, alloc, idle := map[string]float64{}, map[string]float64{}, map[string]float64{}, map[string]float64{}, map[string]float64{}
+	testenv.WaitFor(t, 60*time.Second, "8 s of both pods' counters", func() bool {
+		text, err := httpGetNoFail(base + "/metrics")
+		if err != nil {
+			return false
+		}
+		fams := parseMetrics(t, text)
+		for _, p := range pods {
+			on := map[string]string{"gpu": "1", "pod": p}
+			var ok [5]bool
+			held[p], ok[0] = sample(fams, "gpu_process_seconds_total", on)
+			sm[p], ok[1] = sample(fams, "gpu_process_sm_seconds_total", on)
+			energy[p], ok[2] = sample(fams, "gpu_process_energy_joules_total", on)
+			alloc[p], ok[3] = sample(fams, "gpu_allocation_seconds_total", on)
+			idle[p], ok[4] = sample(fams, "gpu_allocation_idle_seconds_total", on)
+			if ok != [5]bool{true, true, true, true, true} || held[p] < 8 {
+				return false
+			}
+		}
+		return true
+	})
+	for p, util := range map[string]float64{"trainer-0": 0.5, "vllm-0": 0.25} {
+		if sm[p] < util*(held[p]-2) || sm[p] > util*(held[p]+2) {
+			t.Errorf("%s: %.2f SM-seconds over %.1f s held, want %.2f per second", p, sm[p], held[p], util)
+		}
+		if alloc[p] < held[p]-2 || idle[p] != 0 {
+			t.Errorf("%s: allocation held %.1f s, idle %.1f s; want about %.1f s held, none idle", p, alloc[p], idle[p], held[p])
+		}
+	}
+	// Energy by SM time: the trainer uses twice the vllm's SM.
+	if r := energy["trainer-0"] / energy["vllm-0"]; r < 1.7 || r > 2.3 {
+		t.Errorf("energy %.0f J vs %.0f J (ratio %.2f), want about 2 (split by SM time)", energy["trainer-0"], energy["vllm-0"], r)
 	}
 }
