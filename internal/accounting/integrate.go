@@ -389,6 +389,9 @@ func (st *state) addOwners(tk *deviceTick, now time.Time, dt float64) {
 		return
 	}
 	for k, j := range shares {
+		if _, known := st.owners[k]; !known && j == 0 {
+			continue // an ended process's samples with no SM time: no new total
+		}
 		t := st.owner(k, now)
 		t.EnergyJoules = snapshot.Some(t.EnergyJoules.Value + j)
 	}
