@@ -140,7 +140,35 @@ func TestMIGInstances(t *testing.T) {
 	}}
 	owners := map[uint32]snapshot.Owner{701: pod("a", "p1"), 702: pod("b", "p2"), 703: pod("c", "p3")}
 	r := newRig(t, cfg, owners, Options{})
-	r.run(step, 120*time.Second)
+	// The kubelet allocates MIG instances: p1's (busy) and the empty
+	// 1g instance (GPU instance 14) to a pod that runs nothing.
+	migOf := func(s *snapshot.Snapshot, gi int) string {
+		for _, m := range s.Devices[7].MIGInstances {
+			if m.GPUInstanceID == gi {
+				return m.UUID
+			}
+		}
+		t.Fatalf("no GPU instance %d", gi)
+		return ""
+	}
+	for e := time.Duration(0); e <= 120*time.Second; e += step {
+		r.sim.SetElapsed(e)
+		s := r.readAttributed()
+		s.Allocations = []snapshot.Allocation{
+			{GPU: 7, GPUUUID: r.uuid(7), MIGUUID: migOf(s, 1), Pod: snapshot.Pod{Namespace: "a", Name: "p1"}},
+			{GPU: 7, GPUUUID: r.uuid(7), MIGUUID: migOf(s, 14), Pod: snapshot.Pod{Namespace: "d", Name: "p4"}},
+		}
+		r.observe(s)
+	}
+	if n := len(r.acct.Totals().Allocations); n != 2 {
+		t.Fatalf("%d allocation totals, want 2", n)
+	}
+	for _, a := range r.acct.Totals().Allocations {
+		wantIdle := map[string]float64{"p1": 0, "p4": a.Seconds}[a.Pod]
+		if !within(a.Seconds, 120, 0.001) || !a.IdleSeconds.Valid || a.IdleSeconds.Value != wantIdle {
+			t.Errorf("MIG allocation %s: held %.0f s, idle %+v; want 120 s held, %.0f idle", a.Pod, a.Seconds, a.IdleSeconds, wantIdle)
+		}
+	}
 	inc := r.energyIncrease(r.uuid(7))
 	want := map[string]float64{"p1": 3.0 / 7, "p2": 2.0 / 7, "p3": 1.0 / 7}
 	migs := map[string]bool{}
