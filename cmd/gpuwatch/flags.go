@@ -42,6 +42,7 @@ type commonFlags struct {
 
 	// hostnameLabel names the host label of the dcgm series.
 	hostnameLabel string
+	accounting    accountingFlags
 }
 
 func registerCommonFlags(app *kingpin.Application) *commonFlags {
@@ -77,6 +78,7 @@ func registerCommonFlags(app *kingpin.Application) *commonFlags {
 		Default("5s").DurationVar(&f.timeout)
 	f.attribution.register(app)
 	f.slurm.register(app)
+	f.accounting.register(app)
 	promslogflag.AddFlags(app, f.log)
 	return f
 }

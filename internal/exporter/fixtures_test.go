@@ -146,6 +146,18 @@ func fullSnapshot(n, nvlinks int) *snapshot.Snapshot {
 			{GPU: 1, GPUUUID: s.Devices[1].UUID, Slurm: snapshot.SlurmJob{JobID: "4242", User: "carol", Account: "chem", Partition: "gpu"}},
 		}
 	}
+	// Accounting totals of the first GPU: one owner, one with a figure
+	// never measured (absent), an allocation and the idle energy.
+	s.Accounting = &snapshot.Accounting{
+		Owners: []snapshot.OwnerTotal{
+			{Key: snapshot.OwnerKey{GPU: 0, GPUUUID: s.Devices[0].UUID, User: "alice", Container: "trainer", ComposeProject: "lab", ComposeService: "trainer"},
+				Seconds: 120, SMSeconds: some(60), MemoryByteSeconds: some(120 << 30), EnergyJoules: some(30000)},
+			{Key: snapshot.OwnerKey{GPU: 0, GPUUUID: s.Devices[0].UUID, MIGUUID: "MIG-1b2c3d4e-0001-5f60-8a9b-0123456789ab", Pod: "nb", Namespace: "users"},
+				Seconds: 30},
+		},
+		Allocations: []snapshot.AllocationTotal{{GPU: 0, GPUUUID: s.Devices[0].UUID, Namespace: "research", Pod: "llm-0", Container: "main", Seconds: 300, IdleSeconds: some(100)}},
+		IdleEnergy:  []snapshot.DeviceEnergy{{GPU: 0, GPUUUID: s.Devices[0].UUID, Joules: 5000}},
+	}
 	owners := []snapshot.Owner{
 		{User: "alice", Command: "python train.py", Container: snapshot.Container{Runtime: "docker", ID: "4f9a1c2b3d4e5f60718293a4b5c6d7e8f9", Name: "trainer",
 			ComposeProject: "lab", ComposeService: "trainer"}},

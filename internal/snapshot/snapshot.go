@@ -53,6 +53,10 @@ type Snapshot struct {
 	// Groups reports, per collector group that was read, how long it took
 	// and whether it failed. Keys are the Group* constants.
 	Groups map[string]GroupStatus
+
+	// Accounting is the accounting stage's running totals per owner, as
+	// of its last tick; nil when accounting is off (internal/accounting).
+	Accounting *Accounting
 }
 
 // Driver is the loaded NVML library: its version and branch, where it was
@@ -168,6 +172,12 @@ type Device struct {
 	// received, between the last two reads of the links' byte counters;
 	// absent before the second read (as DCGM's NVLINK_BANDWIDTH_TOTAL).
 	NVLinkBytesPerSecond Opt[float64]
+	// ProcessSamples are the driver's per-process utilization samples
+	// newer than the previous read, in the driver's order; read only by a backend
+	// asked for them (the accounting stage's). Empty when the driver had
+	// none (no process was busy); nil when it could not say (MIG-enabled
+	// GPUs have no per-process samples).
+	ProcessSamples []ProcessSample
 }
 
 // Info holds the descriptive facts exported on gpu_info.

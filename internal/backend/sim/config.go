@@ -78,8 +78,28 @@ type ProcessSpec struct {
 	// "mps" is a client of an MPS server, listed only by
 	// GetMPSComputeRunningProcesses; "compute+mps" one listed by both.
 	Type string `yaml:"type"`
+	// Start and End bound the process's life in simulated elapsed time:
+	// the driver lists it (and samples its utilization) from Start
+	// (default 0) until End (default: for ever), so accounting has
+	// processes that begin and end at known times.
+	Start *Duration `yaml:"start"`
+	End   *Duration `yaml:"end"`
+	// Schedule changes the process's utilization over time: from each
+	// step's At on, its values apply until the next step. Before the
+	// first step, sm_utilization and memory_utilization apply. Only what
+	// the driver reports per process follows it (its utilization
+	// samples); the device's own readings (utilization, power, energy,
+	// GPM) follow the processes' sm_utilization as before.
+	Schedule []UtilizationStep `yaml:"schedule"`
 
 	line int // line in the config file, 0 for profile defaults
+}
+
+// UtilizationStep is one change of a simulated process's utilization.
+type UtilizationStep struct {
+	At                Duration `yaml:"at"`
+	SMUtilization     float64  `yaml:"sm_utilization"`
+	MemoryUtilization float64  `yaml:"memory_utilization"`
 }
 
 // Fault is one injected failure on one GPU. An entry may combine kinds.
@@ -304,6 +324,9 @@ func (c *Config) validateShape() error {
 		if p.ComputeInstance != nil && p.GPUInstance == nil {
 			return fmt.Errorf("%s: compute_instance needs gpu_instance", at)
 		}
+		if err := p.validateLife(); err != nil {
+			return fmt.Errorf("%s: %w", at, err)
+		}
 	}
 	for i, f := range c.Faults {
 		at := c.where("faults", i, f.line)
@@ -338,6 +361,25 @@ func (c *Config) validateShape() error {
 			if _, err := featureByName(name); err != nil {
 				return fmt.Errorf("%s: %w", at, err)
 			}
+		}
+	}
+	return nil
+}
+
+// validateLife checks a process's start, end and utilization schedule.
+func (p *ProcessSpec) validateLife() error {
+	if p.Start != nil && p.End != nil && p.End.D() <= p.Start.D() {
+		return fmt.Errorf("end %s is not after start %s", p.End, p.Start)
+	}
+	for j, st := range p.Schedule {
+		if !(st.SMUtilization >= 0 && st.SMUtilization <= 1) {
+			return fmt.Errorf("schedule[%d]: sm_utilization %g is not a ratio between 0 and 1", j, st.SMUtilization)
+		}
+		if !(st.MemoryUtilization >= 0 && st.MemoryUtilization <= 1) {
+			return fmt.Errorf("schedule[%d]: memory_utilization %g is not a ratio between 0 and 1", j, st.MemoryUtilization)
+		}
+		if j > 0 && st.At.D() <= p.Schedule[j-1].At.D() {
+			return fmt.Errorf("schedule[%d]: at %s is not after the previous step's %s", j, st.At, p.Schedule[j-1].At)
 		}
 	}
 	return nil

@@ -54,10 +54,20 @@ func (d *device) GetDecoderUtilization() (uint32, uint32, nvml.Return) {
 	return pct(0.05 * d.act.wave(seconds(e))), samplingPeriodUs, r
 }
 
-// allocatedBytes is the framebuffer memory held by the device's processes.
-func (d *device) allocatedBytes() uint64 { return allocatedBytes(d.procs()) }
+// allocatedBytes is the framebuffer memory held by the device's processes
+// alive at elapsed time e.
+func (d *device) allocatedBytes(e time.Duration) uint64 {
+	var sum uint64
+	for _, p := range d.procs() {
+		if p.alive(e) {
+			sum += p.usedMemory
+		}
+	}
+	return sum
+}
 
-// allocatedBytes is the framebuffer memory held by procs.
+// allocatedBytes is the memory of every process in procs, alive or not:
+// what must fit when processes are placed, whatever their lives.
 func allocatedBytes(procs []simProcess) uint64 {
 	var sum uint64
 	for _, p := range procs {
@@ -68,24 +78,24 @@ func allocatedBytes(procs []simProcess) uint64 {
 
 // GetMemoryInfo is the v1 API: Used includes the driver's reservation.
 func (d *device) GetMemoryInfo() (nvml.Memory, nvml.Return) {
-	_, r := d.begin(featMemory)
+	e, r := d.begin(featMemory)
 	if r != nvml.SUCCESS {
 		return nvml.Memory{}, r
 	}
 	total := d.model.memoryMiB * mib
-	used := d.model.reservedMiB*mib + d.allocatedBytes()
+	used := d.model.reservedMiB*mib + d.allocatedBytes(e)
 	return nvml.Memory{Total: total, Used: used, Free: total - used}, r
 }
 
 // GetMemoryInfo_v2 reports the reservation separately: Used is allocations only.
 func (d *device) GetMemoryInfo_v2() (nvml.Memory_v2, nvml.Return) {
-	_, r := d.begin(featMemory)
+	e, r := d.begin(featMemory)
 	if r != nvml.SUCCESS {
 		return nvml.Memory_v2{}, r
 	}
 	total := d.model.memoryMiB * mib
 	reserved := d.model.reservedMiB * mib
-	used := d.allocatedBytes()
+	used := d.allocatedBytes(e)
 	return nvml.Memory_v2{
 		Version: nvml.STRUCT_VERSION(nvml.Memory_v2{}, 2),
 		Total:   total, Reserved: reserved, Used: used, Free: total - reserved - used,

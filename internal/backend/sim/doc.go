@@ -130,6 +130,12 @@
 //	                           # (then in both process lists, as in NVML);
 //	                           # mps (an MPS client, in the MPS list only)
 //	                           # or compute+mps (in both)
+//	    start: 10s             # optional: listed from 10s (default 0) ...
+//	    end: 5m                # ... until 5m (default: for ever)
+//	    schedule:              # optional: utilization over time (what the
+//	      - {at: 1m, sm_utilization: 0.9, memory_utilization: 0.4}
+//	                           # per-process samples report; the device's
+//	                           # own readings keep following sm_utilization)
 //	  - {gpu: 0, pid: 77, gpu_instance: 7, compute_instance: 0}
 //	                           # on a MIG-enabled GPU gpu_instance is
 //	                           # required; compute_instance defaults to 0

@@ -21,6 +21,27 @@ type simProcess struct {
 	// GetMPSComputeRunningProcesses (see mps.go).
 	mps bool
 	mig *migDevice // nil unless the process runs in a MIG instance
+	// start and end bound the process's life in elapsed time (end < 0:
+	// never ends); steps change its utilization over time.
+	start, end time.Duration
+	steps      []UtilizationStep
+}
+
+// alive says whether the process exists at elapsed time e.
+func (p *simProcess) alive(e time.Duration) bool {
+	return e >= p.start && (p.end < 0 || e < p.end)
+}
+
+// utilAt is the process's SM and memory utilization at elapsed time e.
+func (p *simProcess) utilAt(e time.Duration) (sm, mem float64) {
+	sm, mem = p.sm, p.mem
+	for _, st := range p.steps {
+		if e < st.At.D() {
+			break
+		}
+		sm, mem = st.SMUtilization, st.MemoryUtilization
+	}
+	return sm, mem
 }
 
 // noInstance is what NVML puts in ProcessInfo's instance IDs outside MIG.
@@ -64,6 +85,14 @@ func (s *Sim) place(cfg *Config, list string, procs []ProcessSpec, base [][]simP
 			compute:  p.Type != "graphics" && p.Type != "mps",
 			graphics: p.Type == "graphics" || p.Type == "compute+graphics",
 			mps:      p.Type == "mps" || p.Type == "compute+mps",
+			end:      -1,
+			steps:    p.Schedule,
+		}
+		if p.Start != nil {
+			sp.start = p.Start.D()
+		}
+		if p.End != nil {
+			sp.end = p.End.D()
 		}
 		for _, q := range onDevice {
 			if q.pid == p.PID {
@@ -147,7 +176,7 @@ func (d *device) parentProcesses(graphics bool) ([]nvml.ProcessInfo, nvml.Return
 // says of usedGpuMemory. On a MIG-enabled GPU the
 // instance IDs are filled; otherwise NVML sets them to 0xFFFFFFFF.
 func (d *device) runningProcesses(graphics bool, only *migDevice) ([]nvml.ProcessInfo, nvml.Return) {
-	_, r := d.begin(featProcesses)
+	e, r := d.begin(featProcesses)
 	if r != nvml.SUCCESS {
 		return nil, r
 	}
@@ -157,7 +186,7 @@ func (d *device) runningProcesses(graphics bool, only *migDevice) ([]nvml.Proces
 		if graphics {
 			holds = p.graphics
 		}
-		if !holds || (only != nil && p.mig != only) {
+		if !holds || (only != nil && p.mig != only) || !p.alive(e) {
 			continue
 		}
 		info := nvml.ProcessInfo{Pid: p.pid, UsedGpuMemory: p.usedMemory, GpuInstanceId: noInstance, ComputeInstanceId: noInstance}
@@ -203,11 +232,15 @@ func (d *device) GetProcessUtilization(lastSeenTimestamp uint64) ([]nvml.Process
 			break
 		}
 		for _, p := range procs {
-			if !p.compute || (p.sm == 0 && p.mem == 0) {
+			if !p.compute || !p.alive(at) {
+				continue
+			}
+			sm, mem := p.utilAt(at)
+			if sm == 0 && mem == 0 {
 				continue
 			}
 			out = append(out, nvml.ProcessUtilizationSample{
-				Pid: p.pid, TimeStamp: ts, SmUtil: pct(p.sm), MemUtil: pct(p.mem),
+				Pid: p.pid, TimeStamp: ts, SmUtil: pct(sm), MemUtil: pct(mem),
 			})
 		}
 	}
