@@ -20,9 +20,9 @@ import (
 
 // Sick drivers and correlated failures (issue 22), through the unmodified
 // NVML backend (--backend=nvml: dlopen, cgo) against the fake
-// libnvidia-ml.so.1: a process list that never fits, process lists not
-// supported, a GPU whose very handle is lost, XIDs at the instant another
-// GPU falls off the bus. Each case runs through serve, ps and textfile and
+// libnvidia-ml.so.1: a process list that never fits, a retired-page
+// count that never fits, process lists not supported, a GPU whose very
+// handle is lost, XIDs at the instant another GPU falls off the bus. Each case runs through serve, ps and textfile and
 // asserts: no crash, bounded time, an exposition promtool accepts, and the
 // healthy GPUs up with their owners.
 
