@@ -133,6 +133,13 @@ type Fault struct {
 	// the entries offered ("doubling") or for one more ("one_more", a
 	// list that changes under the caller), as a driver in trouble does.
 	ProcessListSize string `yaml:"process_list_size"`
+	// RetiredPagesSize makes the GPU's retired-page lists
+	// (nvmlDeviceGetRetiredPages and _v2) answer ERROR_INSUFFICIENT_SIZE
+	// to every buffer offered, the count query included, asking for twice
+	// the entries offered ("doubling") or for one more ("one_more"): a
+	// sick driver whose count keeps growing. Needs a GPU with page
+	// retirement (before Ampere: the v100 profile).
+	RetiredPagesSize string `yaml:"retired_pages_size"`
 
 	line int
 }
@@ -141,6 +148,12 @@ type Fault struct {
 const (
 	ProcessListDoubling = "doubling"
 	ProcessListOneMore  = "one_more"
+)
+
+// The values of Fault.RetiredPagesSize.
+const (
+	RetiredPagesDoubling = "doubling"
+	RetiredPagesOneMore  = "one_more"
 )
 
 // Duration is a time.Duration written in YAML as a Go duration string
@@ -334,14 +347,14 @@ func (c *Config) validateShape() error {
 			return fmt.Errorf("%s: gpu %d is negative", at, f.GPU)
 		}
 		if f.LostAfter == nil && len(f.Unsupported) == 0 && f.XID == 0 && f.HangAfter == nil && !f.MIGModePending &&
-			!f.LostHandle && f.ProcessListSize == "" {
+			!f.LostHandle && f.ProcessListSize == "" && f.RetiredPagesSize == "" {
 			if f.At != nil {
 				return fmt.Errorf("%s: 'at' needs an 'xid'", at)
 			}
 			if f.HangFor != nil {
 				return fmt.Errorf("%s: 'hang_for' needs a 'hang_after'", at)
 			}
-			return fmt.Errorf("%s: a fault needs lost_after, unsupported, xid, hang_after, mig_mode_pending or process_list_size", at)
+			return fmt.Errorf("%s: a fault needs lost_after, unsupported, xid, hang_after, mig_mode_pending, process_list_size or retired_pages_size", at)
 		}
 		if f.LostHandle && f.LostAfter == nil {
 			return fmt.Errorf("%s: 'lost_handle' needs a 'lost_after'", at)
@@ -350,6 +363,11 @@ func (c *Config) validateShape() error {
 		case "", ProcessListDoubling, ProcessListOneMore:
 		default:
 			return fmt.Errorf("%s: process_list_size %q is not %q or %q", at, f.ProcessListSize, ProcessListDoubling, ProcessListOneMore)
+		}
+		switch f.RetiredPagesSize {
+		case "", RetiredPagesDoubling, RetiredPagesOneMore:
+		default:
+			return fmt.Errorf("%s: retired_pages_size %q is not %q or %q", at, f.RetiredPagesSize, RetiredPagesDoubling, RetiredPagesOneMore)
 		}
 		if f.HangFor != nil && f.HangAfter == nil {
 			return fmt.Errorf("%s: 'hang_for' needs a 'hang_after'", at)

@@ -34,6 +34,8 @@ type device struct {
 	lostHandle bool
 	// processListSize is the process_list_size fault ("" none).
 	processListSize string
+	// retiredPagesSize is the retired_pages_size fault ("" none).
+	retiredPagesSize string
 	// hangAfter is the elapsed time from which every call blocks until
 	// hangUntil (-1: never; hangUntil -1: forever).
 	hangAfter, hangUntil time.Duration

@@ -546,19 +546,6 @@ func (d *device) GetMemoryErrorCounter(kind nvml.MemoryErrorType, counter nvml.E
 	return 0, r
 }
 
-// GetRetiredPages lists retired page addresses; the simulated cards that
-// support page retirement have retired none.
-func (d *device) GetRetiredPages(cause nvml.PageRetirementCause) ([]uint64, nvml.Return) {
-	_, r := d.begin(featRetiredPages)
-	if r != nvml.SUCCESS {
-		return nil, r
-	}
-	if cause >= nvml.PAGE_RETIREMENT_CAUSE_COUNT {
-		return nil, nvml.ERROR_INVALID_ARGUMENT
-	}
-	return []uint64{}, r
-}
-
 func (d *device) GetRetiredPages_v2(cause nvml.PageRetirementCause) ([]uint64, []uint64, nvml.Return) {
 	pages, r := d.GetRetiredPages(cause)
 	if r != nvml.SUCCESS {

@@ -155,6 +155,8 @@
 //	  - {gpu: 0, mig_mode_pending: true}           # a MIG mode change awaits a reset
 //	  - {gpu: 5, lost_after: 1m, lost_handle: true} # and the handle call answers it too
 //	  - {gpu: 6, process_list_size: doubling}      # process lists never fit
+//	  - {gpu: 0, retired_pages_size: one_more}     # retired-page counts never fit
+//	                           # (a GPU with page retirement: profile v100)
 //
 // Durations are Go durations ("500ms", "30s", "1h30m"). A fault entry may
 // combine kinds. New checks the config against the profile: a GPU index
@@ -182,6 +184,17 @@
 // libnvidia-ml.so.1 answers with and what the NVML reader drives with a
 // bound; the Go methods (GetComputeRunningProcesses, ...) answer
 // ERROR_INSUFFICIENT_SIZE, the outcome a bounded caller ends with.
+//
+// retired_pages_size: doubling or one_more, the same for the GPU's retired
+// pages (nvmlDeviceGetRetiredPages and _v2): every call answers
+// ERROR_INSUFFICIENT_SIZE, the count query (capacity 0) included, asking
+// for twice the entries offered or for one more, as a sick driver whose
+// count keeps growing does. RetiredPagesSized(cause, capacity) is the C
+// function's form, which the fake libnvidia-ml.so.1 answers with and the
+// NVML reader drives with a bound; GetRetiredPages and GetRetiredPages_v2
+// answer ERROR_INSUFFICIENT_SIZE. Only GPUs with page retirement take it
+// (Volta: the v100 profile; Ampere and later remap rows instead): on
+// another, New says so.
 //
 // xid/at: the XID is delivered once to every event set on which the device
 // is registered for EventTypeXidCriticalError, as EventData{Device,

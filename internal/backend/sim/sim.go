@@ -122,6 +122,13 @@ func (s *Sim) applyFaults(cfg *Config) error {
 		if f.ProcessListSize != "" {
 			d.processListSize = f.ProcessListSize
 		}
+		if f.RetiredPagesSize != "" {
+			if !d.model.features.has(featRetiredPages) {
+				return fmt.Errorf("%s: retired_pages_size: gpu %d (%s) has no page retirement (it remaps rows); the v100 profile has",
+					cfg.where("faults", i, f.line), f.GPU, d.model.name)
+			}
+			d.retiredPagesSize = f.RetiredPagesSize
+		}
 		if f.HangAfter != nil {
 			d.hangAfter = f.HangAfter.D()
 			if f.HangFor != nil {
