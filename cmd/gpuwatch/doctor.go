@@ -13,6 +13,7 @@ import (
 
 	"github.com/gpuwatch/gpuwatch/internal/doctor"
 	"github.com/gpuwatch/gpuwatch/internal/slurm"
+	"github.com/gpuwatch/gpuwatch/internal/snapshot"
 )
 
 type doctorCommand struct {
@@ -64,7 +65,10 @@ func (c *doctorCommand) run() error {
 	st, err := c.common.buildStack(logger)
 	if err != nil {
 		env.SnapshotErr = err
-		env.Attribution = false
+		// What the flags ask for: procfs is still checked, the
+		// sources that were not set up say so.
+		env.Attribution = c.common.attribution.enabled && env.Collectors[snapshot.GroupProcesses]
+		env.NotStarted = true
 	} else {
 		defer st.Close()
 		ctx, cancel := context.WithTimeout(context.Background(), c.common.timeout+c.common.attribution.timeout)

@@ -1,11 +1,15 @@
 package doctor
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 
+	"github.com/NVIDIA/go-nvml/pkg/nvml"
 	"golang.org/x/sys/unix"
 
 	"github.com/gpuwatch/gpuwatch/internal/snapshot"
@@ -15,8 +19,7 @@ import (
 // groups that branch limits.
 func checkDriver(env Env) []Result {
 	if env.SnapshotErr != nil {
-		fix := "install the NVIDIA driver (libnvidia-ml.so.1 on the library path), or try gpuwatch with --backend=sim"
-		return []Result{fail("driver", env.SnapshotErr.Error(), fix, true)}
+		return []Result{fail("driver", printable(env.SnapshotErr.Error()), driverFix(env.SnapshotErr), true)}
 	}
 	s := env.Snapshot
 	d := s.Driver
@@ -28,6 +31,8 @@ func checkDriver(env Env) []Result {
 	if version == "" {
 		version = s.DriverVersion
 	}
+	// The driver's own text: a terminal must not interpret it.
+	version = printable(version)
 	found := fmt.Sprintf("library %s, driver %s", library, orUnknown(version))
 	if d.Branch != "" {
 		found += ", branch " + d.Branch
@@ -135,6 +140,33 @@ func checkDeviceNodes(env Env) []Result {
 			"run gpuwatch as a user in "+group+" (as nvidia-smi needs), or in a container pass the devices (--gpus all / the NVIDIA container toolkit)", true)}
 	}
 	return []Result{ok("device nodes", fmt.Sprintf("%d device nodes readable and writable by this user", len(paths)))}
+}
+
+// driverFix is the advice for a driver that could not be started, by
+// the NVML error it answered.
+func driverFix(err error) string {
+	switch {
+	case errors.Is(err, nvml.ERROR_LIB_RM_VERSION_MISMATCH):
+		return "the driver library and the loaded kernel module are different versions (the driver was upgraded, the module not reloaded): " +
+			"stop what uses the GPUs and reload the module (rmmod nvidia_uvm nvidia_drm nvidia_modeset nvidia; modprobe nvidia), or reboot"
+	case errors.Is(err, nvml.ERROR_DRIVER_NOT_LOADED):
+		return "the NVIDIA kernel module is not loaded: modprobe nvidia (dmesg says why it did not load), or reboot after installing the driver"
+	case errors.Is(err, nvml.ERROR_NO_PERMISSION):
+		return "this user may not open the GPUs' device nodes: run gpuwatch as a user in their group, or in a container pass the devices (--gpus all / the NVIDIA container toolkit)"
+	}
+	return "install the NVIDIA driver (libnvidia-ml.so.1 on the library path), or try gpuwatch with --backend=sim"
+}
+
+// printable replaces control characters (newlines, escapes) in text that
+// comes from the driver, so that one line of the report stays one line
+// and a terminal is not driven by it.
+func printable(s string) string {
+	return strings.Map(func(r rune) rune {
+		if unicode.IsControl(r) || r == utf8.RuneError {
+			return '?'
+		}
+		return r
+	}, strings.ToValidUTF8(s, "?"))
 }
 
 func orUnknown(s string) string {

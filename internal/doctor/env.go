@@ -32,6 +32,10 @@ type Env struct {
 
 	// Slurm is nil when Slurm job attribution is off.
 	Slurm *SlurmEnv
+	// NotStarted: gpuwatch stopped before it set the owner sources up
+	// (the driver failed), so which of them are on is not known: their
+	// checks say so rather than call them off.
+	NotStarted bool
 
 	WebConfigFile string
 

@@ -38,6 +38,15 @@ type Config struct {
 	// PromQL join on uuid would mix them). gpuwatch sets it to the host
 	// name unless told otherwise; empty keeps the profile's own UUIDs.
 	Seed string `yaml:"seed"`
+	// InitError makes nvmlInit fail with this NVML error (see
+	// InitErrorNames), as a driver in trouble does: e.g.
+	// "lib_rm_version_mismatch" after a driver upgrade whose kernel
+	// module was not reloaded.
+	InitError string `yaml:"init_error"`
+	// DriverVersion replaces the version string the driver reports, to
+	// test what gpuwatch makes of a hostile one (control characters,
+	// newlines).
+	DriverVersion *string `yaml:"driver_version"`
 
 	// source is the file (or name) the config was parsed from, for errors.
 	source string
@@ -248,6 +257,11 @@ func (c *Config) validateShape() error {
 			}
 			return fmt.Errorf("%s: driver %q is not a known driver branch (one of %s)",
 				src, c.Driver, strings.Join(nvmlbranch.Names(), ", "))
+		}
+	}
+	if c.InitError != "" {
+		if _, ok := initErrors[c.InitError]; !ok {
+			return fmt.Errorf("%s: init_error %q is not one of %s", c.sourceName(), c.InitError, strings.Join(InitErrorNames(), ", "))
 		}
 	}
 	for i, p := range c.Processes {

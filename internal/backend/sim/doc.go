@@ -114,6 +114,11 @@
 //	                           # library (see "Driver branches" below)
 //	seed: node-7               # optional: this host's GPU UUIDs and serials
 //	                           # (gpuwatch defaults it to the host name)
+//	init_error: lib_rm_version_mismatch  # optional: nvmlInit fails with this
+//	                           # error (lib_rm_version_mismatch,
+//	                           # driver_not_loaded, no_permission, unknown_error)
+//	driver_version: "550.90.07"  # optional: the version string the driver
+//	                           # reports, verbatim (a hostile one for tests)
 //	processes:                 # GPU processes the simulated driver reports;
 //	                           # replaces the profile's defaults ([] = none)
 //	  - gpu: 0                 # device index

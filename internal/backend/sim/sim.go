@@ -38,6 +38,11 @@ type Sim struct {
 	missingMu    sync.Mutex
 	missingCalls []string // calls the guard refused (guard.go)
 	seed         string   // Config.Seed
+	// initError is what Init answers (Config.InitError); SUCCESS normally.
+	initError nvml.Return
+	// driverVersionText replaces the reported driver version when set
+	// (Config.DriverVersion).
+	driverVersionText *string
 
 	start time.Time // real time at New, origin of the unpinned clock
 	// pinned holds the pinned elapsed time in nanoseconds, or -1.
@@ -70,6 +75,11 @@ func New(cfg Config) (*Sim, error) {
 	}
 	s := &Sim{profile: p, seed: cfg.Seed, start: time.Now(), clockChanged: make(chan struct{})}
 	s.unmodelledLibrary = librarySafetyNet(s)
+	s.initError = nvml.SUCCESS
+	if cfg.InitError != "" {
+		s.initError = initErrors[cfg.InitError] // validateShape checked it
+	}
+	s.driverVersionText = cfg.DriverVersion
 	if cfg.Driver != "" {
 		s.branch, _ = nvmlbranch.Lookup(cfg.Driver) // validateShape checked it
 	}
@@ -181,6 +191,9 @@ func (s *Sim) initialized() bool { return s.initCount.Load() > 0 }
 
 // Init starts the library; like NVML it is reference counted.
 func (s *Sim) Init() nvml.Return {
+	if s.initError != nvml.SUCCESS {
+		return s.initError
+	}
 	s.initCount.Add(1)
 	return nvml.SUCCESS
 }
