@@ -122,6 +122,9 @@ func (f *commonFlags) buildStack(logger *slog.Logger) (*stack, error) {
 	var started sync.Once
 	st.pipeline = pipeline.New(st.reader, pipeline.Options{
 		Timeout: f.timeout,
+		// Owner lookups start their budget after the read, so a GPU at
+		// its deadline does not strip the healthy GPUs' owners.
+		EnrichTimeout: f.attribution.timeout,
 		OnCollect: func(snap *snapshot.Snapshot, err error) {
 			// The first collection, whichever command asked for it,
 			// tells the start log what was found.
