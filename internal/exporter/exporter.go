@@ -250,4 +250,15 @@ func (e *Exporter) collectExporter(em *emitter, snap *snapshot.Snapshot) {
 		}
 		em.keys = keys
 	}
+	if len(snap.ReadingsDropped) > 0 && em.on(mReadingsDropped) {
+		keys := em.keys[:0]
+		for k := range snap.ReadingsDropped {
+			keys = append(keys, k)
+		}
+		slices.Sort(keys)
+		for _, k := range keys {
+			em.global(mReadingsDropped, float64(snap.ReadingsDropped[k]), k)
+		}
+		em.keys = keys
+	}
 }

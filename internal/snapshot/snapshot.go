@@ -49,6 +49,11 @@ type Snapshot struct {
 	// AttributionErrors counts, per source ("procfs", "docker", "cri",
 	// "kubelet", "slurm"), the lookups that failed since start.
 	AttributionErrors map[string]uint64
+	// ReadingsDropped counts, per field ("temperature", "power", ...), the
+	// readings dropped since start because no GPU can produce them: the
+	// driver's "unavailable" sentinels and impossible values
+	// (internal/validate). Nil when none was.
+	ReadingsDropped map[string]uint64
 
 	// Groups reports, per collector group that was read, how long it took
 	// and whether it failed. Keys are the Group* constants.

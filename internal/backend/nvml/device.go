@@ -8,6 +8,7 @@ import (
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
 
 	"github.com/gpuwatch/gpuwatch/internal/snapshot"
+	"github.com/gpuwatch/gpuwatch/internal/validate"
 )
 
 // deviceState is what the reader remembers about one device between reads.
@@ -42,6 +43,8 @@ type deviceState struct {
 	clockEventsSupportKnown bool
 	// The PCIe byte counters, widened past their 32-bit wrap.
 	pcieTx, pcieRx wrappingCounter
+	// energy carries the driver's energy counter over its resets (validate.go).
+	energy validate.Counter
 }
 
 // deviceReader reads one device once. It is not shared between goroutines.
@@ -100,6 +103,7 @@ func (r *Reader) readDevice(index int, out *deviceResult) {
 		out.device = snapshot.Device{Index: index, UUID: uuid, DownReason: d.gone}
 		out.processes = nil
 	}
+	r.validateReading(st, out)
 }
 
 // readAll runs every enabled group in an order that respects their

@@ -84,6 +84,8 @@ type Reader struct {
 	waitForGPM     bool
 
 	blocked blockedReads
+	// dropped counts the readings validation dropped (validate.go).
+	dropped droppedReadings
 
 	xid *xidWatcher // nil when the xid group is off or no device supports it
 	// xidSetupErr is reported in Groups["xid"].Err on every read: the
@@ -268,6 +270,7 @@ func (r *Reader) Read(ctx context.Context) (*snapshot.Snapshot, error) {
 	}
 
 	snap.Groups = stats.statusMap(r.groups)
+	snap.ReadingsDropped = r.dropped.copy()
 	return snap, nil
 }
 

@@ -100,6 +100,17 @@ type Fault struct {
 	// waits for a GPU reset, so GetMigMode reports a pending mode other
 	// than the current one. Needs a MIG-capable GPU.
 	MIGModePending bool `yaml:"mig_mode_pending"`
+	// SlowCalls: every call on the device takes this long before it
+	// answers, as on a driver without persistence mode on a busy host
+	// (200ms a call was seen in the field).
+	SlowCalls *Duration `yaml:"slow_calls"`
+	// BogusValues names readings that answer values no GPU can have: the
+	// driver's "unavailable" sentinels and impossible readings (see
+	// BogusValueNames).
+	BogusValues []string `yaml:"bogus_values"`
+	// EnergyResetAt: the driver's energy counter starts again from 0 at
+	// this elapsed time, as after a driver reload.
+	EnergyResetAt *Duration `yaml:"energy_reset_at"`
 
 	line int
 }
@@ -292,14 +303,14 @@ func (c *Config) validateShape() error {
 		if f.GPU < 0 {
 			return fmt.Errorf("%s: gpu %d is negative", at, f.GPU)
 		}
-		if f.LostAfter == nil && len(f.Unsupported) == 0 && f.XID == 0 && f.HangAfter == nil && !f.MIGModePending {
+		if f.LostAfter == nil && len(f.Unsupported) == 0 && f.XID == 0 && f.HangAfter == nil && !f.MIGModePending && !f.sick() {
 			if f.At != nil {
 				return fmt.Errorf("%s: 'at' needs an 'xid'", at)
 			}
 			if f.HangFor != nil {
 				return fmt.Errorf("%s: 'hang_for' needs a 'hang_after'", at)
 			}
-			return fmt.Errorf("%s: a fault needs lost_after, unsupported, xid, hang_after or mig_mode_pending", at)
+			return fmt.Errorf("%s: a fault needs lost_after, unsupported, xid, hang_after, mig_mode_pending, %s", at, sickKeys)
 		}
 		if f.HangFor != nil && f.HangAfter == nil {
 			return fmt.Errorf("%s: 'hang_for' needs a 'hang_after'", at)
@@ -311,6 +322,9 @@ func (c *Config) validateShape() error {
 			if _, err := featureByName(name); err != nil {
 				return fmt.Errorf("%s: %w", at, err)
 			}
+		}
+		if err := f.checkSick(); err != nil {
+			return fmt.Errorf("%s: %w", at, err)
 		}
 	}
 	return nil

@@ -59,7 +59,7 @@ func TestConfigErrors(t *testing.T) {
 		{"negative duration", "profile: h100\npin_time: -5s\n", []string{"line 2", "negative"}},
 		{"unknown unsupported name", "profile: h100\nfaults:\n  - {gpu: 0, unsupported: [powr]}\n",
 			[]string{"cfg.yaml line 3 (faults[0])", `"powr"`, "valid: utilization, encoder"}},
-		{"empty fault", "profile: h100\nfaults:\n  - {gpu: 0}\n", []string{"line 3", "needs lost_after, unsupported, xid, hang_after or mig_mode_pending"}},
+		{"empty fault", "profile: h100\nfaults:\n  - {gpu: 0}\n", []string{"line 3", "needs lost_after, unsupported, xid, hang_after, mig_mode_pending, slow_calls, bogus_values or energy_reset_at"}},
 		{"at without xid", "profile: h100\nfaults:\n  - {gpu: 0, at: 5s}\n", []string{"needs an 'xid'"}},
 		{"pid missing", "profile: h100\nprocesses:\n  - {gpu: 0, used_memory_bytes: 5}\n", []string{"line 3", "pid"}},
 		{"utilization as percent", "profile: h100\nprocesses:\n  - {gpu: 0, pid: 9, sm_utilization: 60}\n", []string{"sm_utilization 60", "0 and 1"}},

@@ -34,6 +34,9 @@ type device struct {
 	// hangUntil (-1: never; hangUntil -1: forever).
 	hangAfter, hangUntil time.Duration
 	xids                 []scheduledXID
+	// sick: a driver in trouble (slow calls, bogus values, a counter
+	// reset; sick.go).
+	sick sickness
 
 	act        activity
 	nvlinkUp   bool
@@ -155,6 +158,7 @@ func (d *device) begin(f feature) (time.Duration, nvml.Return) {
 	if !d.sim.initialized() {
 		return 0, nvml.ERROR_UNINITIALIZED
 	}
+	d.sick.slow()
 	e := d.hang(d.sim.elapsed())
 	if d.lost(e) {
 		return e, nvml.ERROR_GPU_IS_LOST
@@ -170,6 +174,7 @@ func (d *device) always() (time.Duration, nvml.Return) {
 	if !d.sim.initialized() {
 		return 0, nvml.ERROR_UNINITIALIZED
 	}
+	d.sick.slow()
 	e := d.hang(d.sim.elapsed())
 	if d.lost(e) {
 		return e, nvml.ERROR_GPU_IS_LOST

@@ -139,6 +139,19 @@
 //	  - {gpu: 1, unsupported: [power, fan_speed]}  # those reads: NOT_SUPPORTED
 //	  - {gpu: 2, xid: 79, at: 10s}                 # one XID event at 10s
 //	  - {gpu: 0, mig_mode_pending: true}           # a MIG mode change awaits a reset
+//	  - {gpu: 5, slow_calls: 200ms}                # every call answers 200ms late
+//	  - {gpu: 6, bogus_values: [temperature, power]}  # sentinels, impossible values
+//	  - {gpu: 7, energy_reset_at: 1m}              # energy counter restarts (driver reload)
+//
+// slow_calls: every call on the device waits this long before it answers
+// (a driver without persistence mode on a busy host: 200ms a call reads a
+// GPU in about 7s). bogus_values names readings that answer values no GPU
+// can have: temperature (0xFFFFFFFF °C), power (0xFFFFFFFF mW), clocks
+// (0xFFFFFFFF MHz current), utilization (255 %), memory (used 1 GiB above
+// total, free wrapped to ~1.8e19), pstate (-1), fan_speed (0xFFFFFFFF %),
+// process_memory (2^63 bytes per process); BogusValueNames lists them.
+// energy_reset_at: the energy counter starts again from 0 at that elapsed
+// time, as after a driver reload.
 //
 // Durations are Go durations ("500ms", "30s", "1h30m"). A fault entry may
 // combine kinds. New checks the config against the profile: a GPU index

@@ -131,6 +131,7 @@ func (s *Sim) applyFaults(cfg *Config) error {
 			}
 			d.features &^= setOf(feat)
 		}
+		d.sick.apply(&f)
 		if f.MIGModePending {
 			if !d.features.has(featMIG) {
 				return fmt.Errorf("%s: mig_mode_pending: gpu %d (%s) has no MIG", cfg.where("faults", i, f.line), f.GPU, d.model.name)
