@@ -160,7 +160,10 @@ func (f *commonFlags) buildStack(logger *slog.Logger) (*stack, error) {
 // openReader starts the NVML reader on the driver or on the simulator.
 // With --backend=sim it also returns the simulator.
 func (f *commonFlags) openReader(logger *slog.Logger) (*nvmlbackend.Reader, *sim.Sim, error) {
-	opts := nvmlbackend.Options{Groups: f.enabledCollectors(), Logger: logger, WaitForGPM: f.waitForGPM, StartTimeout: f.timeout}
+	opts := nvmlbackend.Options{Groups: f.enabledCollectors(), Logger: logger, WaitForGPM: f.waitForGPM, StartTimeout: f.timeout,
+		// A slow driver's late readings are served until no read has
+		// returned for this long (see nvmlbackend.DownAfterTimeouts).
+		DownAfter: nvmlbackend.DownAfterTimeouts * f.timeout}
 	var lib nvml.Interface
 	var simulated *sim.Sim
 	switch f.backend {

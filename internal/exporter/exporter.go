@@ -209,6 +209,9 @@ func (e *Exporter) render(em *emitter, snap *snapshot.Snapshot, err error) {
 		d := &snap.Devices[i]
 		em.setDevice(d)
 		em.dev(mUp, bool01(d.Up))
+		if d.Up {
+			em.dev(mReadingAge, d.ReadingAge.Seconds())
+		}
 		for _, c := range e.device {
 			if d.Up || c.whileDown {
 				c.device(em, snap, d)

@@ -140,6 +140,11 @@ type Device struct {
 	// known) and DownReason; every reading is absent.
 	Up         bool
 	DownReason string
+	// ReadingAge is how long before the end of the collection the read
+	// that produced this device's readings began: the read's own time for
+	// a fresh reading; more for one kept from a read that returned after
+	// an earlier collection's deadline (a slow driver). Set when Up.
+	ReadingAge time.Duration
 
 	Info        Info
 	Utilization Utilization
