@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 	"unicode"
 	"unicode/utf8"
 
@@ -66,17 +67,24 @@ func checkDevices(env Env) []Result {
 	}
 	var out []Result
 	var down []string
+	hung := true // every down GPU is not_answering, rather than lost
 	for _, d := range s.Devices {
 		if !d.Up {
 			down = append(down, fmt.Sprintf("%d (%s)", d.Index, d.DownReason))
+			hung = hung && d.DownReason == "not_answering"
 		}
 	}
 	if len(down) > 0 {
+		fix := "a lost GPU needs a reset or reboot (nvidia-smi -r); see dmesg for XIDs"
+		if hung {
+			fix = "no NVML call of theirs returned within three --collection.timeout: see dmesg for XIDs and the driver's health; a hung GPU needs a reset (nvidia-smi -r) or reboot"
+		}
 		out = append(out, fail("GPUs", fmt.Sprintf("%d GPUs, down: %s", len(s.Devices), strings.Join(down, ", ")),
-			"a lost GPU needs a reset or reboot (nvidia-smi -r); see dmesg for XIDs", len(down) == len(s.Devices)))
+			fix, len(down) == len(s.Devices)))
 	} else {
 		out = append(out, ok("GPUs", fmt.Sprintf("%d GPUs, every one answers", len(s.Devices))))
 	}
+	out = append(out, checkLatency(env)...)
 	out = append(out, checkDeviceNodes(env)...)
 
 	var persistOff, mig []string
@@ -109,6 +117,36 @@ func checkDevices(env Env) []Result {
 		}
 	}
 	return out
+}
+
+// slowCall is an NVML call slower than any a healthy driver makes (well
+// under a millisecond; a first call without persistence mode, tens; a sick driver, hundreds).
+const slowCall = 100 * time.Millisecond
+
+// checkLatency: NVML answers at a healthy driver's speed. A slow one (no
+// persistence mode on a busy host) reads each GPU in seconds: gpuwatch
+// serves its late readings, but they age, and doctor says why.
+func checkLatency(env Env) []Result {
+	var slowest time.Duration
+	var late []string
+	for _, d := range env.Snapshot.Devices {
+		if !d.Up {
+			continue
+		}
+		slowest = max(slowest, d.CallLatency)
+		if env.CollectionTimeout > 0 && d.ReadingAge > env.CollectionTimeout {
+			late = append(late, fmt.Sprint(d.Index))
+		}
+	}
+	if slowest < slowCall && len(late) == 0 {
+		return []Result{ok("NVML latency", fmt.Sprintf("NVML calls answer in %s", slowest.Round(time.Microsecond)))}
+	}
+	found := fmt.Sprintf("NVML calls are slow (%d ms each)", slowest.Milliseconds())
+	if len(late) > 0 {
+		found += fmt.Sprintf("; GPUs %s are read in more than --collection.timeout=%s and served late", strings.Join(late, ","), env.CollectionTimeout)
+	}
+	return []Result{fail("NVML latency", found,
+		"raise --collection.timeout; check the driver's health (persistence mode: nvidia-persistenced or nvidia-smi -pm 1; dmesg for XIDs)", false)}
 }
 
 // checkDeviceNodes: /dev/nvidiactl and /dev/nvidiaN can be opened for

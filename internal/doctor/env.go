@@ -46,6 +46,9 @@ type Env struct {
 
 	// Timeout bounds each socket call and command.
 	Timeout time.Duration
+	// CollectionTimeout is --collection.timeout: a GPU whose reading is
+	// older than this was read late (a slow driver).
+	CollectionTimeout time.Duration
 }
 
 // SlurmEnv says how Slurm is reached.

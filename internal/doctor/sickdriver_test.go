@@ -84,3 +84,46 @@ func TestDriverVersionPrintedWithoutControlCharacters(t *testing.T) {
 		t.Errorf("driver check %q lost the version", res.Found)
 	}
 }
+
+// Issue 22, item 2: a slow driver (every NVML call answers 150 ms late)
+// is named as such, with the fix that helps, and never as a lost GPU.
+func TestSlowDriverAdvice(t *testing.T) {
+	delay := sim.Duration(150 * time.Millisecond)
+	s, err := sim.New(sim.Config{Profile: "h100", Faults: []sim.Fault{{GPU: 0, SlowCalls: &delay}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := nvmlbackend.New(s, nvmlbackend.Options{Groups: map[string]bool{snapshot.GroupTemperature: true}, Now: s.Now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = r.Close() })
+	snap, err := r.Read(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := baseEnv(t)
+	env.Snapshot, env.CollectionTimeout = snap, 5*time.Second
+	report := Run(env)
+	res := find(t, report, "NVML latency")
+	if res.Status != Fail || !strings.Contains(res.Found, "NVML calls are slow (") || !strings.Contains(res.Fix, "raise --collection.timeout; check the driver's health") {
+		t.Errorf("NVML latency = %+v", res)
+	}
+	for _, res := range report.Results {
+		if strings.Contains(res.Fix, "lost GPU") {
+			t.Errorf("%s calls a slow GPU lost: %+v", res.Check, res)
+		}
+	}
+	if res := find(t, report, "GPUs"); res.Status != OK {
+		t.Errorf("GPUs = %+v; a slow GPU answers", res)
+	}
+}
+
+// A healthy driver's calls pass the latency check.
+func TestHealthyDriverLatency(t *testing.T) {
+	env := baseEnv(t)
+	env.CollectionTimeout = 5 * time.Second
+	if res := find(t, Run(env), "NVML latency"); res.Status != OK {
+		t.Errorf("NVML latency on the simulator = %+v", res)
+	}
+}

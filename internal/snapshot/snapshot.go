@@ -145,6 +145,11 @@ type Device struct {
 	// a fresh reading; more for one kept from a read that returned after
 	// an earlier collection's deadline (a slow driver). Set when Up.
 	ReadingAge time.Duration
+	// CallLatency is how long one NVML call (the liveness probe every
+	// read makes) took in that read: a healthy driver answers in well
+	// under a millisecond; a sick one (no persistence mode on a busy
+	// host) in hundreds. gpuwatch doctor reports it.
+	CallLatency time.Duration
 
 	Info        Info
 	Utilization Utilization

@@ -82,7 +82,9 @@ func (r *Reader) readDevice(index int, out *deviceResult) {
 	}
 	// GetUUID doubles as the liveness probe: it is called on every read,
 	// and a lost GPU fails it with GPU_IS_LOST.
+	probe := time.Now()
 	uuid, ret := dev.GetUUID()
+	out.device.CallLatency = time.Since(probe)
 	if ret != nvml.SUCCESS {
 		out.device.DownReason = downReason(ret)
 		// Keep the last known UUID, so that gpu_up{uuid} stays the same
@@ -100,7 +102,7 @@ func (r *Reader) readDevice(index int, out *deviceResult) {
 	d := &deviceReader{r: r, index: index, dev: dev, st: st, out: out}
 	d.readAll()
 	if d.gone != "" {
-		out.device = snapshot.Device{Index: index, UUID: uuid, DownReason: d.gone}
+		out.device = snapshot.Device{Index: index, UUID: uuid, DownReason: d.gone, CallLatency: out.device.CallLatency}
 		out.processes = nil
 	}
 	r.validateReading(st, out)
