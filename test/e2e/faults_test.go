@@ -131,7 +131,7 @@ func TestHungGPU(t *testing.T) {
 	// collection's answer goes out before its health is logged.
 	logged := func() bool {
 		out := proc.output.String()
-		return strings.Contains(out, `msg="GPU did not answer within --collection.timeout; reported down (gpu_up 0) until it does" gpu=4`) &&
+		return strings.Contains(out, `msg="GPU did not answer for three --collection.timeout; reported down (gpu_up 0) until it does" gpu=4`) &&
 			strings.Contains(out, `msg="GPU is back" gpu=4`)
 	}
 	deadline := time.Now().Add(5 * time.Second)
