@@ -54,6 +54,23 @@ func TestSickDriverDoctor(t *testing.T) {
 			t.Errorf("doctor claims attribution or Slurm were turned off:\n%s", out)
 		}
 	})
+	t.Run("slow_driver", func(t *testing.T) {
+		// Every call of GPU 0 answers 250ms late: with the temperature
+		// collector alone a read makes about six calls, longer than the
+		// 1s timeout and well within the three timeouts doctor waits.
+		env := fakeEnv(t, "R580", "profile: h100\nfaults:\n  - {gpu: 0, slow_calls: 250ms}\n")
+		args := append([]string{"doctor", "--backend=nvml", "--collection.timeout=1s"}, isolated(t)...)
+		for _, g := range []string{"info", "utilization", "memory", "fan", "clocks", "clock_events", "power", "pcie", "ecc", "nvlink", "xid", "gpm", "mig", "processes"} {
+			args = append(args, "--no-collector."+g)
+		}
+		text, _ := runWithEnv(t, env, args...)
+		if !strings.Contains(text, "NVML calls are slow (") || !strings.Contains(text, "raise --collection.timeout; check the driver's health") {
+			t.Errorf("doctor does not name the slow driver:\n%s", text)
+		}
+		if strings.Contains(text, "lost GPU") || strings.Contains(text, "down:") {
+			t.Errorf("doctor calls a slow GPU down or lost:\n%s", text)
+		}
+	})
 	t.Run("hostile_version", func(t *testing.T) {
 		env := fakeEnv(t, "R580", "profile: h100\npin_time: 1h\ndriver_version: \"580.65.06\\n\\e[2J✘ fake\\r\"\n")
 		text, _ := runWithEnv(t, env, append([]string{"doctor", "--backend=nvml"}, isolated(t)...)...)
