@@ -119,7 +119,7 @@ const (
 var (
 	// --- always produced ---
 	mUp = def(CollectorExporter, "gpu_up", typeGauge, "", "nvmlDeviceGetHandleByIndex + every read (GPU_IS_LOST, GPU_NOT_FOUND)",
-		"1 if the GPU answers: a read of it returned, within the collection's deadline or after it (a slow driver; see gpu_reading_age_seconds). 0 if it is lost or unreachable, or no read of it has returned for three --collection.timeout.", devLabels)
+		"1 if the GPU answered during the last collection, 0 if it is lost or unreachable.", devLabels)
 	mReadingAge = def(CollectorExporter, "gpu_reading_age_seconds", typeGauge, "seconds", "gpuwatch (when the read of the GPU that produced these readings began)",
 		"How old the GPU's readings are: the time its read took, or, when a slow driver's read outlasts --collection.timeout, the age of the last reading that completed, served until the next one does. Only for GPUs that are up.", devLabels)
 

@@ -49,7 +49,15 @@ const (
 	FieldPState        = "performance_state"
 	FieldFanSpeed      = "fan_speed"
 	FieldProcessMemory = "process_memory"
+	FieldPCIe          = "pcie"
+	FieldECC           = "ecc"
+	FieldNVLink        = "nvlink"
 )
+
+// maxCounter bounds the driver's 64-bit counters: the top half of the
+// range is where its sentinels (0xFFFFFFFFFFFFFFFF) live, and no error or
+// byte counter reaches it.
+const maxCounter = 1 << 63
 
 // Drop is told the field of each reading dropped.
 type Drop func(field string)
@@ -66,6 +74,14 @@ func Device(d *snapshot.Device, energy *Counter, drop Drop) {
 	if p, ok := d.PState.Get(); ok && (p < 0 || p > 15) {
 		d.PState = snapshot.Opt[int]{}
 		drop(FieldPState)
+	}
+	pcie(&d.PCIe, drop)
+	e := &d.ECC
+	counters([]*snapshot.Opt[uint64]{&e.VolatileCorrected, &e.VolatileUncorrected, &e.AggregateCorrected, &e.AggregateUncorrected,
+		&e.RetiredPagesSingleBit, &e.RetiredPagesDoubleBit, &e.RemappedRowsCorrectable, &e.RemappedRowsUncorrectable}, FieldECC, drop)
+	for i := range d.NVLinks {
+		l := &d.NVLinks[i]
+		counters([]*snapshot.Opt[uint64]{&l.TxBytes, &l.RxBytes, &l.CRCFlitErrors, &l.CRCDataErrors, &l.ReplayErrors, &l.RecoveryErrors}, FieldNVLink, drop)
 	}
 	for i := range d.MIGInstances {
 		mi := &d.MIGInstances[i]
@@ -89,6 +105,35 @@ func Processes(procs []snapshot.Process, total snapshot.Opt[uint64], drop Drop) 
 		}
 		ratio(&p.SMUtilization, FieldUtilization, drop)
 		ratio(&p.MemoryUtilization, FieldUtilization, drop)
+	}
+}
+
+// pcie drops link generations and widths no PCIe link has (generation
+// at most 7, at most 32 lanes; 0xFFFFFFFF is the driver's "unavailable") and
+// sentinel counters.
+func pcie(p *snapshot.PCIe, drop Drop) {
+	for _, v := range []*snapshot.Opt[int]{&p.LinkGen, &p.MaxLinkGen} {
+		if x, ok := v.Get(); ok && !(x >= 0 && x <= 7) {
+			*v = snapshot.Opt[int]{}
+			drop(FieldPCIe)
+		}
+	}
+	for _, v := range []*snapshot.Opt[int]{&p.LinkWidth, &p.MaxLinkWidth} {
+		if x, ok := v.Get(); ok && !(x >= 0 && x <= 32) {
+			*v = snapshot.Opt[int]{}
+			drop(FieldPCIe)
+		}
+	}
+	counters([]*snapshot.Opt[uint64]{&p.TxBytes, &p.RxBytes, &p.ReplayCounter}, FieldPCIe, drop)
+}
+
+// counters drops 64-bit counters in the sentinels' range.
+func counters(cs []*snapshot.Opt[uint64], field string, drop Drop) {
+	for _, c := range cs {
+		if v, ok := c.Get(); ok && v >= maxCounter {
+			*c = snapshot.Opt[uint64]{}
+			drop(field)
+		}
 	}
 }
 

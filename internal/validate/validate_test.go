@@ -24,6 +24,8 @@ func TestPlausibleReadingsPass(t *testing.T) {
 		Clocks:      []snapshot.Clock{{Type: "sm", Current: f(3.9e9), Max: f(1.98e9)}},
 		PState:      snapshot.Some(15),
 		FanSpeed:    f(1),
+		PCIe:        snapshot.PCIe{LinkGen: snapshot.Some(5), LinkWidth: snapshot.Some(16), TxBytes: u(1 << 50)},
+		ECC:         snapshot.ECC{VolatileCorrected: u(3)},
 	}
 	want := d
 	want.Clocks = []snapshot.Clock{d.Clocks[0]}
@@ -49,10 +51,14 @@ func TestImpossibleReadingsAreDropped(t *testing.T) {
 		Clocks:      []snapshot.Clock{{Type: "sm", Current: f(max32 * 1e6), Max: f(1.98e9)}, {Type: "video", Current: f(max32 * 1e6)}},
 		PState:      snapshot.Some(-1),
 		FanSpeed:    f(max32 / 100.0),
+		PCIe:        snapshot.PCIe{LinkGen: snapshot.Some(-1), LinkWidth: snapshot.Some(max32), ReplayCounter: u(math.MaxUint64)},
+		ECC:         snapshot.ECC{VolatileCorrected: u(math.MaxUint64), VolatileUncorrected: u(0)},
+		NVLinks:     []snapshot.NVLink{{Link: 0, CRCFlitErrors: u(math.MaxUint64), TxBytes: u(1 << 40)}},
 	}
 	got := drops{}
 	Device(&d, nil, got.add)
-	want := drops{FieldTemperature: 1, FieldPower: 1, FieldEnergy: 1, FieldUtilization: 2, FieldMemory: 2, FieldClock: 2, FieldPState: 1, FieldFanSpeed: 1}
+	want := drops{FieldTemperature: 1, FieldPower: 1, FieldEnergy: 1, FieldUtilization: 2, FieldMemory: 2, FieldClock: 2, FieldPState: 1, FieldFanSpeed: 1,
+		FieldPCIe: 3, FieldECC: 1, FieldNVLink: 1}
 	for field, n := range want {
 		if got[field] != n {
 			t.Errorf("dropped %s: %d, want %d (all: %v)", field, got[field], n, got)
@@ -62,7 +68,10 @@ func TestImpossibleReadingsAreDropped(t *testing.T) {
 		d.Memory.Used.Valid || d.Memory.Free.Valid || d.PState.Valid || d.FanSpeed.Valid {
 		t.Errorf("an impossible reading is still present: %+v", d)
 	}
-	if !d.Memory.Total.Valid || !d.Power.MaxLimit.Valid {
+	if d.PCIe.LinkGen.Valid || d.PCIe.LinkWidth.Valid || d.PCIe.ReplayCounter.Valid || d.ECC.VolatileCorrected.Valid || d.NVLinks[0].CRCFlitErrors.Valid {
+		t.Errorf("a sentinel counter or link reading is still present: %+v %+v %+v", d.PCIe, d.ECC, d.NVLinks)
+	}
+	if !d.Memory.Total.Valid || !d.Power.MaxLimit.Valid || !d.ECC.VolatileUncorrected.Valid || !d.NVLinks[0].TxBytes.Valid {
 		t.Error("a plausible reading beside the impossible ones was dropped")
 	}
 	if len(d.Clocks) != 1 || d.Clocks[0].Type != "sm" || d.Clocks[0].Current.Valid || !d.Clocks[0].Max.Valid {
