@@ -89,9 +89,9 @@ func TestSickDriverDoctor(t *testing.T) {
 	})
 }
 
-// sickCase is one driver behaviour of the matrix, run through serve, ps
+// slowDriverCase is one driver behaviour of the matrix, run through serve, ps
 // and textfile against the fake library.
-type sickCase struct {
+type slowDriverCase struct {
 	name string
 	// config is the simulator config (the profile, the owned processes
 	// and the faults).
@@ -108,33 +108,33 @@ type sickCase struct {
 	eventually func(fams map[string]*dto.MetricFamily) error
 }
 
-// ownedProcesses puts the attribution fixture's processes (owners alice,
+// slowOwnedProcesses puts the attribution fixture's processes (owners alice,
 // alice, carol) on GPUs 0-2 of a dgx-h100, and pid 1002 (alice) on GPU 3.
-const ownedProcesses = "profile: dgx-h100\nprocesses:\n" +
+const slowOwnedProcesses = "profile: dgx-h100\nprocesses:\n" +
 	"  - {gpu: 0, pid: 1001, used_memory_bytes: 1073741824, sm_utilization: 0.5}\n" +
 	"  - {gpu: 1, pid: 1010, used_memory_bytes: 1073741824, sm_utilization: 0.5}\n" +
 	"  - {gpu: 2, pid: 1025, used_memory_bytes: 1073741824, sm_utilization: 0.5}\n" +
 	"  - {gpu: 3, pid: 1002, used_memory_bytes: 1073741824, sm_utilization: 0.5}\n"
 
-// ownerOf is the user each fixture process belongs to.
-var ownerOf = map[int]struct{ pid, user string }{0: {"1001", "alice"}, 1: {"1010", "alice"}, 2: {"1025", "carol"}, 3: {"1002", "alice"}}
+// slowOwnerOf is the user each fixture process belongs to.
+var slowOwnerOf = map[int]struct{ pid, user string }{0: {"1001", "alice"}, 1: {"1010", "alice"}, 2: {"1025", "carol"}, 3: {"1002", "alice"}}
 
-func sickArgs(c sickCase) []string {
+func slowDriverArgs(c slowDriverCase) []string {
 	return []string{"--backend=nvml", "--collection.timeout=" + c.timeout.String(),
 		"--path.procfs=" + fixtureProc, "--path.rootfs=" + fixtureRootFS,
 		"--docker.socket=", "--cri.socket=", "--kubelet.pod-resources-socket=", "--slurm.jobs=false"}
 }
 
-// checkHealthy: each healthy GPU is up, and its fixture process is
+// checkHealthyOwned: each healthy GPU is up, and its fixture process is
 // attributed to its user.
-func checkHealthy(t *testing.T, fams map[string]*dto.MetricFamily, healthy []int) {
+func checkHealthyOwned(t *testing.T, fams map[string]*dto.MetricFamily, healthy []int) {
 	t.Helper()
 	for _, gpu := range healthy {
 		g := strconv.Itoa(gpu)
 		if v, ok := sample(fams, "gpu_up", map[string]string{"gpu": g}); !ok || v != 1 {
 			t.Errorf("healthy GPU %d: gpu_up %v (present %v)", gpu, v, ok)
 		}
-		if o, has := ownerOf[gpu]; has {
+		if o, has := slowOwnerOf[gpu]; has {
 			if _, ok := sample(fams, "gpu_process_memory_used_bytes", map[string]string{"gpu": g, "user": o.user}); !ok {
 				t.Errorf("healthy GPU %d: no gpu_process_memory_used_bytes with user %q (its owner was stripped)", gpu, o.user)
 			}
@@ -142,7 +142,7 @@ func checkHealthy(t *testing.T, fams map[string]*dto.MetricFamily, healthy []int
 	}
 }
 
-func promtoolCheck(t *testing.T, promtool, page string) {
+func checkExposition(t *testing.T, promtool, page string) {
 	t.Helper()
 	cmd := exec.Command(promtool, "check", "metrics")
 	cmd.Stdin = strings.NewReader(page)
@@ -151,18 +151,18 @@ func promtoolCheck(t *testing.T, promtool, page string) {
 	}
 }
 
-// TestSickDriverMatrix runs each sick-driver behaviour (issue 22) through
+// TestSlowAndBogusDriverMatrix runs each sick-driver behaviour (issue 22) through
 // gpuwatch serve, ps and textfile on the fake libnvidia-ml.so.1 (the real
 // cgo path): no crash, bounded time, an exposition promtool accepts, and
 // the healthy GPUs up with their owners.
-func TestSickDriverMatrix(t *testing.T) {
+func TestSlowAndBogusDriverMatrix(t *testing.T) {
 	promtool := testenv.RequireTool(t, "promtool", "prometheus")
 	gpu := func(i int) map[string]string { return map[string]string{"gpu": strconv.Itoa(i)} }
-	cases := []sickCase{{
+	cases := []slowDriverCase{{
 		// Item 2 and 5: a read of GPU 3 makes over a hundred calls of 30ms,
 		// about 5s, longer than the 3s timeout.
 		name:    "slow_gpu",
-		config:  ownedProcesses + "faults:\n  - {gpu: 3, slow_calls: 30ms}\n",
+		config:  slowOwnedProcesses + "faults:\n  - {gpu: 3, slow_calls: 30ms}\n",
 		timeout: 3 * time.Second,
 		healthy: []int{0, 1, 2, 4, 5, 6, 7},
 		eventually: func(fams map[string]*dto.MetricFamily) error {
@@ -191,7 +191,7 @@ func TestSickDriverMatrix(t *testing.T) {
 	}, {
 		// Item 6: sentinels and impossible values on GPU 1.
 		name:    "bogus_values",
-		config:  ownedProcesses + "faults:\n  - {gpu: 1, bogus_values: [temperature, power, clocks, utilization, memory, pstate, process_memory]}\n",
+		config:  slowOwnedProcesses + "faults:\n  - {gpu: 1, bogus_values: [temperature, power, clocks, utilization, memory, pstate, process_memory]}\n",
 		timeout: 3 * time.Second,
 		healthy: []int{0, 2, 3},
 		page: func(t *testing.T, fams map[string]*dto.MetricFamily, _ bool) {
@@ -222,7 +222,7 @@ func TestSickDriverMatrix(t *testing.T) {
 			budget := c.timeout + time.Second /* attribution */ + 4*time.Second /* a loaded machine */
 
 			t.Run("serve", func(t *testing.T) {
-				base, p, up := startWithEnv(t, env, sickArgs(c)...)
+				base, p, up := startWithEnv(t, env, slowDriverArgs(c)...)
 				if !up {
 					t.Fatalf("gpuwatch exited:\n%s", p.output.String())
 				}
@@ -236,8 +236,8 @@ func TestSickDriverMatrix(t *testing.T) {
 					return page, parseMetrics(t, page)
 				}
 				page, fams := scrape()
-				promtoolCheck(t, promtool, page)
-				checkHealthy(t, fams, c.healthy)
+				checkExposition(t, promtool, page)
+				checkHealthyOwned(t, fams, c.healthy)
 				if c.page != nil {
 					c.page(t, fams, true)
 				}
@@ -245,7 +245,7 @@ func TestSickDriverMatrix(t *testing.T) {
 					var last error
 					testenv.WaitFor(t, 30*time.Second, "the case's late state", func() bool {
 						_, fams := scrape()
-						checkHealthy(t, fams, c.healthy)
+						checkHealthyOwned(t, fams, c.healthy)
 						last = c.eventually(fams)
 						return last == nil
 					})
@@ -254,7 +254,7 @@ func TestSickDriverMatrix(t *testing.T) {
 					}
 				}
 				page, fams = scrape()
-				promtoolCheck(t, promtool, page)
+				checkExposition(t, promtool, page)
 				if c.page != nil {
 					c.page(t, fams, false)
 				}
@@ -266,7 +266,7 @@ func TestSickDriverMatrix(t *testing.T) {
 			t.Run("textfile", func(t *testing.T) {
 				out := filepath.Join(t.TempDir(), "gpu.prom")
 				start := time.Now()
-				output, code := runWithEnv(t, env, append([]string{"textfile", "--output=" + out}, sickArgs(c)...)...)
+				output, code := runWithEnv(t, env, append([]string{"textfile", "--output=" + out}, slowDriverArgs(c)...)...)
 				if code != 0 {
 					t.Fatalf("textfile exited %d:\n%s", code, output)
 				}
@@ -279,9 +279,9 @@ func TestSickDriverMatrix(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				promtoolCheck(t, promtool, string(data))
+				checkExposition(t, promtool, string(data))
 				fams := parseMetrics(t, string(data))
-				checkHealthy(t, fams, c.healthy)
+				checkHealthyOwned(t, fams, c.healthy)
 				if c.page != nil {
 					c.page(t, fams, true)
 				}
@@ -289,7 +289,7 @@ func TestSickDriverMatrix(t *testing.T) {
 
 			t.Run("ps", func(t *testing.T) {
 				start := time.Now()
-				output, code := runWithEnv(t, env, append([]string{"ps", "--output=json"}, sickArgs(c)...)...)
+				output, code := runWithEnv(t, env, append([]string{"ps", "--output=json"}, slowDriverArgs(c)...)...)
 				if code != 0 {
 					t.Fatalf("ps exited %d:\n%s", code, output)
 				}
@@ -307,7 +307,7 @@ func TestSickDriverMatrix(t *testing.T) {
 					t.Fatalf("ps JSON: %v\n%s", err, output)
 				}
 				for _, gpu := range c.healthy {
-					o, has := ownerOf[gpu]
+					o, has := slowOwnerOf[gpu]
 					if !has {
 						continue
 					}
