@@ -1,18 +1,15 @@
 package main
 
 import (
-	"context"
 	"errors"
 	"os"
 	"os/exec"
-	"slices"
 	"time"
 
 	"github.com/alecthomas/kingpin/v2"
 	"github.com/prometheus/common/promslog"
 	"github.com/prometheus/exporter-toolkit/web"
 
-	nvmlbackend "github.com/gpuwatch/gpuwatch/internal/backend/nvml"
 	"github.com/gpuwatch/gpuwatch/internal/doctor"
 	"github.com/gpuwatch/gpuwatch/internal/slurm"
 	"github.com/gpuwatch/gpuwatch/internal/snapshot"
@@ -36,30 +33,6 @@ func newDoctorCommand(app *kingpin.Application, common *commonFlags, serve *serv
 }
 
 func (c *doctorCommand) name() string { return "doctor" }
-
-// snapshot takes the reading the checks look at. A GPU that did not
-// answer in time may be slow rather than hung: its read runs on, and
-// doctor waits for it, polling, as long as the exporter would before
-// reporting it down (nvmlbackend.DownAfterTimeouts collection timeouts),
-// so that it can tell a slow driver from a GPU that stopped answering.
-func (c *doctorCommand) snapshot(st *stack) (*snapshot.Snapshot, error) {
-	collect := func() (*snapshot.Snapshot, error) {
-		ctx, cancel := context.WithTimeout(context.Background(), c.common.timeout+c.common.attribution.timeout)
-		defer cancel()
-		return st.pipeline.Snapshot(ctx)
-	}
-	snap, err := collect()
-	deadline := time.Now().Add(nvmlbackend.DownAfterTimeouts*c.common.timeout + time.Second)
-	for err == nil && notAnswering(snap) && time.Now().Before(deadline) {
-		time.Sleep(250 * time.Millisecond)
-		snap, err = collect()
-	}
-	return snap, err
-}
-
-func notAnswering(s *snapshot.Snapshot) bool {
-	return slices.ContainsFunc(s.Devices, func(d snapshot.Device) bool { return !d.Up && d.DownReason == "not_answering" })
-}
 
 // errUnhealthy makes the exit status 1 once the report is printed.
 var errUnhealthy = errors.New("doctor: a check the chosen flags need failed")
@@ -99,7 +72,7 @@ func (c *doctorCommand) run() error {
 		env.NotStarted = true
 	} else {
 		defer st.Close()
-		env.Snapshot, env.SnapshotErr = c.snapshot(st)
+		env.Snapshot, env.SnapshotErr = st.settledSnapshot(c.common)
 		src := st.sources
 		env.Attribution = src.how != ""
 		if src.procfs != "" {
