@@ -48,7 +48,7 @@ func (a *attributionFlags) register(app *kingpin.Application) {
 	app.Flag("kubelet.pod-resources-socket", "Kubelet pod-resources API socket, which says which pod each GPU or MIG instance is allocated to (device plugin, or a DRA claim of NVIDIA's DRA driver), even while its processes are idle. auto: "+
 		attribution.DefaultKubeletPodResourcesSocket+" if it exists at start; empty: off.").
 		Default(autoSocket).IsSetByUser(&a.set.kubelet).StringVar(&a.kubeletSock)
-	app.Flag("attribution.timeout", "Bound on each owner lookup (one socket call, one Slurm query) and on all attribution in one collection; a scrape never waits longer.").
+	app.Flag("attribution.timeout", "Bound on each owner lookup (one socket call, one Slurm query) and on all attribution in one collection. Its own budget, after the GPU read's --collection.timeout, so that a slow GPU does not leave the healthy GPUs' processes without owners: a collection takes at most the sum (keep it below Prometheus's scrape_timeout). 1s: a local socket answers in milliseconds, and an answer that comes later is cached for the next scrape.").
 		Default("1s").DurationVar(&a.timeout)
 	app.Flag("attribution.cache-ttl", "How long a container runtime's or Slurm's answer is kept.").
 		Default("5m").DurationVar(&a.cacheTTL)

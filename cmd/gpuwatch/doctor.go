@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -15,6 +14,7 @@ import (
 	"github.com/gpuwatch/gpuwatch/internal/doctor"
 	"github.com/gpuwatch/gpuwatch/internal/exporter"
 	"github.com/gpuwatch/gpuwatch/internal/slurm"
+	"github.com/gpuwatch/gpuwatch/internal/snapshot"
 )
 
 type doctorCommand struct {
@@ -67,6 +67,7 @@ func (c *doctorCommand) run() error {
 		Timeout:       c.common.attribution.timeout,
 
 		NvidiaSMITimeout: c.nvidiaSMITimeout,
+		CollectionTimeout: c.common.timeout,
 	}
 	if c.nvidiaSMI != "" {
 		env.NvidiaSMI = c.nvidiaSMI
@@ -82,12 +83,13 @@ func (c *doctorCommand) run() error {
 	st, err := c.common.buildStack(logger)
 	if err != nil {
 		env.SnapshotErr = err
-		env.Attribution = false
+		// What the flags ask for: procfs is still checked, the
+		// sources that were not set up say so.
+		env.Attribution = c.common.attribution.enabled && env.Collectors[snapshot.GroupProcesses]
+		env.NotStarted = true
 	} else {
 		defer st.Close()
-		ctx, cancel := context.WithTimeout(context.Background(), c.common.timeout+c.common.attribution.timeout)
-		env.Snapshot, env.SnapshotErr = st.pipeline.Snapshot(ctx)
-		cancel()
+		env.Snapshot, env.SnapshotErr = st.settledSnapshot(c.common)
 		if dcgm && env.Snapshot != nil {
 			env.DCGMCompat = true
 			for _, p := range exporter.DCGMDashboardCoverage(env.Snapshot) {

@@ -74,7 +74,7 @@ func registerCommonFlags(app *kingpin.Application) *commonFlags {
 		StringVar(&f.hostname)
 	app.Flag("compat.hostname-label", "Name of the host label of the --compat=dcgm series: Hostname, as dcgm-exporter releases up to 4.5.3-4.8.2 write it, or hostname, as its next release will (upstream pull request #655).").
 		Default(exporter.DCGMHostnameLabel).EnumVar(&f.hostnameLabel, exporter.DCGMHostnameLabel, exporter.DCGMHostnameLabelLower)
-	app.Flag("collection.timeout", "Upper bound on one collection of every GPU. A GPU whose NVML calls have not returned by then is reported down (gpu_up 0) and the others are served; keep it below Prometheus's scrape_timeout.").
+	app.Flag("collection.timeout", "Upper bound on reading every GPU in one collection (owner lookups get --attribution.timeout more). A GPU whose read has not returned by then is served from its last completed reading (gpu_reading_age_seconds says how old: a slow driver), and reported down (gpu_up 0) once no read of it has returned for three timeouts. 5s: a healthy GPU reads in milliseconds, and 5s plus 1s of attribution stays below Prometheus's default 10s scrape_timeout; keep the sum below yours.").
 		Default("5s").DurationVar(&f.timeout)
 	f.attribution.register(app)
 	f.slurm.register(app)

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"fmt"
 	"os"
 
@@ -44,7 +43,7 @@ func (c *psCommand) run() error {
 		return err
 	}
 	defer st.Close()
-	snap, err := st.pipeline.Snapshot(context.Background())
+	snap, err := st.settledSnapshot(c.common)
 	if err != nil {
 		return err
 	}

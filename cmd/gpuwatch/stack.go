@@ -1,13 +1,16 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
 	"os"
+	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
 	"github.com/prometheus/client_golang/prometheus"
@@ -130,6 +133,9 @@ func (f *commonFlags) buildStack(logger *slog.Logger) (*stack, error) {
 	var started sync.Once
 	st.pipeline = pipeline.New(st.reader, pipeline.Options{
 		Timeout: f.timeout,
+		// Owner lookups start their budget after the read, so a GPU at
+		// its deadline does not strip the healthy GPUs' owners.
+		EnrichTimeout: f.attribution.timeout,
 		OnCollect: func(snap *snapshot.Snapshot, err error) {
 			// The first collection, whichever command asked for it,
 			// tells the start log what was found.
@@ -167,7 +173,10 @@ func (f *commonFlags) buildStack(logger *slog.Logger) (*stack, error) {
 // openReader starts the NVML reader on the driver or on the simulator.
 // With --backend=sim it also returns the simulator.
 func (f *commonFlags) openReader(logger *slog.Logger) (*nvmlbackend.Reader, *sim.Sim, nvml.Interface, error) {
-	opts := nvmlbackend.Options{Groups: f.enabledCollectors(), Logger: logger, WaitForGPM: f.waitForGPM, StartTimeout: f.timeout}
+	opts := nvmlbackend.Options{Groups: f.enabledCollectors(), Logger: logger, WaitForGPM: f.waitForGPM, StartTimeout: f.timeout,
+		// A slow driver's late readings are served until no read has
+		// returned for this long (see nvmlbackend.DownAfterTimeouts).
+		DownAfter: nvmlbackend.DownAfterTimeouts * f.timeout}
 	var lib nvml.Interface
 	var simulated *sim.Sim
 	switch f.backend {
@@ -284,6 +293,33 @@ func (s *stack) logStart(logger *slog.Logger, f *commonFlags, snap *snapshot.Sna
 		args = append(args, "owner_sources", "none (--no-attribution or --no-collector.processes)")
 	}
 	logger.Info("gpuwatch started", args...)
+}
+
+// settledSnapshot is the reading of a command that reads once (ps,
+// doctor, textfile without --interval). A GPU whose first read missed
+// --collection.timeout may be slow rather than hung: its read runs on,
+// and the command waits for it, polling, as long as the exporter would
+// before reporting it down (nvmlbackend.DownAfterTimeouts collection
+// timeouts). A slow driver's GPUs then appear with their late readings
+// and processes; a GPU that stopped answering is down, and the wait cost
+// three timeouts.
+func (s *stack) settledSnapshot(f *commonFlags) (*snapshot.Snapshot, error) {
+	// The pipeline bounds each collection (--collection.timeout, then
+	// --attribution.timeout).
+	collect := func() (*snapshot.Snapshot, error) { return s.pipeline.Snapshot(context.Background()) }
+	snap, err := collect()
+	deadline := time.Now().Add(nvmlbackend.DownAfterTimeouts*f.timeout + time.Second)
+	for err == nil && notAnswering(snap) && time.Now().Before(deadline) {
+		// A GPU whose read is in flight is not read again: these
+		// collections cost only the healthy GPUs' reads.
+		time.Sleep(250 * time.Millisecond)
+		snap, err = collect()
+	}
+	return snap, err
+}
+
+func notAnswering(s *snapshot.Snapshot) bool {
+	return slices.ContainsFunc(s.Devices, func(d snapshot.Device) bool { return !d.Up && d.DownReason == "not_answering" })
 }
 
 func listOrNone(v []string) string {

@@ -59,6 +59,9 @@ func (c *textfileCommand) run() error {
 	defer st.Close()
 	reg := st.textfileRegistry()
 	if c.interval <= 0 {
+		// Written once: a slow GPU's late reading, not a GPU shown
+		// down. A failed collection is written as such by Write.
+		_, _ = st.settledSnapshot(c.common)
 		return textfile.Write(reg, c.output)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)

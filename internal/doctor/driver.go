@@ -1,11 +1,16 @@
 package doctor
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
+	"unicode"
+	"unicode/utf8"
 
+	"github.com/NVIDIA/go-nvml/pkg/nvml"
 	"golang.org/x/sys/unix"
 
 	"github.com/gpuwatch/gpuwatch/internal/snapshot"
@@ -15,8 +20,7 @@ import (
 // groups that branch limits.
 func checkDriver(env Env) []Result {
 	if env.SnapshotErr != nil {
-		fix := "install the NVIDIA driver (libnvidia-ml.so.1 on the library path), or try gpuwatch with --backend=sim"
-		return []Result{fail("driver", env.SnapshotErr.Error(), fix, true)}
+		return []Result{fail("driver", printable(env.SnapshotErr.Error()), driverFix(env.SnapshotErr), true)}
 	}
 	s := env.Snapshot
 	d := s.Driver
@@ -28,6 +32,8 @@ func checkDriver(env Env) []Result {
 	if version == "" {
 		version = s.DriverVersion
 	}
+	// The driver's own text: a terminal must not interpret it.
+	version = printable(version)
 	found := fmt.Sprintf("library %s, driver %s", library, orUnknown(version))
 	if d.Branch != "" {
 		found += ", branch " + d.Branch
@@ -61,17 +67,24 @@ func checkDevices(env Env) []Result {
 	}
 	var out []Result
 	var down []string
+	hung := true // every down GPU is not_answering, rather than lost
 	for _, d := range s.Devices {
 		if !d.Up {
 			down = append(down, fmt.Sprintf("%d (%s)", d.Index, d.DownReason))
+			hung = hung && d.DownReason == "not_answering"
 		}
 	}
 	if len(down) > 0 {
+		fix := "a lost GPU needs a reset or reboot (nvidia-smi -r); see dmesg for XIDs"
+		if hung {
+			fix = "no NVML call of theirs returned within three --collection.timeout: see dmesg for XIDs and the driver's health; a hung GPU needs a reset (nvidia-smi -r) or reboot"
+		}
 		out = append(out, fail("GPUs", fmt.Sprintf("%d GPUs, down: %s", len(s.Devices), strings.Join(down, ", ")),
-			"a lost GPU needs a reset or reboot (nvidia-smi -r); see dmesg for XIDs", len(down) == len(s.Devices)))
+			fix, len(down) == len(s.Devices)))
 	} else {
 		out = append(out, ok("GPUs", fmt.Sprintf("%d GPUs, every one answers", len(s.Devices))))
 	}
+	out = append(out, checkLatency(env)...)
 	out = append(out, checkDeviceNodes(env)...)
 
 	var persistOff, mig []string
@@ -129,7 +142,7 @@ func checkProcessList(s *snapshot.Snapshot) Result {
 	st := s.Groups[snapshot.GroupProcesses]
 	switch {
 	case len(neverFit) > 0:
-		found := "the driver's process lists of GPUs " + strings.Join(neverFit, ",") + " never fit (it keeps asking for more entries): their processes are unknown"
+		found := "the driver's process lists of " + gpuList(neverFit) + " never fit (it keeps asking for more entries): their processes are unknown"
 		if st.Err != nil {
 			found += "; " + st.Err.Error()
 		}
@@ -139,10 +152,40 @@ func checkProcessList(s *snapshot.Snapshot) Result {
 		return fail("process list", st.Err.Error(),
 			"the process-list calls need the same device access as nvidia-smi; in a container, share the host PID namespace (--pid=host, hostPID: true)", true)
 	case len(unsupported) > 0:
-		return fail("process list", "the driver does not list processes on GPUs "+strings.Join(unsupported, ",")+" (not supported): their processes and gpu_processes are absent",
+		return fail("process list", "the driver does not list processes on "+gpuList(unsupported)+" (not supported): their processes and gpu_processes are absent",
 			"process lists need a driver that supports them on this GPU (a vGPU guest or an old consumer driver may not); nothing else is affected", false)
 	}
 	return ok("process list", fmt.Sprintf("the driver lists GPU processes to this user (%d now)", len(s.Processes)))
+}
+
+// slowCall is an NVML call slower than any a healthy driver makes (well
+// under a millisecond; a first call without persistence mode, tens; a sick driver, hundreds).
+const slowCall = 100 * time.Millisecond
+
+// checkLatency: NVML answers at a healthy driver's speed. A slow one (no
+// persistence mode on a busy host) reads each GPU in seconds: gpuwatch
+// serves its late readings, but they age, and doctor says why.
+func checkLatency(env Env) []Result {
+	var slowest time.Duration
+	var late []string
+	for _, d := range env.Snapshot.Devices {
+		if !d.Up {
+			continue
+		}
+		slowest = max(slowest, d.CallLatency)
+		if env.CollectionTimeout > 0 && d.ReadingAge > env.CollectionTimeout {
+			late = append(late, fmt.Sprint(d.Index))
+		}
+	}
+	if slowest < slowCall && len(late) == 0 {
+		return []Result{ok("NVML latency", fmt.Sprintf("NVML calls answer in %s", slowest.Round(time.Microsecond)))}
+	}
+	found := fmt.Sprintf("NVML calls are slow (%d ms each)", slowest.Milliseconds())
+	if len(late) > 0 {
+		found += fmt.Sprintf("; %s read in more than --collection.timeout=%s and served late", gpuList(late), env.CollectionTimeout)
+	}
+	return []Result{fail("NVML latency", found,
+		"raise --collection.timeout; check the driver's health (persistence mode: nvidia-persistenced or nvidia-smi -pm 1; dmesg for XIDs)", false)}
 }
 
 // checkDeviceNodes: /dev/nvidiactl and /dev/nvidiaN can be opened for
@@ -174,6 +217,33 @@ func checkDeviceNodes(env Env) []Result {
 			"run gpuwatch as a user in "+group+" (as nvidia-smi needs), or in a container pass the devices (--gpus all / the NVIDIA container toolkit)", true)}
 	}
 	return []Result{ok("device nodes", fmt.Sprintf("%d device nodes readable and writable by this user", len(paths)))}
+}
+
+// driverFix is the advice for a driver that could not be started, by
+// the NVML error it answered.
+func driverFix(err error) string {
+	switch {
+	case errors.Is(err, nvml.ERROR_LIB_RM_VERSION_MISMATCH):
+		return "the driver library and the loaded kernel module are different versions (the driver was upgraded, the module not reloaded): " +
+			"stop what uses the GPUs and reload the module (rmmod nvidia_uvm nvidia_drm nvidia_modeset nvidia; modprobe nvidia), or reboot"
+	case errors.Is(err, nvml.ERROR_DRIVER_NOT_LOADED):
+		return "the NVIDIA kernel module is not loaded: modprobe nvidia (dmesg says why it did not load), or reboot after installing the driver"
+	case errors.Is(err, nvml.ERROR_NO_PERMISSION):
+		return "this user may not open the GPUs' device nodes: run gpuwatch as a user in their group, or in a container pass the devices (--gpus all / the NVIDIA container toolkit)"
+	}
+	return "install the NVIDIA driver (libnvidia-ml.so.1 on the library path), or try gpuwatch with --backend=sim"
+}
+
+// printable replaces control characters (newlines, escapes) in text that
+// comes from the driver, so that one line of the report stays one line
+// and a terminal is not driven by it.
+func printable(s string) string {
+	return strings.Map(func(r rune) rune {
+		if unicode.IsControl(r) || r == utf8.RuneError {
+			return '?'
+		}
+		return r
+	}, strings.ToValidUTF8(s, "?"))
 }
 
 func orUnknown(s string) string {

@@ -32,6 +32,10 @@ type Env struct {
 
 	// Slurm is nil when Slurm job attribution is off.
 	Slurm *SlurmEnv
+	// NotStarted: gpuwatch stopped before it set the owner sources up
+	// (the driver failed), so which of them are on is not known: their
+	// checks say so rather than call them off.
+	NotStarted bool
 
 	WebConfigFile string
 
@@ -53,6 +57,9 @@ type Env struct {
 	// panel of dcgm-exporter's released dashboard shows on this host.
 	DCGMCompat bool
 	DCGMPanels []DCGMPanel
+	// CollectionTimeout is --collection.timeout: a GPU whose reading is
+	// older than this was read late (a slow driver).
+	CollectionTimeout time.Duration
 }
 
 // SlurmEnv says how Slurm is reached.

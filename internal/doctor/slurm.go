@@ -18,6 +18,9 @@ import (
 // gres.conf order against NVML's.
 func checkSlurm(env Env) []Result {
 	s := env.Slurm
+	if env.NotStarted {
+		return []Result{skip("slurm", notStarted)}
+	}
 	if s == nil {
 		return []Result{skip("slurm", "Slurm job attribution is off (--slurm.jobs=false, or auto without scontrol on PATH)")}
 	}

@@ -21,12 +21,19 @@ func checkSources(env Env) []Result {
 	if !env.Attribution {
 		return nil
 	}
+	if env.NotStarted {
+		return []Result{skip("owner sources", notStarted)}
+	}
 	return []Result{
 		socketCheck(env, "docker", "--docker.socket", env.DockerSocket, pingDocker),
 		socketCheck(env, "cri", "--cri.socket", env.CRISocket, pingCRI),
 		socketCheck(env, "kubelet", "--kubelet.pod-resources-socket", env.KubeletSocket, listKubelet),
 	}
 }
+
+// notStarted is what a check that needs the set-up owner sources says
+// when gpuwatch could not start.
+const notStarted = "not checked: gpuwatch stopped at the driver (see above) before setting the owner sources up"
 
 func socketCheck(env Env, name, flag, socket string, ask func(ctx context.Context, path string) (string, error)) Result {
 	check := name + " socket"

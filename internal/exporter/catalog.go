@@ -131,6 +131,8 @@ var (
 	// --- always produced ---
 	mUp = def(CollectorExporter, "gpu_up", typeGauge, "", "nvmlDeviceGetHandleByIndex + every read (GPU_IS_LOST, GPU_NOT_FOUND)",
 		"1 if the GPU answered during the last collection, 0 if it is lost or unreachable.", devLabels)
+	mReadingAge = def(CollectorExporter, "gpu_reading_age_seconds", typeGauge, "seconds", "gpuwatch (when the read of the GPU that produced these readings began)",
+		"How old the GPU's readings are: the time its read took, or, when a slow driver's read outlasts --collection.timeout, the age of the last reading that completed, served until the next one does. Only for GPUs that are up.", devLabels)
 
 	// --- info ---
 	mInfo = def(snapshot.GroupInfo, "gpu_info", typeInfo, "", "nvmlDeviceGetName, GetBrand, GetArchitecture, GetPciInfo, GetSerial, GetVbiosVersion, GetCudaComputeCapability, GetPersistenceMode, GetComputeMode, GetMigMode, GetEccMode; nvmlSystemGetDriverVersion, nvmlSystemGetCudaDriverVersion (v1, which answers without libcuda.so.1 in the container; _v2 does not)",
@@ -320,6 +322,8 @@ var (
 		"1 if the collector group read without unexpected errors, else 0.", []string{"collector"})
 	mAttributionErrors = def(CollectorExporter, "gpuwatch_attribution_errors_total", typeCounter, "", "gpuwatch attribution",
 		"Owner lookups that failed since start, by source (procfs, docker, cri, kubelet, slurm).", []string{"source"})
+	mReadingsDropped = def(CollectorExporter, "gpuwatch_readings_dropped_total", typeCounter, "", "gpuwatch validation of every NVML reading",
+		"Readings dropped since start, by field (temperature, power, energy, utilization, memory, clock, performance_state, fan_speed, process_memory), because no GPU can produce them: the driver's \"unavailable\" sentinels (0xFFFFFFFF) or impossible values (over 200 °C, power over twice the maximum limit, a ratio over 1, memory used over total, a clock over twice its maximum). The reading is then absent. Rising: the driver is in trouble.", []string{"field"})
 	mDriverInfo = def(CollectorExporter, "gpuwatch_driver_info", typeInfo, "", "nvmlSystemGetDriverVersion; the path libnvidia-ml was loaded from (/proc/self/maps)",
 		"The NVIDIA driver library gpuwatch loaded: its version, its branch (R550) and where it was loaded from (\"simulator\" for --backend=sim); always 1.", []string{"version", "branch", "library"})
 	mDriverLimited = def(CollectorExporter, "gpuwatch_driver_limited_group", typeGauge, "", "dlsym of every NVML function gpuwatch calls, once at start",

@@ -4,6 +4,7 @@ import (
 	"strconv"
 
 	"github.com/gpuwatch/gpuwatch/internal/snapshot"
+	"github.com/gpuwatch/gpuwatch/internal/validate"
 )
 
 // The processes collector: how many processes each GPU has, and the GPU
@@ -32,6 +33,7 @@ type ownerAgg struct {
 	memory                     uint64
 	sm, memUtil                float64
 	hasMemory, hasSM, hasMemUt bool
+	memoryOverflow             bool // the memory sum overflowed: no series
 }
 
 // containerLabel names a container by its name, or by the short ID that
@@ -100,9 +102,11 @@ func collectProcesses(em *emitter, s *snapshot.Snapshot, pidLabels bool) {
 			aggs = append(aggs, ownerAgg{key: k})
 		}
 		a := &aggs[j]
-		if v, ok := p.UsedMemory.Get(); ok {
-			a.memory += v
-			a.hasMemory = true
+		if v, ok := p.UsedMemory.Get(); ok && !a.memoryOverflow {
+			// A sum that overflows 64 bits is no amount of memory:
+			// the owner's series is left out rather than wrapped.
+			a.memory, ok = validate.Sum(a.memory, v)
+			a.hasMemory, a.memoryOverflow = ok, !ok
 		}
 		if v, ok := p.SMUtilization.Get(); ok {
 			a.sm += v

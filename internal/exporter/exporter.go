@@ -218,6 +218,9 @@ func (e *Exporter) render(em *emitter, snap *snapshot.Snapshot, err error) {
 		d := &snap.Devices[i]
 		em.setDevice(d)
 		em.dev(mUp, bool01(d.Up))
+		if d.Up {
+			em.dev(mReadingAge, d.ReadingAge.Seconds())
+		}
 		for _, c := range e.device {
 			if d.Up || c.whileDown {
 				c.device(em, snap, d)
@@ -256,6 +259,17 @@ func (e *Exporter) collectExporter(em *emitter, snap *snapshot.Snapshot) {
 		slices.Sort(keys)
 		for _, k := range keys {
 			em.global(mAttributionErrors, float64(snap.AttributionErrors[k]), k)
+		}
+		em.keys = keys
+	}
+	if len(snap.ReadingsDropped) > 0 && em.on(mReadingsDropped) {
+		keys := em.keys[:0]
+		for k := range snap.ReadingsDropped {
+			keys = append(keys, k)
+		}
+		slices.Sort(keys)
+		for _, k := range keys {
+			em.global(mReadingsDropped, float64(snap.ReadingsDropped[k]), k)
 		}
 		em.keys = keys
 	}

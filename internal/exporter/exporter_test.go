@@ -205,6 +205,7 @@ func TestAbsentReadingsProduceNoSeries(t *testing.T) {
 			`gpu_power_usage_watts{gpu="0",` + u + `} 300`,
 			`gpu_process_memory_used_bytes{` + owner + `} 1.073741824e+09`,
 			`gpu_processes{gpu="0",` + u + `} 1`,
+			`gpu_reading_age_seconds{gpu="0",` + u + `} 0`,
 			`gpu_temperature_celsius{gpu="0",` + u + `} 55`,
 			`gpu_up{gpu="0",` + u + `} 1`,
 			`gpu_utilization_ratio{gpu="0",` + u + `} 0.5`,

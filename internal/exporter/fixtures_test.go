@@ -118,6 +118,7 @@ func fullSnapshot(n, nvlinks int) *snapshot.Snapshot {
 		Driver: snapshot.Driver{Version: "550.90.07", Branch: "R550", Library: "/usr/lib/x86_64-linux-gnu/libnvidia-ml.so.550.90.07",
 			Limits: []snapshot.DriverLimit{{Group: "pcie", Reason: "partial: no PCIe traffic counters"}}},
 		AttributionErrors: map[string]uint64{"docker": 3, "slurm": 0, "kubelet": 1},
+		ReadingsDropped:   map[string]uint64{"temperature": 2, "power": 1},
 		Groups:            allGroupsOK(),
 	}
 	for i := 0; i < n; i++ {

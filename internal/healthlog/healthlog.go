@@ -90,7 +90,7 @@ func (w *Watcher) Observe(s *snapshot.Snapshot, err error) {
 		reason, wasDown := w.down[d.Index]
 		switch {
 		case !d.Up && d.DownReason == "not_answering":
-			w.warn(fmt.Sprint("timeout/", d.Index), "GPU did not answer within --collection.timeout; reported down (gpu_up 0) until it does",
+			w.warn(fmt.Sprint("timeout/", d.Index), "GPU did not answer for three --collection.timeout; reported down (gpu_up 0) until it does",
 				"gpu", d.Index, "uuid", d.UUID)
 			w.down[d.Index] = d.DownReason
 		case !d.Up && (!wasDown || reason != d.DownReason):

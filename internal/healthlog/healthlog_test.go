@@ -129,7 +129,7 @@ func TestTimeouts(t *testing.T) {
 	c := &clock{time.Unix(0, 0)}
 	w := newWatcher(&buf, c)
 	w.Observe(snap(up(0), snapshot.Device{Index: 1, DownReason: "not_answering"}), nil)
-	expect(t, &buf, "GPU did not answer within --collection.timeout")
+	expect(t, &buf, "GPU did not answer for three --collection.timeout")
 	w.Observe(nil, fmt.Errorf("reading: %w", context.DeadlineExceeded))
 	expect(t, &buf, "GPU collection timed out")
 }

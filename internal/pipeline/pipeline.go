@@ -33,10 +33,16 @@ type Enricher interface {
 
 // Options tunes a Pipeline.
 type Options struct {
-	// Timeout bounds one whole collection (read plus enrichment). A scrape
-	// whose own context ends sooner stops waiting, but the shared collection
+	// Timeout bounds the read of one collection. A scrape whose own
+	// context ends sooner stops waiting, but the shared collection
 	// carries on for the other waiters.
 	Timeout time.Duration
+	// EnrichTimeout bounds the enrichers (owner lookups) of one
+	// collection, after the read and on top of Timeout: a read that used
+	// its whole budget (one GPU at its deadline) must not leave the
+	// healthy GPUs' processes without owners. A whole collection takes at
+	// most Timeout + EnrichTimeout. Zero means 1 second.
+	EnrichTimeout time.Duration
 	// MaxAge lets a finished snapshot answer callers that arrive within this
 	// age. Zero shares only collections that are still in flight.
 	MaxAge time.Duration
@@ -69,6 +75,9 @@ type Pipeline struct {
 func New(r Reader, opts Options, enrichers ...Enricher) *Pipeline {
 	if opts.Timeout <= 0 {
 		opts.Timeout = 10 * time.Second
+	}
+	if opts.EnrichTimeout <= 0 {
+		opts.EnrichTimeout = time.Second
 	}
 	return &Pipeline{reader: r, enrichers: enrichers, opts: opts}
 }
@@ -140,9 +149,12 @@ func (p *Pipeline) collect() (*snapshot.Snapshot, error) {
 	start := time.Now()
 	s, err := p.reader.Read(ctx)
 	if err == nil {
+		// Its own budget, from now: the read may have spent all of its own.
+		enrichCtx, cancelEnrich := context.WithTimeout(context.Background(), p.opts.EnrichTimeout)
 		for _, e := range p.enrichers {
-			e.Enrich(ctx, s)
+			e.Enrich(enrichCtx, s)
 		}
+		cancelEnrich()
 		s.Duration = time.Since(start)
 	}
 	p.mu.Lock()

@@ -188,3 +188,39 @@ func TestOnCollectSeesEveryCollection(t *testing.T) {
 		t.Errorf("OnCollect saw %v", seen)
 	}
 }
+
+// deadlineReader returns its snapshot only when its context's deadline
+// has passed, as the NVML reader does while one GPU is at its deadline.
+type deadlineReader struct{}
+
+func (deadlineReader) Read(ctx context.Context) (*snapshot.Snapshot, error) {
+	<-ctx.Done()
+	return &snapshot.Snapshot{Devices: []snapshot.Device{{Index: 0, Up: true}}, Processes: []snapshot.Process{{PID: 7}}}, nil
+}
+
+// ownerEnricher names the owner of every process while its context lasts.
+type ownerEnricher struct{}
+
+func (ownerEnricher) Enrich(ctx context.Context, s *snapshot.Snapshot) {
+	if ctx.Err() != nil {
+		return
+	}
+	for i := range s.Processes {
+		s.Processes[i].Owner.User = "alice"
+	}
+}
+
+// Issue 22, item 5: the owner lookup has its own budget. A read that
+// spends its whole budget (one slow GPU) used to leave the enrichers a
+// context already done, and every process, the healthy GPUs' too,
+// without an owner.
+func TestEnrichersHaveTheirOwnBudget(t *testing.T) {
+	p := New(deadlineReader{}, Options{Timeout: 50 * time.Millisecond, EnrichTimeout: 10 * time.Second}, ownerEnricher{})
+	s, err := p.Snapshot(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := s.Processes[0].Owner.User; got != "alice" {
+		t.Errorf("owner after a read that used its whole budget = %q, want alice", got)
+	}
+}

@@ -49,6 +49,11 @@ type Snapshot struct {
 	// AttributionErrors counts, per source ("procfs", "docker", "cri",
 	// "kubelet", "slurm"), the lookups that failed since start.
 	AttributionErrors map[string]uint64
+	// ReadingsDropped counts, per field ("temperature", "power", ...), the
+	// readings dropped since start because no GPU can produce them: the
+	// driver's "unavailable" sentinels and impossible values
+	// (internal/validate). Nil when none was.
+	ReadingsDropped map[string]uint64
 
 	// Groups reports, per collector group that was read, how long it took
 	// and whether it failed. Keys are the Group* constants.
@@ -139,6 +144,16 @@ type Device struct {
 	// known) and DownReason; every reading is absent.
 	Up         bool
 	DownReason string
+	// ReadingAge is how long before the end of the collection the read
+	// that produced this device's readings began: the read's own time for
+	// a fresh reading; more for one kept from a read that returned after
+	// an earlier collection's deadline (a slow driver). Set when Up.
+	ReadingAge time.Duration
+	// CallLatency is how long one NVML call (the liveness probe every
+	// read makes) took in that read: a healthy driver answers in well
+	// under a millisecond; a sick one (no persistence mode on a busy
+	// host) in hundreds. gpuwatch doctor reports it.
+	CallLatency time.Duration
 
 	Info        Info
 	Utilization Utilization

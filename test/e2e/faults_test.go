@@ -87,12 +87,14 @@ faults:
 	}
 }
 
-// TestHungGPU: the NVML calls of GPU 4 hang for three seconds. Scrapes keep
-// returning within the collection timeout, report GPU 4 down while it
-// hangs and the other GPUs up, and GPU 4 comes back afterwards.
+// TestHungGPU: the NVML calls of GPU 4 hang for twelve seconds. Scrapes
+// keep returning within the collection timeout, report GPU 4 down while it
+// hangs (once its hung read has run three collection timeouts: until then
+// its last reading is served, as a slow driver's is) and the other GPUs
+// up, and GPU 4 comes back afterwards.
 func TestHungGPU(t *testing.T) {
 	cfg := filepath.Join(t.TempDir(), "sim.yaml")
-	writeFile(t, cfg, "profile: dgx-h100\nfaults:\n  - {gpu: 4, hang_after: 1s, hang_for: 3s}\n")
+	writeFile(t, cfg, "profile: dgx-h100\nfaults:\n  - {gpu: 4, hang_after: 1s, hang_for: 12s}\n")
 	// 2s: the healthy GPUs must answer within the collection timeout
 	// however loaded the machine, or they too are rightly reported down.
 	base, proc := startGpuwatch(t, "--backend=sim", "--sim.config="+cfg, "--collection.timeout=2s")
@@ -109,7 +111,7 @@ func TestHungGPU(t *testing.T) {
 		v, _ := sample(fams, "gpu_up", map[string]string{"gpu": gpu})
 		return v
 	}
-	testenv.WaitFor(t, 10*time.Second, "gpu_up{gpu=4} = 0 while it hangs", func() bool {
+	testenv.WaitFor(t, 20*time.Second, "gpu_up{gpu=4} = 0 while it hangs", func() bool {
 		fams := scrape()
 		if up(fams, "4") != 0 {
 			return false
@@ -121,7 +123,7 @@ func TestHungGPU(t *testing.T) {
 		}
 		return true
 	})
-	testenv.WaitFor(t, 15*time.Second, "gpu_up{gpu=4} = 1 after the hang", func() bool { return up(scrape(), "4") == 1 })
+	testenv.WaitFor(t, 25*time.Second, "gpu_up{gpu=4} = 1 after the hang", func() bool { return up(scrape(), "4") == 1 })
 	if proc.exited() {
 		t.Fatal("gpuwatch exited")
 	}
@@ -129,7 +131,7 @@ func TestHungGPU(t *testing.T) {
 	// collection's answer goes out before its health is logged.
 	logged := func() bool {
 		out := proc.output.String()
-		return strings.Contains(out, `msg="GPU did not answer within --collection.timeout; reported down (gpu_up 0) until it does" gpu=4`) &&
+		return strings.Contains(out, `msg="GPU did not answer for three --collection.timeout; reported down (gpu_up 0) until it does" gpu=4`) &&
 			strings.Contains(out, `msg="GPU is back" gpu=4`)
 	}
 	deadline := time.Now().Add(5 * time.Second)

@@ -45,9 +45,9 @@ func TestGPULost(t *testing.T) {
 
 func TestGPUHungThenRecovered(t *testing.T) {
 	t.Parallel()
-	record(t, "gpu", "dgx-h100, GPU 2 hangs 2s-8s, timeout 1s: scrapes bounded, GPU 2 down then up again, no leak")
+	record(t, "gpu", "dgx-h100, GPU 2 hangs 2s-12s, timeout 1s: scrapes bounded, GPU 2 down (after 3 timeouts) then up again, no leak")
 	h := start(t, "--backend=sim", "--collection.timeout=1s",
-		"--sim.config="+simConfig(t, "profile: dgx-h100\nfaults:\n  - {gpu: 2, hang_after: 2s, hang_for: 6s}\n"))
+		"--sim.config="+simConfig(t, "profile: dgx-h100\nfaults:\n  - {gpu: 2, hang_after: 2s, hang_for: 10s}\n"))
 	h.baseline()
 	testenv.WaitFor(t, 20*time.Second, "GPU 2 reported down while hung", func() bool { v, _ := gpuUp(h.scrape(), 2); return v == 0 })
 	if got := upGPUs(h.scrape(), 8); fmt.Sprint(got) != "[1 1 0 1 1 1 1 1]" {

@@ -8,6 +8,7 @@ import (
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
 
 	"github.com/gpuwatch/gpuwatch/internal/snapshot"
+	"github.com/gpuwatch/gpuwatch/internal/validate"
 )
 
 // deviceState is what the reader remembers about one device between reads.
@@ -47,6 +48,8 @@ type deviceState struct {
 	pcieTx, pcieRx wrappingCounter
 	// nvlinkTraffic is the previous read of the NVLink byte counters.
 	nvlinkTraffic counterSample
+	// energy carries the driver's energy counter over its resets (validate.go).
+	energy validate.Counter
 }
 
 // deviceReader reads one device once. It is not shared between goroutines.
@@ -91,7 +94,9 @@ func (r *Reader) readDevice(index int, out *deviceResult) {
 	}
 	// GetUUID doubles as the liveness probe: it is called on every read,
 	// and a lost GPU fails it with GPU_IS_LOST.
+	probe := time.Now()
 	uuid, ret := dev.GetUUID()
+	out.device.CallLatency = time.Since(probe)
 	if ret != nvml.SUCCESS {
 		out.device.DownReason = downReason(ret)
 		// Keep the last known UUID, so that gpu_up{uuid} stays the same
@@ -109,9 +114,10 @@ func (r *Reader) readDevice(index int, out *deviceResult) {
 	d := &deviceReader{r: r, index: index, dev: dev, st: st, out: out}
 	d.readAll()
 	if d.gone != "" {
-		out.device = snapshot.Device{Index: index, UUID: uuid, DownReason: d.gone}
+		out.device = snapshot.Device{Index: index, UUID: uuid, DownReason: d.gone, CallLatency: out.device.CallLatency}
 		out.processes = nil
 	}
+	r.validateReading(st, out)
 }
 
 // readAll runs every enabled group in an order that respects their

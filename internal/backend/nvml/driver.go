@@ -57,7 +57,8 @@ func (r *Reader) inspectDriver(library string) error {
 // that lacks it gets the code's name instead.
 func initError(lib nvml.Interface, ret nvml.Return) error {
 	if ext := extensionsOf(lib); ext != nil && ext.LookupSymbol("nvmlErrorString") != nil {
-		return fmt.Errorf("nvml init: %s", downReason(ret))
+		// Wrapped, so that gpuwatch doctor can tell the failures apart.
+		return fmt.Errorf("nvml init: %w", nvmlErr(ret))
 	}
 	return fmt.Errorf("nvml init: %w", ret)
 }

@@ -64,6 +64,8 @@ var returnNames = map[nvml.Return]string{
 	nvml.ERROR_GPU_NOT_FOUND:     "gpu_not_found",
 	nvml.ERROR_INVALID_STATE:     "invalid_state",
 	nvml.ERROR_UNKNOWN:           "unknown_error",
+	// The library and the loaded kernel module differ in version.
+	nvml.ERROR_LIB_RM_VERSION_MISMATCH: "lib_rm_version_mismatch",
 }
 
 // downReason is the Device.DownReason for a device whose identity read

@@ -39,6 +39,12 @@ type Options struct {
 	// (textfile, ps) has GPM values. A server leaves it off: its first
 	// scrape simply has none yet.
 	WaitForGPM bool
+	// DownAfter is how long a device's read may run before the device is
+	// reported down (not_answering). Until then a device whose read
+	// misses the collection's deadline is served from its newest
+	// completed reading (Device.ReadingAge says how old), so that a slow
+	// driver's GPUs stay up. Default DownAfterTimeouts × StartTimeout.
+	DownAfter time.Duration
 	// StartTimeout bounds how long New waits for each device's start-up
 	// calls (the first GPM sample, XID registration). A device that has
 	// not answered by then is treated as hung: New returns without it,
@@ -97,6 +103,12 @@ type Reader struct {
 	waitForGPM     bool
 
 	blocked blockedReads
+	// completed keeps each device's newest completed reading, for the
+	// collections its next read does not answer in time (latereads.go).
+	completed completedReadings
+	downAfter time.Duration
+	// dropped counts the readings validation dropped (validate.go).
+	dropped droppedReadings
 
 	xid *xidWatcher // nil when the xid group is off or no device supports it
 	// xidSetupErr is reported in Groups["xid"].Err on every read: the
@@ -147,6 +159,10 @@ func New(lib nvml.Interface, opts Options) (*Reader, error) {
 	start := opts.StartTimeout
 	if start <= 0 {
 		start = defaultStartTimeout
+	}
+	r.downAfter = opts.DownAfter
+	if r.downAfter <= 0 {
+		r.downAfter = DownAfterTimeouts * start
 	}
 	var hung []int
 	if r.groups[gGPM] {
@@ -283,6 +299,7 @@ func (r *Reader) Read(ctx context.Context) (*snapshot.Snapshot, error) {
 	}
 
 	snap.Groups = stats.statusMap(r.groups)
+	snap.ReadingsDropped = r.dropped.copy()
 	return snap, nil
 }
 
@@ -325,7 +342,7 @@ func (r *Reader) readDevices(ctx context.Context, count int) ([]*deviceResult, e
 	pending := 0
 	for i := range count {
 		if !r.blocked.start(i) {
-			results[i] = &deviceResult{device: r.notAnswering(i)}
+			results[i] = r.lateOrDown(i)
 			continue
 		}
 		pending++
@@ -345,7 +362,12 @@ func (r *Reader) readDevices(ctx context.Context, count int) ([]*deviceResult, e
 			freeSlot := func() { release.Do(func() { <-slots }) }
 			timer := time.AfterFunc(hold, freeSlot)
 			res := new(deviceResult)
+			started := time.Now()
 			r.readDevice(i, res)
+			res.device.ReadingAge = time.Since(started)
+			// Kept even when this Read has given up on it: a late
+			// reading serves the next collections (latereads.go).
+			r.completed.store(i, res, started)
 			timer.Stop()
 			freeSlot()
 			done <- finished{i, res}
@@ -360,11 +382,12 @@ func (r *Reader) readDevices(ctx context.Context, count int) ([]*deviceResult, e
 			if errors.Is(ctx.Err(), context.Canceled) {
 				return nil, ctx.Err()
 			}
-			// Deadline: report what answered, and the rest as down.
+			// Deadline: report what answered, and the rest from their
+			// last completed reading, or as down.
 			for i := range count {
 				if results[i] == nil {
 					r.blocked.abandon(i)
-					results[i] = &deviceResult{device: r.notAnswering(i)}
+					results[i] = r.lateOrDown(i)
 				}
 			}
 			return results, nil
@@ -398,8 +421,9 @@ func (r *Reader) notAnswering(index int) snapshot.Device {
 // on them, so that no second read of a hung device is started.
 type blockedReads struct {
 	mu        sync.Mutex
-	running   map[int]int  // reads in flight per device
-	abandoned map[int]bool // a Read gave up on the device's read in flight
+	running   map[int]int       // reads in flight per device
+	abandoned map[int]bool      // a Read gave up on the device's read in flight
+	since     map[int]time.Time // when the device's oldest read in flight began
 }
 
 // start registers a read of device i; false when an abandoned read of it
@@ -411,10 +435,24 @@ func (b *blockedReads) start(i int) bool {
 		return false
 	}
 	if b.running == nil {
-		b.running, b.abandoned = map[int]int{}, map[int]bool{}
+		b.running, b.abandoned, b.since = map[int]int{}, map[int]bool{}, map[int]time.Time{}
+	}
+	if b.running[i] == 0 {
+		b.since[i] = time.Now()
 	}
 	b.running[i]++
 	return true
+}
+
+// runningFor is how long device i has had a read (or start-up call) in
+// flight; 0 when it has none.
+func (b *blockedReads) runningFor(i int) time.Duration {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.running[i] == 0 {
+		return 0
+	}
+	return time.Since(b.since[i])
 }
 
 func (b *blockedReads) finish(i int) {
@@ -424,6 +462,7 @@ func (b *blockedReads) finish(i int) {
 	if b.running[i] == 0 {
 		delete(b.running, i)
 		delete(b.abandoned, i)
+		delete(b.since, i)
 	}
 }
 

@@ -51,6 +51,15 @@ type Config struct {
 	// reported while their PID runs. A relative path is relative to the
 	// config file.
 	ProcessesFrom string `yaml:"processes_from"`
+	// InitError makes nvmlInit fail with this NVML error (see
+	// InitErrorNames), as a driver in trouble does: e.g.
+	// "lib_rm_version_mismatch" after a driver upgrade whose kernel
+	// module was not reloaded.
+	InitError string `yaml:"init_error"`
+	// DriverVersion replaces the version string the driver reports, to
+	// test what gpuwatch makes of a hostile one (control characters,
+	// newlines).
+	DriverVersion *string `yaml:"driver_version"`
 
 	// source is the file (or name) the config was parsed from, for errors.
 	source string
@@ -140,6 +149,17 @@ type Fault struct {
 	// sick driver whose count keeps growing. Needs a GPU with page
 	// retirement (before Ampere: the v100 profile).
 	RetiredPagesSize string `yaml:"retired_pages_size"`
+	// SlowCalls: every call on the device takes this long before it
+	// answers, as on a driver without persistence mode on a busy host
+	// (200ms a call was seen in the field).
+	SlowCalls *Duration `yaml:"slow_calls"`
+	// BogusValues names readings that answer values no GPU can have: the
+	// driver's "unavailable" sentinels and impossible readings (see
+	// BogusValueNames).
+	BogusValues []string `yaml:"bogus_values"`
+	// EnergyResetAt: the driver's energy counter starts again from 0 at
+	// this elapsed time, as after a driver reload.
+	EnergyResetAt *Duration `yaml:"energy_reset_at"`
 
 	line int
 }
@@ -315,6 +335,11 @@ func (c *Config) validateShape() error {
 				src, c.Driver, strings.Join(nvmlbranch.Names(), ", "))
 		}
 	}
+	if c.InitError != "" {
+		if _, ok := initErrors[c.InitError]; !ok {
+			return fmt.Errorf("%s: init_error %q is not one of %s", c.sourceName(), c.InitError, strings.Join(InitErrorNames(), ", "))
+		}
+	}
 	for i, p := range c.Processes {
 		at := c.where("processes", i, p.line)
 		if p.PID == 0 {
@@ -347,14 +372,14 @@ func (c *Config) validateShape() error {
 			return fmt.Errorf("%s: gpu %d is negative", at, f.GPU)
 		}
 		if f.LostAfter == nil && len(f.Unsupported) == 0 && f.XID == 0 && f.HangAfter == nil && !f.MIGModePending &&
-			!f.LostHandle && f.ProcessListSize == "" && f.RetiredPagesSize == "" {
+			!f.LostHandle && f.ProcessListSize == "" && f.RetiredPagesSize == "" && !f.sick() {
 			if f.At != nil {
 				return fmt.Errorf("%s: 'at' needs an 'xid'", at)
 			}
 			if f.HangFor != nil {
 				return fmt.Errorf("%s: 'hang_for' needs a 'hang_after'", at)
 			}
-			return fmt.Errorf("%s: a fault needs lost_after, unsupported, xid, hang_after, mig_mode_pending, process_list_size or retired_pages_size", at)
+			return fmt.Errorf("%s: a fault needs lost_after, unsupported, xid, hang_after, mig_mode_pending, process_list_size, retired_pages_size, %s", at, sickKeys)
 		}
 		if f.LostHandle && f.LostAfter == nil {
 			return fmt.Errorf("%s: 'lost_handle' needs a 'lost_after'", at)
@@ -379,6 +404,9 @@ func (c *Config) validateShape() error {
 			if _, err := featureByName(name); err != nil {
 				return fmt.Errorf("%s: %w", at, err)
 			}
+		}
+		if err := f.checkSick(); err != nil {
+			return fmt.Errorf("%s: %w", at, err)
 		}
 	}
 	return nil

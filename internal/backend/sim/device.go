@@ -40,6 +40,9 @@ type device struct {
 	// hangUntil (-1: never; hangUntil -1: forever).
 	hangAfter, hangUntil time.Duration
 	xids                 []scheduledXID
+	// sick: a driver in trouble (slow calls, bogus values, a counter
+	// reset; sick.go).
+	sick sickness
 
 	act        activity
 	nvlinkUp   bool
@@ -161,6 +164,7 @@ func (d *device) begin(f feature) (time.Duration, nvml.Return) {
 	if !d.sim.initialized() {
 		return 0, nvml.ERROR_UNINITIALIZED
 	}
+	d.sick.slow()
 	e := d.hang(d.sim.elapsed())
 	if d.lost(e) {
 		return e, nvml.ERROR_GPU_IS_LOST
@@ -176,6 +180,7 @@ func (d *device) always() (time.Duration, nvml.Return) {
 	if !d.sim.initialized() {
 		return 0, nvml.ERROR_UNINITIALIZED
 	}
+	d.sick.slow()
 	e := d.hang(d.sim.elapsed())
 	if d.lost(e) {
 		return e, nvml.ERROR_GPU_IS_LOST

@@ -24,6 +24,9 @@ func (d *device) GetUtilizationRates() (nvml.Utilization, nvml.Return) {
 		return nvml.Utilization{}, nvml.ERROR_NOT_SUPPORTED
 	}
 	t := seconds(e)
+	if d.sick.isBogus(bogusUtilization) {
+		return nvml.Utilization{Gpu: 255, Memory: 255}, r
+	}
 	return nvml.Utilization{Gpu: pct(d.act.util(t)), Memory: pct(d.act.memUtil(t))}, r
 }
 
@@ -84,6 +87,9 @@ func (d *device) GetMemoryInfo() (nvml.Memory, nvml.Return) {
 	}
 	total := d.model.memoryMiB * mib
 	used := d.model.reservedMiB*mib + d.allocatedBytes(e)
+	if d.sick.isBogus(bogusMemory) {
+		used = total + 1024*mib // and free wraps
+	}
 	return nvml.Memory{Total: total, Used: used, Free: total - used}, r
 }
 
@@ -96,6 +102,9 @@ func (d *device) GetMemoryInfo_v2() (nvml.Memory_v2, nvml.Return) {
 	total := d.model.memoryMiB * mib
 	reserved := d.model.reservedMiB * mib
 	used := d.allocatedBytes(e)
+	if d.sick.isBogus(bogusMemory) {
+		used = total + 1024*mib // and free wraps
+	}
 	return nvml.Memory_v2{
 		Version: nvml.STRUCT_VERSION(nvml.Memory_v2{}, 2),
 		Total:   total, Reserved: reserved, Used: used, Free: total - reserved - used,
@@ -126,6 +135,9 @@ func (d *device) GetTemperature(sensor nvml.TemperatureSensors) (uint32, nvml.Re
 	}
 	if sensor != nvml.TEMPERATURE_GPU {
 		return 0, nvml.ERROR_INVALID_ARGUMENT
+	}
+	if d.sick.isBogus(bogusTemperature) {
+		return sentinel32, r
 	}
 	return d.temperature(seconds(e)), r
 }
@@ -167,6 +179,9 @@ func (d *device) GetTemperatureThreshold(kind nvml.TemperatureThresholds) (uint3
 
 // fanSpeed is the intended fan speed in percent.
 func (d *device) fanSpeed(t float64, fan int) uint32 {
+	if d.sick.isBogus(bogusFanSpeed) {
+		return sentinel32
+	}
 	return pct(0.30+0.55*d.act.util(t)) + uint32(fan)
 }
 
@@ -212,6 +227,9 @@ func (d *device) GetPerformanceState() (nvml.Pstates, nvml.Return) {
 	if r != nvml.SUCCESS {
 		return 0, r
 	}
+	if d.sick.isBogus(bogusPState) {
+		return -1, r
+	}
 	if d.act.busy() {
 		return d.model.busyPState, r
 	}
@@ -233,6 +251,11 @@ func (d *device) powerW(t float64) float64 {
 // energyJ is the energy since driver load in joules: the closed-form
 // integral of powerW, plus the idle energy of the uptime before the start.
 func (d *device) energyJ(t float64) float64 {
+	return d.sick.energySinceReload(t, d.energySinceLoad)
+}
+
+// energySinceLoad is energyJ without a driver reload (energy_reset_at).
+func (d *device) energySinceLoad(t float64) float64 {
 	m := d.model
 	before := uptimeBeforeStart.Seconds()
 	return m.idlePowerW*(before+t) + (m.powerLimitW*m.loadPowerFrac-m.idlePowerW)*d.act.utilIntegral(t)
@@ -242,6 +265,9 @@ func (d *device) GetPowerUsage() (uint32, nvml.Return) {
 	e, r := d.begin(featPower)
 	if r != nvml.SUCCESS {
 		return 0, r
+	}
+	if d.sick.isBogus(bogusPower) {
+		return sentinel32, r
 	}
 	return uint32(math.Round(d.powerW(seconds(e)) * 1000)), r
 }
@@ -331,6 +357,9 @@ func (d *device) GetClockInfo(ct nvml.ClockType) (uint32, nvml.Return) {
 	}
 	if ct >= nvml.CLOCK_COUNT {
 		return 0, nvml.ERROR_INVALID_ARGUMENT
+	}
+	if d.sick.isBogus(bogusClocks) {
+		return sentinel32, r
 	}
 	return d.clockMHz(seconds(e), ct), r
 }

@@ -119,6 +119,11 @@
 //	privileged: true           # optional: the caller is privileged (root with
 //	                           # CAP_SYS_ADMIN): a MIG GPU's own process lists
 //	                           # and GPU instances answer, not NO_PERMISSION
+//	init_error: lib_rm_version_mismatch  # optional: nvmlInit fails with this
+//	                           # error (lib_rm_version_mismatch,
+//	                           # driver_not_loaded, no_permission, unknown_error)
+//	driver_version: "550.90.07"  # optional: the version string the driver
+//	                           # reports, verbatim (a hostile one for tests)
 //	processes:                 # GPU processes the simulated driver reports;
 //	                           # replaces the profile's defaults ([] = none)
 //	  - gpu: 0                 # device index
@@ -157,6 +162,19 @@
 //	  - {gpu: 6, process_list_size: doubling}      # process lists never fit
 //	  - {gpu: 0, retired_pages_size: one_more}     # retired-page counts never fit
 //	                           # (a GPU with page retirement: profile v100)
+//	  - {gpu: 5, slow_calls: 200ms}                # every call answers 200ms late
+//	  - {gpu: 6, bogus_values: [temperature, power]}  # sentinels, impossible values
+//	  - {gpu: 7, energy_reset_at: 1m}              # energy counter restarts (driver reload)
+//
+// slow_calls: every call on the device waits this long before it answers
+// (a driver without persistence mode on a busy host: 200ms a call reads a
+// GPU in about 7s). bogus_values names readings that answer values no GPU
+// can have: temperature (0xFFFFFFFF °C), power (0xFFFFFFFF mW), clocks
+// (0xFFFFFFFF MHz current), utilization (255 %), memory (used 1 GiB above
+// total, free wrapped to ~1.8e19), pstate (-1), fan_speed (0xFFFFFFFF %),
+// process_memory (2^63 bytes per process); BogusValueNames lists them.
+// energy_reset_at: the energy counter starts again from 0 at that elapsed
+// time, as after a driver reload.
 //
 // Durations are Go durations ("500ms", "30s", "1h30m"). A fault entry may
 // combine kinds. New checks the config against the profile: a GPU index

@@ -23,6 +23,9 @@ import (
 func (s *Sim) Branch() *nvmlbranch.Branch { return s.branch }
 
 func (s *Sim) driverVersion() string {
+	if s.driverVersionText != nil {
+		return *s.driverVersionText
+	}
 	if s.branch != nil {
 		return s.branch.DriverVersion
 	}

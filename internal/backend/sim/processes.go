@@ -190,6 +190,9 @@ func (d *device) runningProcesses(graphics bool, only *migDevice) ([]nvml.Proces
 			continue
 		}
 		info := nvml.ProcessInfo{Pid: p.pid, UsedGpuMemory: p.usedMemory, GpuInstanceId: noInstance, ComputeInstanceId: noInstance}
+		if d.sick.isBogus(bogusProcessMemory) {
+			info.UsedGpuMemory = impossibleProcessB
+		}
 		if p.mig != nil {
 			info.GpuInstanceId = uint32(p.mig.gi.id)
 			info.ComputeInstanceId = uint32(p.mig.ciID)

@@ -41,6 +41,11 @@ type Sim struct {
 	privileged   bool     // Config.Privileged
 	// live holds the processes of Config.ProcessesFrom; nil without it.
 	live *liveProcesses
+	// initError is what Init answers (Config.InitError); SUCCESS normally.
+	initError nvml.Return
+	// driverVersionText replaces the reported driver version when set
+	// (Config.DriverVersion).
+	driverVersionText *string
 
 	start time.Time // real time at New, origin of the unpinned clock
 	// pinned holds the pinned elapsed time in nanoseconds, or -1.
@@ -73,6 +78,11 @@ func New(cfg Config) (*Sim, error) {
 	}
 	s := &Sim{profile: p, seed: cfg.Seed, privileged: cfg.Privileged, start: time.Now(), clockChanged: make(chan struct{})}
 	s.unmodelledLibrary = librarySafetyNet(s)
+	s.initError = nvml.SUCCESS
+	if cfg.InitError != "" {
+		s.initError = initErrors[cfg.InitError] // validateShape checked it
+	}
+	s.driverVersionText = cfg.DriverVersion
 	if cfg.Driver != "" {
 		s.branch, _ = nvmlbranch.Lookup(cfg.Driver) // validateShape checked it
 	}
@@ -142,6 +152,7 @@ func (s *Sim) applyFaults(cfg *Config) error {
 			}
 			d.features &^= setOf(feat)
 		}
+		d.sick.apply(&f)
 		if f.MIGModePending {
 			if !d.features.has(featMIG) {
 				return fmt.Errorf("%s: mig_mode_pending: gpu %d (%s) has no MIG", cfg.where("faults", i, f.line), f.GPU, d.model.name)
@@ -202,6 +213,9 @@ func (s *Sim) initialized() bool { return s.initCount.Load() > 0 }
 
 // Init starts the library; like NVML it is reference counted.
 func (s *Sim) Init() nvml.Return {
+	if s.initError != nvml.SUCCESS {
+		return s.initError
+	}
 	s.initCount.Add(1)
 	return nvml.SUCCESS
 }
