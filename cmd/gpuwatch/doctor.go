@@ -66,7 +66,7 @@ func (c *doctorCommand) run() error {
 		Runner:        slurm.ExecRunner{Timeout: c.common.attribution.timeout + 5*time.Second},
 		Timeout:       c.common.attribution.timeout,
 
-		NvidiaSMITimeout: c.nvidiaSMITimeout,
+		NvidiaSMITimeout:  c.nvidiaSMITimeout,
 		CollectionTimeout: c.common.timeout,
 	}
 	if c.nvidiaSMI != "" {
