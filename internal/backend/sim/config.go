@@ -170,10 +170,10 @@ const (
 	ProcessListOneMore  = "one_more"
 )
 
-// The values of Fault.RetiredPagesSize.
+// The values of Fault.RetiredPagesSize: the same as ProcessListSize's.
 const (
-	RetiredPagesDoubling = "doubling"
-	RetiredPagesOneMore  = "one_more"
+	RetiredPagesDoubling = ProcessListDoubling
+	RetiredPagesOneMore  = ProcessListOneMore
 )
 
 // Duration is a time.Duration written in YAML as a Go duration string

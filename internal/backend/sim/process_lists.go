@@ -68,7 +68,16 @@ func (d *device) sized(list []nvml.ProcessInfo, ret nvml.Return, capacity uint32
 	if ret != nvml.SUCCESS {
 		return nil, 0, ret
 	}
-	switch d.processListSize {
+	return fitList(list, d.processListSize, capacity)
+}
+
+// fitList answers one call of a sized NVML list function offered a buffer
+// of capacity entries: the list and its length when it fits, else
+// ERROR_INSUFFICIENT_SIZE with the entries the driver asks for. Under a
+// size fault ("doubling", "one_more": the process_list_size and
+// retired_pages_size values) no buffer is ever enough.
+func fitList[T any](list []T, fault string, capacity uint32) ([]T, uint32, nvml.Return) {
+	switch fault {
 	case ProcessListDoubling:
 		return nil, uint32(min(2*uint64(max(capacity, 1)), math.MaxUint32)), nvml.ERROR_INSUFFICIENT_SIZE
 	case ProcessListOneMore:

@@ -1,7 +1,6 @@
 package sim
 
 import (
-	"math"
 
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
 )
@@ -26,16 +25,7 @@ func (d *device) RetiredPagesSized(cause nvml.PageRetirementCause, capacity uint
 	if r != nvml.SUCCESS {
 		return nil, 0, r
 	}
-	switch d.retiredPagesSize {
-	case RetiredPagesDoubling:
-		return nil, uint32(min(2*uint64(max(capacity, 1)), math.MaxUint32)), nvml.ERROR_INSUFFICIENT_SIZE
-	case RetiredPagesOneMore:
-		return nil, uint32(min(uint64(capacity)+1, math.MaxUint32)), nvml.ERROR_INSUFFICIENT_SIZE
-	}
-	if uint64(len(pages)) > uint64(capacity) {
-		return nil, uint32(len(pages)), nvml.ERROR_INSUFFICIENT_SIZE
-	}
-	return pages, uint32(len(pages)), nvml.SUCCESS
+	return fitList(pages, d.retiredPagesSize, capacity)
 }
 
 // retiredPages are the addresses of the pages retired for cause; the
