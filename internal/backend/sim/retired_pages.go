@@ -1,7 +1,6 @@
 package sim
 
 import (
-
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
 )
 
