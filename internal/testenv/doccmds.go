@@ -9,7 +9,7 @@ import (
 )
 
 // The commands of the documentation. Every command of a ```sh block of the
-// README, CONTRIBUTING, docs/*.md and deploy/*/README.md is either run by a
+// README, CONTRIBUTING, docs/*.md and the READMEs under deploy/ is either run by a
 // test or, where it cannot run here, checked by the validator of what it
 // names. Each test package handles the kinds below that it can check, and
 // docs/commands_test.go fails on a command of no kind, so a new command in
@@ -125,7 +125,7 @@ var DocAllowed = map[string]string{
 // DocPages lists the pages whose commands are checked, relative to root.
 func DocPages(root string) ([]string, error) {
 	pages := []string{"README.md", "CONTRIBUTING.md"}
-	for _, pattern := range []string{"docs/*.md", "deploy/*/README.md"} {
+	for _, pattern := range []string{"docs/*.md", "deploy/*/README.md", "deploy/*/*/README.md"} {
 		m, err := filepath.Glob(filepath.Join(root, pattern))
 		if err != nil {
 			return nil, err
