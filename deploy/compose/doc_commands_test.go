@@ -16,7 +16,7 @@ import (
 // TestDocumentedComposeCommands checks every documented `docker compose`
 // command (testenv.DocCommands) where Docker cannot run: its page changes
 // into deploy/compose first; every variable it sets is one the compose file
-// reads; compose-go loads the file under those variables as Docker Compose
+// reads; the page says the file needs Docker Compose v2; compose-go loads the file under those variables as Docker Compose
 // v2 would; the profiles it selects start a gpuwatch; the services it
 // names exist; its flags are ones Compose v2 has; a simulator profile it
 // names is one gpuwatch has.
@@ -42,6 +42,15 @@ func TestDocumentedComposeCommands(t *testing.T) {
 		n++
 		t.Run(fmt.Sprintf("%s:%d", c.Page, c.Line), func(t *testing.T) {
 			t.Logf("%s", c.Text)
+			page, err := os.ReadFile(filepath.Join(root, c.Page))
+			if err != nil {
+				t.Fatal(err)
+			}
+			// docker-compose 1.x fails on the top-level name, podman-compose
+			// 1.0.3 on the network alias: the page must say which Compose.
+			if !strings.Contains(strings.Join(strings.Fields(string(page)), " "), "Docker Compose v2") {
+				t.Errorf("%s: the page never says the file needs Docker Compose v2", c)
+			}
 			if !changesIntoCompose(cmds[:i], c.Page) {
 				t.Errorf("%s: the page does not cd into deploy/compose before this command", c)
 			}
