@@ -24,7 +24,8 @@ import (
 //     page's install line;
 //   - kubectl: rollout status names a DaemonSet the page's install line
 //     renders in that namespace; create secret names a Secret the docs' helm
-//     commands use; apply -f names a manifest that decodes strictly;
+//     commands use; apply -f names a manifest that decodes strictly, and
+//     create namespace the namespace of a manifest the page applies;
 //   - systemd: the unit installed, enabled or edited exists in deploy/systemd
 //     and passes systemd-analyze verify.
 func TestDocumentedDeployCommands(t *testing.T) {
@@ -182,6 +183,18 @@ func checkDocKubectl(t *testing.T, cmds []testenv.DocCommand, c testenv.DocComma
 		})
 		if !used {
 			t.Errorf("%s: no helm command of the page uses the Secret %s", c, name)
+		}
+	case len(w) == 4 && w[1] == "create" && w[2] == "namespace":
+		// The namespace is the one the page's manifests go into.
+		applied := slices.ContainsFunc(cmds, func(o testenv.DocCommand) bool {
+			if o.Page != c.Page || o.Kind != testenv.DocKubectl || !slices.Contains(o.Words, "apply") {
+				return false
+			}
+			data, err := os.ReadFile(filepath.Join(repoRoot, o.Words[len(o.Words)-1]))
+			return err == nil && strings.Contains(string(data), "\n  namespace: "+w[3]+"\n")
+		})
+		if !applied {
+			t.Errorf("%s: no manifest the page applies goes into namespace %s", c, w[3])
 		}
 	case len(w) >= 4 && w[1] == "apply" && w[2] == "-f":
 		data, err := os.ReadFile(filepath.Join(repoRoot, w[3]))
