@@ -125,6 +125,9 @@ func demoEnv(c testenv.DocCommand) []string {
 // print what it is documented to print. Commands that cannot run here are
 // checked in docs/, test/deploy and deploy/compose.
 func TestDocumentedCommandsRun(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts Prometheus and Slurm; skipped with -short")
+	}
 	cmds, err := testenv.DocCommands(testenv.RepoRoot())
 	if err != nil {
 		t.Fatal(err)
