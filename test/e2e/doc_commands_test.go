@@ -414,3 +414,39 @@ func checkDocReport(t *testing.T, s *docSandbox, c testenv.DocCommand, out strin
 		}
 	}
 }
+
+// inlineGpuwatchRE matches a gpuwatch command in an inline code span.
+var inlineGpuwatchRE = regexp.MustCompile("`(?:\\./bin/)?gpuwatch((?: --?[a-z][^`\\s]*| [a-z]+)*)`")
+
+// TestDocumentedInlineGpuwatchFlagsExist: the gpuwatch commands of the
+// docs' inline code spans (`gpuwatch ps --gpu=3`) are too many to run, and
+// some serve forever; each is parsed by the binary (its words and --help),
+// so a renamed or removed subcommand or flag fails here with its page.
+// Spans that are syntax summaries ([--gpu=N], …) are not commands.
+func TestDocumentedInlineGpuwatchFlagsExist(t *testing.T) {
+	pages, err := testenv.DocPages(testenv.RepoRoot())
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, page := range pages {
+		data, err := os.ReadFile(filepath.Join(testenv.RepoRoot(), page))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range inlineGpuwatchRE.FindAllStringSubmatch(string(data), -1) {
+			args := strings.Fields(m[1])
+			if len(args) > 0 && args[0] == "started" { // the start log's message, not a command
+				continue
+			}
+			n++
+			out, code := runGpuwatch(t, append(args, "--help")...)
+			if code != 0 {
+				t.Errorf("%s: %s: gpuwatch does not parse it (exit %d):\n%s", page, m[0], code, out)
+			}
+		}
+	}
+	if n < 10 {
+		t.Errorf("only %d inline gpuwatch commands in the docs: is the extraction broken?", n)
+	}
+}
