@@ -12,38 +12,25 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	networkingv1 "k8s.io/api/networking/v1"
+
+	"github.com/gpuwatch/gpuwatch/internal/testenv"
 )
 
-// installCommands returns the `helm install` commands of doc's sh code
-// blocks, continuation lines joined, as a shell would read them.
-func installCommands(t *testing.T, doc string) []string {
+// installCommands returns the `helm install` commands of page's sh code
+// blocks, as testenv.DocCommands reads them (continuation lines joined).
+func installCommands(t *testing.T, page string) []string {
 	t.Helper()
-	var cmds []string
-	inBlock := false
-	var cur strings.Builder
-	for _, line := range strings.Split(doc, "\n") {
-		switch {
-		case strings.HasPrefix(line, "```sh"):
-			inBlock = true
-			continue
-		case strings.HasPrefix(line, "```"):
-			inBlock = false
-			continue
-		case !inBlock:
-			continue
-		}
-		if cur.Len() == 0 && !strings.HasPrefix(line, "helm install ") {
-			continue
-		}
-		if joined, ok := strings.CutSuffix(line, "\\"); ok {
-			cur.WriteString(joined)
-			continue
-		}
-		cur.WriteString(line)
-		cmds = append(cmds, cur.String())
-		cur.Reset()
+	cmds, err := testenv.DocCommands(repoRoot)
+	if err != nil {
+		t.Fatal(err)
 	}
-	return cmds
+	var out []string
+	for _, c := range cmds {
+		if c.Page == page && c.Kind == testenv.DocHelm && c.Words[1] == "install" {
+			out = append(out, c.Text)
+		}
+	}
+	return out
 }
 
 // compatSpans returns the inline code spans of doc that set the chart's
@@ -95,7 +82,7 @@ func TestDocumentedHelmCommandsRender(t *testing.T) {
 				t.Fatal(err)
 			}
 			doc := string(data)
-			installs := installCommands(t, doc)
+			installs := installCommands(t, path)
 			if len(installs) != 1 {
 				t.Fatalf("%d helm install commands in %s, want the one install line: %q", len(installs), path, installs)
 			}
