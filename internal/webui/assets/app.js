@@ -33,6 +33,14 @@
   // hover remembers which chart the pointer is over and where, so the
   // value shown survives the redraw of every interval.
   let hover = null;
+  // A redraw replaces the chart under the pointer, and the old one gets no
+  // pointerleave: leaving the charts anywhere clears the hover.
+  document.addEventListener("pointermove", (e) => {
+    if (hover && !(e.target.closest && e.target.closest(".area"))) {
+      hover = null;
+      for (const x of document.querySelectorAll(".area .tip, .area .cursor")) x.hidden = true;
+    }
+  });
 
   // chart draws values (nulls are gaps) against their times: an SVG line
   // scaled to [0, max] under an HTML value axis (max at the top, 0 at the
