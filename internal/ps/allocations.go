@@ -3,6 +3,7 @@ package ps
 import (
 	"cmp"
 	"slices"
+	"time"
 
 	"github.com/gpuwatch/gpuwatch/internal/snapshot"
 )
@@ -23,6 +24,9 @@ type Allocation struct {
 
 	Pod   *snapshot.Pod      `json:"pod,omitempty"`
 	Slurm *snapshot.SlurmJob `json:"slurm,omitempty"`
+	// StartTime is when the workload got the GPU (a Slurm job's start);
+	// absent when its source does not say (the kubelet does not).
+	StartTime *time.Time `json:"start_time,omitempty"`
 }
 
 // NewAllocations lists s's allocations on the filter's GPUs, in GPU order,
@@ -76,6 +80,10 @@ func newAllocation(s *snapshot.Snapshot, a snapshot.Allocation) Allocation {
 	if a.Slurm != (snapshot.SlurmJob{}) {
 		job := a.Slurm
 		out.Slurm = &job
+	}
+	if !a.Start.IsZero() {
+		start := a.Start.UTC()
+		out.StartTime = &start
 	}
 	return out
 }

@@ -33,7 +33,8 @@ func allocSnapshot() *snapshot.Snapshot {
 			{GPU: 0, GPUUUID: "GPU-0", Slurm: job42},
 			// GPU 3 fell off the bus: whether job 42 runs there is unknown.
 			{GPU: 3, GPUUUID: "GPU-3", Slurm: job42},
-			{GPU: 5, GPUUUID: "GPU-5", Slurm: snapshot.SlurmJob{JobID: "4225", User: "alice", Account: "nlp", Partition: "gpu"}},
+			{GPU: 5, GPUUUID: "GPU-5", Slurm: snapshot.SlurmJob{JobID: "4225", User: "alice", Account: "nlp", Partition: "gpu"},
+				Start: time.Date(2026, 1, 1, 0, 0, 0, 0, time.FixedZone("CET", 3600))},
 			{GPU: 6, GPUUUID: "GPU-6", Pod: snapshot.Pod{Namespace: "inference", Name: "vllm-0", Container: "vllm"}},
 			// A time-sliced GPU is listed once per replica; shown once.
 			{GPU: 6, GPUUUID: "GPU-6", Pod: snapshot.Pod{Namespace: "inference", Name: "vllm-0", Container: "vllm"}},
@@ -102,6 +103,7 @@ func TestJSONCarriesAllocations(t *testing.T) {
 			Slurm   map[string]string `json:"slurm"`
 			Pod     map[string]string `json:"pod"`
 			Command *string           `json:"command"`
+			Start   *string           `json:"start_time"`
 		} `json:"allocations"`
 	}
 	if err := json.Unmarshal(b.Bytes(), &doc); err != nil {
@@ -134,6 +136,20 @@ func TestJSONCarriesAllocations(t *testing.T) {
 	}
 	if a := doc.Allocations[2]; a.UUID != "GPU-5" || a.Slurm["user"] != "alice" || a.Slurm["account"] != "nlp" {
 		t.Errorf("job 4225's allocation: %+v", a)
+	}
+	// The start when the source gives one (Slurm), in UTC; absent, never
+	// a made-up time, when it does not (the kubelet).
+	for i, a := range doc.Allocations {
+		got, want := "absent", "absent"
+		if a.Start != nil {
+			got = *a.Start
+		}
+		if i == 2 {
+			want = "2025-12-31T23:00:00Z"
+		}
+		if got != want {
+			t.Errorf("allocation %d: start_time %s, want %s", i, got, want)
+		}
 	}
 	if a := doc.Allocations[4]; a.MIGUUID != "MIG-7a" || a.GI == nil || *a.GI != 2 {
 		t.Errorf("the MIG allocation lost its instance: %+v", a)

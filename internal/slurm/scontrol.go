@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // ParseScontrolJobs reads `scontrol show job -d -o [JOBID]`: one line per
@@ -80,6 +81,7 @@ func parseScontrolJobLine(text string) (Job, error) {
 	var j Job
 	var tres, tresPerNode, tresPerJob string
 	var groupNodes []string
+
 	for _, p := range pairs {
 		switch p.key {
 		case "JobId":
@@ -101,6 +103,13 @@ func parseScontrolJobLine(text string) (Job, error) {
 			j.State = strings.ToUpper(p.val)
 		case "Reason":
 			j.Reason = p.val
+		case "StartTime":
+			// scontrol prints local time without a zone ("Unknown" or
+			// "None" when there is none); it runs as gpuwatch's child, in
+			// gpuwatch's time zone.
+			if t, err := time.ParseInLocation("2006-01-02T15:04:05", p.val, time.Local); err == nil {
+				j.Start = t
+			}
 		case "NodeList":
 			nodes, err := ExpandHostlist(p.val)
 			if err != nil {
@@ -149,5 +158,8 @@ func parseScontrolJobLine(text string) (Job, error) {
 		return Job{}, err
 	}
 	j.GPUs = gpus
+	if j.State == "PENDING" {
+		j.Start = time.Time{} // a forecast, not a start
+	}
 	return j, nil
 }

@@ -22,15 +22,17 @@ import (
 
 // demoOwners is what each GPU card of the dgx-h100 demo must say about
 // who holds the GPU: its allocation and the owners of its processes.
+// Slurm says when a job started (the demo's jobs 2 h 13 min before the
+// simulated clock); the kubelet does not, so a pod's line has no duration.
 var demoOwners = map[int][]string{
-	0: {"Held by job 4211 of alice", "alice · job 4211 llama-pretrain"},
-	1: {"Held by job 4211 of alice", "alice · job 4211"},
-	2: {"Held by job 4211 of alice", "alice · job 4211"},
-	3: {"Held by job 4211 of alice", "alice · job 4211"},
+	0: {"Held by job 4211 of alice for 2 h", "alice · job 4211 llama-pretrain"},
+	1: {"Held by job 4211 of alice for 2 h", "alice · job 4211"},
+	2: {"Held by job 4211 of alice for 2 h", "alice · job 4211"},
+	3: {"Held by job 4211 of alice for 2 h", "alice · job 4211"},
 	4: {"bob · compose finetune/trainer"},
-	5: {"Idle, held by job 4225 of alice"},
-	6: {"Held by pod inference/vllm-0", "carol · pod inference/vllm-0", "dave"},
-	7: {"Held by job 4218 of erin", "Idle, held by pod inference/embedder-0 (MIG GI 5)", "GI 1 · erin · job 4218"},
+	5: {"Idle, held by job 4225 of alice for 2 h"},
+	6: {"Held by pod inference/vllm-0\n", "carol · pod inference/vllm-0", "dave"},
+	7: {"Held by job 4218 of erin for 2 h", "Idle, held by pod inference/embedder-0 (MIG GI 5)\n", "GI 1 · erin · job 4218"},
 }
 
 // cardOwners is, per GPU card, the text of its owners block, whether the
@@ -276,7 +278,7 @@ func TestLivePageBehindPathPrefix(t *testing.T) {
 		chromedp.Evaluate(`[...document.querySelectorAll("header nav a")].map((a) => a.href)`, &links),
 		chromedp.Evaluate(`performance.getEntriesByType("resource").map((e) => e.name)`, &resources),
 	)
-	if idle != "Idle, held by job 4225 of alice" || !strings.HasPrefix(status, "8 of 8 GPUs up") {
+	if idle != "Idle, held by job 4225 of alice for 2 h" || !strings.HasPrefix(status, "8 of 8 GPUs up") {
 		t.Errorf("behind /gpu/: GPU 5 says %q, status %q", idle, status)
 	}
 	if headerBg != "rgb(22, 24, 29)" {

@@ -53,11 +53,12 @@ func TestLivePage(t *testing.T) {
 		}
 	}
 
-	// Who holds each GPU, idle or not: job 4225 of alice holds GPU 5 and
-	// runs nothing there.
+	// Who holds each GPU, idle or not, and since when: job 4225 of alice
+	// holds GPU 5 and runs nothing there; the demo's jobs started 2 h 13
+	// min before the simulated clock did.
 	var idle, held string
 	b.run(t, visibleText(`article.card[data-gpu="5"] .alloc`, &idle), visibleText(`article.card[data-gpu="0"] .alloc`, &held))
-	if idle != "Idle, held by job 4225 of alice" || held != "Held by job 4211 of alice" {
+	if idle != "Idle, held by job 4225 of alice for 2 h" || held != "Held by job 4211 of alice for 2 h" {
 		t.Errorf("GPU 5 says %q, GPU 0 says %q; want the idle job 4225 and the running 4211, both of alice", idle, held)
 	}
 
@@ -82,7 +83,7 @@ func TestLivePage(t *testing.T) {
 		t.Errorf("%d GPUs shown up after GPU 3 was lost, want 7", up)
 	}
 	// A lost GPU's processes are unknown: its job holds it, idle or not.
-	if lost != "Held by job 4211 of alice" {
+	if lost != "Held by job 4211 of alice for 2 h" {
 		t.Errorf("the lost GPU 3 says %q, want who holds it and no claim that it is idle", lost)
 	}
 

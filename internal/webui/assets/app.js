@@ -169,12 +169,24 @@
     return "a workload";
   }
 
-  // allocationLine says who holds the GPU (or a MIG instance of it), and
-  // that nothing runs there when that is so. The API has no allocation
-  // start, so the line says no "for how long" rather than guess one.
-  function allocationLine(a) {
+  // duration says how long ms is, roughly: "45 s", "15 min", "2 h", "3 days".
+  function duration(ms) {
+    const s = Math.max(0, ms / 1000);
+    if (s < 120) return s.toFixed(0) + " s";
+    if (s < 7200) return (s / 60).toFixed(0) + " min";
+    if (s < 172800) return (s / 3600).toFixed(0) + " h";
+    return (s / 86400).toFixed(0) + " days";
+  }
+
+  // allocationLine says who holds the GPU (or a MIG instance of it), that
+  // nothing runs there when that is so, and since when if the source says
+  // (Slurm does, the kubelet does not: then no duration, never a guess).
+  function allocationLine(a, now) {
     const where = a.gpu_instance_id == null ? "" : " (MIG GI " + a.gpu_instance_id + ")";
-    return el("p", { class: "alloc" + (a.idle ? " idle" : "") }, (a.idle ? "Idle, held by " : "Held by ") + holder(a) + where);
+    const start = a.start_time == null ? NaN : Date.parse(a.start_time);
+    const held = isNaN(start) || isNaN(now) ? "" : " for " + duration(now - start);
+    return el("p", { class: "alloc" + (a.idle ? " idle" : ""), title: isNaN(start) ? "" : "since " + new Date(start).toLocaleString() },
+      (a.idle ? "Idle, held by " : "Held by ") + holder(a) + where + held);
   }
 
   // ownerOf names a process's owner, most specific first after the user:
@@ -198,9 +210,9 @@
   }
 
   // whoBlock is the top of a card: who holds the GPU and what runs there.
-  function whoBlock(d, allocs, procs) {
+  function whoBlock(d, allocs, procs, now) {
     const who = el("div", { class: "who" });
-    who.append(...allocs.map(allocationLine));
+    who.append(...allocs.map((a) => allocationLine(a, now)));
     if (!d.up) {
       who.append(el("p", { class: "none" }, "Processes unknown: the GPU does not answer"));
     } else if (procs.length) {
@@ -224,12 +236,12 @@
     return [Object.keys(hl).length ? "ok" : na, false];
   }
 
-  function gpuCard(d, hist, allocs, procs) {
+  function gpuCard(d, hist, allocs, procs, now) {
     const card = el("article", { class: "card" + (d.up ? "" : " down"), "data-gpu": String(d.index), "aria-labelledby": "gpu-" + d.index });
     const state = el("span", { class: "state " + (d.up ? "up" : "down") }, d.up ? "up" : "down");
     const name = (d.name || "").replace(/^NVIDIA /, "");
     card.append(el("h3", { id: "gpu-" + d.index, title: d.uuid || "" }, el("span", {}, "GPU " + d.index, el("span", { class: "name" }, name)), state));
-    card.append(whoBlock(d, allocs, procs));
+    card.append(whoBlock(d, allocs, procs, now));
     if (!d.up) {
       card.append(el("p", {}, "Down: " + (d.down_reason || "no answer")));
       return card;
@@ -305,11 +317,12 @@
       const [snap, procs, hist] = await Promise.all([getJSON("api/v1/snapshot"), getJSON("api/v1/processes"), getJSON(historyPath())]);
       intervalMs = Math.max(500, snap.interval_seconds * 1000);
       mergeHistory(hist);
+      const now = Date.parse(snap.time);
       const byGPU = new Map(history.gpus.map((g) => [g.index, g]));
       const allocs = snap.allocations || [];
       const onGPU = (d) => (x) => (x.gpu_uuid ? x.gpu_uuid === d.uuid : x.gpu === d.index);
       document.getElementById("gpus").replaceChildren(...snap.devices.map((d) =>
-        gpuCard(d, byGPU.get(d.index), allocs.filter(onGPU(d)), procs.processes.filter(onGPU(d)))));
+        gpuCard(d, byGPU.get(d.index), allocs.filter(onGPU(d)), procs.processes.filter(onGPU(d)), now)));
       document.querySelector("#processes tbody").replaceChildren(...procs.processes.map(processRow));
       let sharedMax = 0;
       for (const o of history.owners) for (const v of o.memory_used_bytes) if (v != null && v > sharedMax) sharedMax = v;
