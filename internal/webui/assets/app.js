@@ -206,7 +206,7 @@
     return el("li", { class: "proc", title: "PID " + p.pid + (p.command ? ", " + p.command : "") },
       el("span", { class: "who-name" }, where + ownerOf(p)),
       el("span", { class: "cmd" }, p.command || ""),
-      el("span", { class: "mem" }, bytes(p.used_memory_bytes)));
+      el("span", { class: "mem", title: "GPU memory of PID " + p.pid + " on GPU " + p.gpu }, bytes(p.used_memory_bytes)));
   }
 
   // whoBlock is the top of a card: who holds the GPU and what runs there.
