@@ -59,9 +59,16 @@ func NewAllocations(s *snapshot.Snapshot, f Filter) []Allocation {
 
 func newAllocation(s *snapshot.Snapshot, a snapshot.Allocation) Allocation {
 	out := Allocation{GPU: a.GPU, GPUUUID: a.GPUUUID, MIGUUID: a.MIGUUID}
-	if up(s, a) {
-		idle := !busy(s, a)
-		out.Idle = &idle
+	// On a GPU that is up, a process seen there makes it busy; only a
+	// GPU whose whole process list was read can be called idle.
+	if d := device(s, a); d != nil && d.Up {
+		if busy(s, a) {
+			idle := false
+			out.Idle = &idle
+		} else if d.ProcessesUnknown == "" && !s.Driver.Unavailable(snapshot.GroupProcesses) {
+			idle := true
+			out.Idle = &idle
+		}
 	}
 	if a.MIGUUID != "" {
 		for _, d := range s.Devices {
@@ -88,15 +95,14 @@ func newAllocation(s *snapshot.Snapshot, a snapshot.Allocation) Allocation {
 	return out
 }
 
-// up says whether a's GPU is in the snapshot and up: only then are its
-// processes known.
-func up(s *snapshot.Snapshot, a snapshot.Allocation) bool {
+// device is a's GPU in the snapshot, nil when it is not there.
+func device(s *snapshot.Snapshot, a snapshot.Allocation) *snapshot.Device {
 	for i := range s.Devices {
 		if d := &s.Devices[i]; sameGPU(d.Index, d.UUID, a) {
-			return d.Up
+			return d
 		}
 	}
-	return false
+	return nil
 }
 
 // sameGPU matches a GPU to a's by UUID when both have one, else by index.

@@ -3,6 +3,7 @@ package ps
 import (
 	"bytes"
 	"encoding/json"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -160,5 +161,41 @@ func TestJSONCarriesAllocations(t *testing.T) {
 	}
 	if !strings.Contains(empty.String(), `"allocations": []`) {
 		t.Errorf("no allocations not rendered as []: %s", empty.String())
+	}
+}
+
+// TestAllocationNotIdleWhenProcessesUnknown: a GPU whose process list
+// could not be read (or a driver without the process functions) has no
+// process rows, but that does not make its allocation idle: idle is left
+// out, and a process that was read still makes it busy.
+func TestAllocationNotIdleWhenProcessesUnknown(t *testing.T) {
+	job := snapshot.SlurmJob{JobID: "4225", User: "alice"}
+	s := &snapshot.Snapshot{
+		Devices: []snapshot.Device{
+			{Index: 0, UUID: "GPU-0", Up: true, ProcessesUnknown: "insufficient_size"},
+			{Index: 1, UUID: "GPU-1", Up: true, ProcessesUnknown: "insufficient_size"},
+			{Index: 2, UUID: "GPU-2", Up: true},
+		},
+		Processes:   []snapshot.Process{{GPU: 1, GPUUUID: "GPU-1", PID: 10}},
+		Allocations: []snapshot.Allocation{{GPU: 0, GPUUUID: "GPU-0", Slurm: job}, {GPU: 1, GPUUUID: "GPU-1", Slurm: job}, {GPU: 2, GPUUUID: "GPU-2", Slurm: job}},
+	}
+	idle := func(allocs []Allocation) []string {
+		var out []string
+		for _, a := range allocs {
+			if a.Idle == nil {
+				out = append(out, "absent")
+			} else {
+				out = append(out, strconv.FormatBool(*a.Idle))
+			}
+		}
+		return out
+	}
+	if got, want := idle(NewAllocations(s, Filter{})), []string{"absent", "false", "true"}; !slices.Equal(got, want) {
+		t.Errorf("idle = %v, want %v: unknown, busy by a process read, idle", got, want)
+	}
+	s.Driver.Limits = []snapshot.DriverLimit{{Group: snapshot.GroupProcesses, Unavailable: true}}
+	s.Processes = nil
+	if got, want := idle(NewAllocations(s, Filter{})), []string{"absent", "absent", "absent"}; !slices.Equal(got, want) {
+		t.Errorf("with a driver that lists no processes, idle = %v, want %v", got, want)
 	}
 }

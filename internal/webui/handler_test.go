@@ -377,3 +377,26 @@ func TestAPIsCarryAllocations(t *testing.T) {
 		}
 	}
 }
+
+// TestSnapshotSaysProcessesUnknown: a GPU whose process list could not be
+// read says why, so the page does not take "no process" for idle; a GPU
+// whose list was read leaves the field out.
+func TestSnapshotSaysProcessesUnknown(t *testing.T) {
+	snap := testSnapshot(time.Unix(1000, 0))
+	snap.Devices[0].ProcessesUnknown = "insufficient_size"
+	snap.Devices = append(snap.Devices, snapshot.Device{Index: 2, UUID: "GPU-2", Up: true})
+	rec := NewRecorder(&fakeSource{snap: snap}, time.Second, time.Minute)
+	_, body := get(t, Handler(rec, Options{}), "/api/v1/snapshot")
+	var doc struct {
+		Devices []map[string]any `json:"devices"`
+	}
+	if err := json.Unmarshal([]byte(body), &doc); err != nil {
+		t.Fatal(err)
+	}
+	if got := doc.Devices[0]["processes_unknown"]; got != "insufficient_size" {
+		t.Errorf("GPU 0: processes_unknown = %v, want insufficient_size", got)
+	}
+	if got, ok := doc.Devices[2]["processes_unknown"]; ok {
+		t.Errorf("GPU 2, whose processes were listed: processes_unknown = %v, want it left out", got)
+	}
+}

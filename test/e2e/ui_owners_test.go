@@ -307,3 +307,27 @@ func TestLivePageBehindPathPrefix(t *testing.T) {
 		t.Errorf("console errors:\n%s", strings.Join(errs, "\n"))
 	}
 }
+
+// TestLivePageUnknownProcesses: when the driver cannot list a GPU's
+// processes (the list never fits), the card of the GPU that job 4225
+// holds says the processes are unknown and why, and does not call the
+// GPU idle: no process seen is not no process running.
+func TestLivePageUnknownProcesses(t *testing.T) {
+	cfg := filepath.Join(t.TempDir(), "sim.yaml")
+	writeFile(t, cfg, "profile: dgx-h100\nfaults:\n  - {gpu: 5, process_list_size: doubling}\n")
+	base, _ := startGpuwatch(t, "--backend=sim", "--sim.config="+cfg, "--ui.interval=1s")
+	b := newBrowser(t)
+	b.run(t, chromedp.Navigate(base+"/"), chromedp.WaitVisible(`article.card[data-gpu="5"] .who`))
+	var who, idle4 string
+	b.run(t, visibleText(`article.card[data-gpu="5"] .who`, &who), visibleText(`article.card[data-gpu="4"] .who`, &idle4))
+	if !strings.Contains(who, "Held by job 4225 of alice for 2 h") || strings.Contains(who, "Idle") ||
+		!strings.Contains(who, "Processes unknown: the process list could not be read (insufficient_size)") {
+		t.Errorf("GPU 5, whose process list cannot be read, says %q; want held by job 4225, not idle, processes unknown", who)
+	}
+	if !strings.Contains(idle4, "bob") || strings.Contains(idle4, "unknown") {
+		t.Errorf("GPU 4, read as usual, says %q", idle4)
+	}
+	if errs := b.consoleErrors(); len(errs) > 0 {
+		t.Errorf("console errors:\n%s", strings.Join(errs, "\n"))
+	}
+}

@@ -215,9 +215,15 @@
     who.append(...allocs.map((a) => allocationLine(a, now)));
     if (!d.up) {
       who.append(el("p", { class: "none" }, "Processes unknown: the GPU does not answer"));
-    } else if (procs.length) {
+      return who;
+    }
+    if (procs.length) {
       who.append(el("ul", { class: "procs", "aria-label": "Processes on GPU " + d.index + ", memory per process" }, ...procs.map(processLine)));
-    } else if (!allocs.length) {
+    }
+    if (d.processes_unknown) {
+      who.append(el("p", { class: "none" }, (procs.length ? "Maybe more processes: " : "Processes unknown: ") +
+        "the process list could not be read (" + d.processes_unknown + ")"));
+    } else if (!procs.length && !allocs.length) {
       who.append(el("p", { class: "none" }, "Free: no process, no allocation"));
     }
     return who;
