@@ -306,7 +306,7 @@
     const span = spanText(o.time_ms);
     const name = o.kind.replace("_", " ") + " " + o.name;
     const box = el("div", { class: "owner", "data-owner": o.kind + ":" + o.name }, el("strong", {}, name));
-    box.append(chart({ key: "o" + ownerKey(o), caption: "Memory, all its GPUs, " + span, label: "GPU memory of " + name + ", summed over its GPUs, " + span,
+    box.append(chart({ key: "o" + o.kind + ":" + o.name, caption: "Memory, all its GPUs, " + span, label: "GPU memory of " + name + ", summed over its GPUs, " + span,
       times: o.time_ms, values: o.memory_used_bytes, max: sharedMax, fmt: bytes, bucketMs: history.bucket_seconds * 1000 }));
     return box;
   }
