@@ -308,13 +308,15 @@ func TestLivePageBehindPathPrefix(t *testing.T) {
 	}
 }
 
-// TestLivePageUnknownProcesses: when the driver cannot list a GPU's
-// processes (the list never fits), the card of the GPU that job 4225
-// holds says the processes are unknown and why, and does not call the
-// GPU idle: no process seen is not no process running.
-func TestLivePageUnknownProcesses(t *testing.T) {
+// TestLivePageUnknowns: what the page does not know, it does not show as
+// 0. When the driver cannot list a GPU's processes (the list never fits),
+// the card of the GPU that job 4225 holds says the processes are unknown
+// and why, and does not call the GPU idle: no process seen is not no
+// process running. A GPU that gives no memory reading says n/a, and its
+// memory chart has no invented scale.
+func TestLivePageUnknowns(t *testing.T) {
 	cfg := filepath.Join(t.TempDir(), "sim.yaml")
-	writeFile(t, cfg, "profile: dgx-h100\nfaults:\n  - {gpu: 5, process_list_size: doubling}\n")
+	writeFile(t, cfg, "profile: dgx-h100\nfaults:\n  - {gpu: 5, process_list_size: doubling}\n  - {gpu: 1, unsupported: [memory]}\n")
 	base, _ := startGpuwatch(t, "--backend=sim", "--sim.config="+cfg, "--ui.interval=1s")
 	b := newBrowser(t)
 	b.run(t, chromedp.Navigate(base+"/"), chromedp.WaitVisible(`article.card[data-gpu="5"] .who`))
@@ -326,6 +328,14 @@ func TestLivePageUnknownProcesses(t *testing.T) {
 	}
 	if !strings.Contains(idle4, "bob") || strings.Contains(idle4, "unknown") {
 		t.Errorf("GPU 4, read as usual, says %q", idle4)
+	}
+	var mem struct{ Reading, Top, Bottom, Current string }
+	b.run(t, chromedp.Evaluate(`(() => { const c = document.querySelector('article.card[data-gpu="1"]');
+		const f = c.querySelector('figure[data-chart="m1"]');
+		return {Reading: [...c.querySelectorAll("dt")].find((e) => e.innerText === "Memory").nextElementSibling.innerText,
+			Top: f.querySelector(".axis.top").innerText, Bottom: f.querySelector(".axis.bottom").innerText, Current: f.querySelector(".current").innerText}; })()`, &mem))
+	if mem.Reading != "n/a" || mem.Top != "" || mem.Bottom != "" || mem.Current != "now n/a" {
+		t.Errorf("GPU 1 without memory readings: memory %q, chart axis %q to %q, %q; want n/a, no scale, now n/a", mem.Reading, mem.Bottom, mem.Top, mem.Current)
 	}
 	if errs := b.consoleErrors(); len(errs) > 0 {
 		t.Errorf("console errors:\n%s", strings.Join(errs, "\n"))

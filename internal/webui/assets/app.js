@@ -55,7 +55,11 @@
     for (const y of [1, 50, 99]) svg.append(svgEl("line", { class: "grid", x1: 0, x2: 100, y1: y, y2: y }));
     const t0 = times[0], span = times[times.length - 1] - t0;
     const xOf = (t) => (span > 0 ? ((t - t0) / span) * 100 : 100);
-    const top = max || 1;
+    // The scale's top: the given maximum (100 %, the GPU's memory), else
+    // the highest value; with neither the axis says nothing, not "1 B".
+    let top = max > 0 ? max : Math.max(0, ...values.filter((v) => v != null));
+    const known = top > 0;
+    if (!known) top = 1;
     let points = 0, seg = [], prev = null, last = null;
     const flush = () => {
       if (seg.length) svg.append(svgEl("polyline", { points: seg.join(" ") }));
@@ -78,7 +82,7 @@
     const cursor = el("span", { class: "cursor", hidden: "" });
     const area = el("div", { class: "area" }, svg, cursor, tip);
     const plot = el("div", { class: "plot" }, area,
-      el("span", { class: "axis top" }, fmt(top)), el("span", { class: "axis bottom" }, fmt(0)));
+      el("span", { class: "axis top" }, known ? fmt(top) : ""), el("span", { class: "axis bottom" }, known ? fmt(0) : ""));
     const showAt = (f) => {
       // The point nearest the pointer that has a value.
       const t = t0 + f * span;
@@ -100,7 +104,7 @@
     if (hover && hover.key === key && times.length) showAt(hover.f);
     const box = el("figure", { class: "chart-fig", "data-chart": key }, head, plot);
     svg.dataset.points = String(points);
-    svg.dataset.max = String(top);
+    if (known) svg.dataset.max = String(top);
     if (last != null) svg.dataset.lastFraction = String(Math.min(1, last / top));
     if (times.length) { svg.dataset.first = String(t0); svg.dataset.last = String(times[times.length - 1]); }
     return box;
@@ -332,7 +336,7 @@
       document.querySelector("#processes tbody").replaceChildren(...procs.processes.map(processRow));
       let sharedMax = 0;
       for (const o of history.owners) for (const v of o.memory_used_bytes) if (v != null && v > sharedMax) sharedMax = v;
-      document.getElementById("owners").replaceChildren(...history.owners.map((o) => ownerCard(o, sharedMax || 1)));
+      document.getElementById("owners").replaceChildren(...history.owners.map((o) => ownerCard(o, sharedMax)));
       const up = snap.devices.filter((d) => d.up).length;
       status.className = snap.error ? "error" : "";
       status.textContent = (snap.error ? "Latest collection failed: " + snap.error + ". " : "") +
