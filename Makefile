@@ -44,9 +44,14 @@ golden: fakenvml
 fakenvml:
 	go run ./internal/fakenvml/build -o build/fakenvml $(if $(VARIANTS),-variants='$(VARIANTS)')
 
-# The latency runs, then the soak (100 000 scrapes of dgx-h100, 4 scrapers).
+# The latency runs, the side-by-side comparison with nvidia_gpu_exporter (built from
+# PEER_GIT at PEER_REF in a temporary directory; a local clone or mirror serves offline),
+# then the soak (100 000 scrapes of dgx-h100, 4 scrapers).
+PEER_GIT ?= https://github.com/utkuozdemir/nvidia_gpu_exporter.git
+PEER_REF ?= e656cd8
 bench: build
 	go run ./bench -bin bin/gpuwatch
+	go run ./bench -bin bin/gpuwatch -scrapes 300 -peer '$(PEER_GIT)' -peer-ref '$(PEER_REF)'
 	go run ./bench -bin bin/gpuwatch -soak 100000
 
 # gpuwatch report on a month of 1000 GPUs in VictoriaMetrics (bench/RESULTS.md).

@@ -44,8 +44,8 @@ func newFleet() (*fleet, error) {
 	}
 	var cfg strings.Builder
 	cfg.WriteString("profile: dgx-h100\nprocesses:\n")
-	for gpu := 0; gpu < fleetGPUs; gpu++ {
-		for i := 0; i < fleetProcsPerGPU; i++ {
+	for gpu := range fleetGPUs {
+		for i := range fleetProcsPerGPU {
 			n := gpu*fleetProcsPerGPU + i
 			pid := fleetFirstPID + n
 			if err := writeFakeProcess(f.procRoot, pid, ids[n%fleetContainers], n); err != nil {

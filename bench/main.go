@@ -6,6 +6,8 @@
 //	make bench                      # all profiles, then the soak
 //	go run ./bench -bin bin/gpuwatch -profiles dgx-h100 -scrapes 2000
 //	go run ./bench -bin bin/gpuwatch -soak 100000   # the soak alone
+//	go run ./bench -bin bin/gpuwatch -scrapes 300 \
+//	    -peer https://github.com/utkuozdemir/nvidia_gpu_exporter.git  # side by side with the peer
 //
 // CPU and RSS are read from /proc for the exporter's PID only, so the
 // scrapers' own cost is not counted.
@@ -34,7 +36,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -52,6 +54,9 @@ func main() {
 	attribution := flag.Bool("attribution", true, "also measure the attribution fleet (8 GPUs × 256 processes in 50 containers) with and without attribution")
 	soakIdle := flag.Duration("soak-idle", 4*time.Minute, "after the soak's scrapes, sample the idle process this long (4 samples): the Go runtime hands freed memory back meanwhile")
 	soakScrapes := flag.Int("soak", 0, "instead of the latency runs, soak one dgx-h100 with this many scrapes by 4 scrapers, sampling RSS, goroutines and fds every tenth (make bench runs 100000)")
+	peer := flag.String("peer", "", "instead of the latency runs, compare with nvidia_gpu_exporter built from this git repository (URL or path) at -peer-ref, side by side in -rounds rounds")
+	peerRef := flag.String("peer-ref", "e656cd8", "the peer's commit or tag to build (e656cd8 is v1.14.0-10)")
+	rounds := flag.Int("rounds", 5, "rounds of the -peer comparison (each drops the page cache and measures both exporters)")
 	install := flag.Bool("install", true, "copy the binary to a temporary directory and measure the copy, as it runs once installed (see the package comment)")
 	flag.Parse()
 
@@ -63,6 +68,12 @@ func main() {
 		defer cleanup()
 		*bin = installed
 	}
+	if *peer != "" {
+		if err := comparePeer(*bin, *peer, *peerRef, *scrapes, *rounds); err != nil {
+			fatalf("comparing with the peer: %v", err)
+		}
+		return
+	}
 	if *soakScrapes > 0 {
 		if err := soak(*bin, "dgx-h100", *soakScrapes, 4, max(*soakScrapes/10, 1), *soakIdle); err != nil {
 			fatalf("soak: %v", err)
@@ -73,7 +84,7 @@ func main() {
 	fmt.Println("| profile | scrapers | scrapes | p50 ms | p99 ms | CPU s / 1000 scrapes | peak RSS MiB | RSS at end: anon + file MiB | series | bytes/scrape |")
 	fmt.Println("|---|---|---|---|---|---|---|---|---|---|")
 	var runs []run
-	for _, profile := range strings.Split(*profiles, ",") {
+	for profile := range strings.SplitSeq(*profiles, ",") {
 		if profile != "" {
 			runs = append(runs, run{name: profile, args: []string{"--sim.profile=" + profile}})
 		}
@@ -92,7 +103,7 @@ func main() {
 		)
 	}
 	for _, r := range runs {
-		for _, c := range strings.Split(*concurrency, ",") {
+		for c := range strings.SplitSeq(*concurrency, ",") {
 			n, err := strconv.Atoi(c)
 			if err != nil || n < 1 {
 				fatalf("bad concurrency %q", c)
@@ -137,19 +148,27 @@ func fatalf(format string, args ...any) {
 }
 
 func measure(bin, name string, runArgs []string, scrapers, scrapes int) (result, error) {
+	return measureCommand(name, func(addr string) *exec.Cmd {
+		args := []string{"--backend=sim", "--web.listen-address=" + addr, "--log.level=warn"}
+		if cpuProfileDir != "" {
+			// Only then: the profiler's heap sampling costs RSS, and the
+			// figures are meant to be those of gpuwatch as deployed.
+			args = append(args, "--web.enable-pprof")
+		}
+		return exec.Command(bin, append(args, runArgs...)...)
+	}, scrapers, scrapes)
+}
+
+// measureCommand starts the exporter that command(addr) describes, listening
+// on addr, and measures scrapes of its /metrics by the given number of
+// concurrent scrapers.
+func measureCommand(name string, command func(addr string) *exec.Cmd, scrapers, scrapes int) (result, error) {
 	port, err := freePort()
 	if err != nil {
 		return result{}, err
 	}
 	addr := fmt.Sprintf("127.0.0.1:%d", port)
-	args := []string{"--backend=sim", "--web.listen-address=" + addr, "--log.level=warn"}
-	if cpuProfileDir != "" {
-		// Only then: the profiler's heap sampling costs RSS, and the
-		// figures are meant to be those of gpuwatch as deployed.
-		args = append(args, "--web.enable-pprof")
-	}
-	args = append(args, runArgs...)
-	cmd := exec.Command(bin, args...)
+	cmd := command(addr)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	if err := cmd.Start(); err != nil {
@@ -168,7 +187,7 @@ func measure(bin, name string, runArgs []string, scrapers, scrapes int) (result,
 			break
 		}
 		if time.Now().After(deadline) {
-			return result{}, fmt.Errorf("gpuwatch did not come up: %v\n%s", err, stderr.String())
+			return result{}, fmt.Errorf("%s did not come up: %v\n%s", filepath.Base(cmd.Path), err, stderr.String())
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
@@ -198,10 +217,8 @@ func measure(bin, name string, runArgs []string, scrapers, scrapes int) (result,
 	var mu sync.Mutex
 	var firstErr error
 	var wg sync.WaitGroup
-	for w := 0; w < scrapers; w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+	for range scrapers {
+		wg.Go(func() {
 			sc := newScraper(client, url)
 			for {
 				mu.Lock()
@@ -222,7 +239,7 @@ func measure(bin, name string, runArgs []string, scrapers, scrapes int) (result,
 					mu.Unlock()
 				}
 			}
-		}()
+		})
 	}
 	wg.Wait()
 	if firstErr != nil {
@@ -236,7 +253,7 @@ func measure(bin, name string, runArgs []string, scrapers, scrapes int) (result,
 	if err != nil {
 		return result{}, err
 	}
-	sort.Slice(latencies, func(i, j int) bool { return latencies[i] < latencies[j] })
+	slices.Sort(latencies)
 	return result{
 		p50:        latencies[len(latencies)*50/100],
 		p99:        latencies[len(latencies)*99/100],
@@ -339,7 +356,7 @@ func memoryMiB(pid int, fields ...string) ([]float64, error) {
 		return nil, err
 	}
 	byName := make(map[string]float64)
-	for _, line := range strings.Split(string(data), "\n") {
+	for line := range strings.SplitSeq(string(data), "\n") {
 		name, value, ok := strings.Cut(line, ":")
 		f := strings.Fields(value)
 		if !ok || len(f) != 2 || f[1] != "kB" {

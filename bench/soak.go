@@ -176,7 +176,7 @@ func statusCount(pid int, field string) (int, error) {
 
 // seriesValue finds the value of an unlabelled series in a text exposition.
 func seriesValue(body []byte, name string) (float64, bool) {
-	for _, line := range bytes.Split(body, []byte("\n")) {
+	for line := range bytes.SplitSeq(body, []byte("\n")) {
 		if rest, ok := bytes.CutPrefix(line, []byte(name+" ")); ok {
 			v, err := strconv.ParseFloat(string(rest), 64)
 			return v, err == nil

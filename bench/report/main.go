@@ -113,7 +113,7 @@ func ingest(url string, start, end time.Time, gpus int, res time.Duration) int {
 	for ts := start.Add(res); !ts.After(end); ts = ts.Add(res) {
 		ms := strconv.FormatInt(ts.UnixMilli(), 10)
 		hour := ts.Hour()
-		for g := 0; g < gpus; g++ {
+		for g := range gpus {
 			dev := fmt.Sprintf(`job="gpuwatch",instance="node-%03d:9410",gpu="%d",uuid="GPU-%08d"`, g/4, g%4, g)
 			util := float64((g*7+hour*13)%100) / 100
 			allocated := g%10 < 7

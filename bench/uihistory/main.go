@@ -114,7 +114,10 @@ func main() {
 	flag.Parse()
 
 	src := synthetic{gpus: *gpus, owners: *owners}
-	rec := webui.NewRecorder(src, *interval, *history)
+	rec, err := webui.NewRecorder(src, *interval, *history)
+	if err != nil {
+		log.Fatal(err)
+	}
 	now := time.Now()
 	t0 := time.Now()
 	for t := now.Add(-*history); t.Before(now); t = t.Add(*interval) {

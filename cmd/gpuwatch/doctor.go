@@ -13,6 +13,7 @@ import (
 	"github.com/prometheus/exporter-toolkit/web"
 
 	"github.com/gpuwatch/gpuwatch/internal/doctor"
+	"github.com/gpuwatch/gpuwatch/internal/exporter"
 	"github.com/gpuwatch/gpuwatch/internal/slurm"
 )
 
@@ -29,7 +30,7 @@ type doctorCommand struct {
 func newDoctorCommand(app *kingpin.Application, common *commonFlags, serve *serveCommand) *doctorCommand {
 	c := &doctorCommand{common: common, web: serve.web}
 	cmd := app.Command("doctor", "Check this host for what gpuwatch needs, with the flags given: driver, device access, procfs, cgroups, "+
-		"each owner source, Slurm, the web config, and readings against nvidia-smi. One line per check (✔ ok, ✘ failed, – not applicable), "+
+		"each owner source, Slurm, the web config, readings against nvidia-smi, and with --compat=dcgm the panels of dcgm-exporter's released dashboard that stay empty on this host. One line per check (✔ ok, ✘ failed, – not applicable), "+
 		"with the fix for each failure; exits 0 only when every check the flags need passes.")
 	cmd.Flag("output", "Output format: text or json.").Short('o').Default("text").EnumVar(&c.output, "text", "json")
 	cmd.Flag("doctor.nvidia-smi", "nvidia-smi to compare readings with; empty: nvidia-smi on PATH, if any.").StringVar(&c.nvidiaSMI)
@@ -73,6 +74,11 @@ func (c *doctorCommand) run() error {
 		env.NvidiaSMI = path
 	}
 	c.common.command = "doctor"
+	// The dashboard check needs the profiling metrics, which take one GPM
+	// window to measure.
+	compat, compatErr := exporter.ParseCompat(c.common.compat)
+	dcgm := compatErr == nil && compat.DCGM
+	c.common.waitForGPM = dcgm
 	st, err := c.common.buildStack(logger)
 	if err != nil {
 		env.SnapshotErr = err
@@ -82,6 +88,12 @@ func (c *doctorCommand) run() error {
 		ctx, cancel := context.WithTimeout(context.Background(), c.common.timeout+c.common.attribution.timeout)
 		env.Snapshot, env.SnapshotErr = st.pipeline.Snapshot(ctx)
 		cancel()
+		if dcgm && env.Snapshot != nil {
+			env.DCGMCompat = true
+			for _, p := range exporter.DCGMDashboardCoverage(env.Snapshot) {
+				env.DCGMPanels = append(env.DCGMPanels, doctor.DCGMPanel{Title: p.Title, Metric: p.Metric, Served: p.Served, Missing: p.Missing, Why: p.Why})
+			}
+		}
 		src := st.sources
 		env.Attribution = src.how != ""
 		if src.procfs != "" {

@@ -39,6 +39,10 @@ type commonFlags struct {
 	log         *promslog.Config
 	attribution attributionFlags
 	slurm       slurmFlags
+
+	// hostnameLabel names the host label of the dcgm series.
+	hostnameLabel string
+	accounting    accountingFlags
 }
 
 func registerCommonFlags(app *kingpin.Application) *commonFlags {
@@ -68,10 +72,13 @@ func registerCommonFlags(app *kingpin.Application) *commonFlags {
 		Default("native").StringVar(&f.compat)
 	app.Flag("compat.hostname", "Hostname label of the --compat=dcgm series. Empty: $NODE_NAME when set (Kubernetes), else the host name.").
 		StringVar(&f.hostname)
+	app.Flag("compat.hostname-label", "Name of the host label of the --compat=dcgm series: Hostname, as dcgm-exporter releases up to 4.5.3-4.8.2 write it, or hostname, as its next release will (upstream pull request #655).").
+		Default(exporter.DCGMHostnameLabel).EnumVar(&f.hostnameLabel, exporter.DCGMHostnameLabel, exporter.DCGMHostnameLabelLower)
 	app.Flag("collection.timeout", "Upper bound on one collection of every GPU. A GPU whose NVML calls have not returned by then is reported down (gpu_up 0) and the others are served; keep it below Prometheus's scrape_timeout.").
 		Default("5s").DurationVar(&f.timeout)
 	f.attribution.register(app)
 	f.slurm.register(app)
+	f.accounting.register(app)
 	promslogflag.AddFlags(app, f.log)
 	return f
 }

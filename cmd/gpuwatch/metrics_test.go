@@ -69,7 +69,7 @@ func TestDriverSupportTableFitsATerminal(t *testing.T) {
 	if err := writeDriverSupportTable(&b, support); err != nil {
 		t.Fatal(err)
 	}
-	for _, l := range strings.Split(strings.TrimSpace(b.String()), "\n") {
+	for l := range strings.SplitSeq(strings.TrimSpace(b.String()), "\n") {
 		if n := utf8.RuneCountInString(l); n > 100 {
 			t.Errorf("%d columns: %q", n, l)
 		}

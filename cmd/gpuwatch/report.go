@@ -30,6 +30,7 @@ type reportCommand struct {
 	step            time.Duration
 	by, format, out string
 	idleBelow       float64
+	carbon          float64
 	rules           bool
 	now             func() time.Time
 }
@@ -50,6 +51,7 @@ func newReportCommand(app *kingpin.Application) *reportCommand {
 	cmd.Flag("by", "Owner of each row: "+strings.Join(report.Dimensions(), ", ")+".").Default("namespace").StringVar(&c.by)
 	cmd.Flag("idle-below", "Utilization under which a held GPU counts as idle (a ratio).").Default("0.05").Float64Var(&c.idleBelow)
 	cmd.Flag("rules", "Read utilization and memory from the recording rules shipped in deploy/prometheus/recording.yml where the server has them over the whole range (cheaper); --no-rules always joins the raw series.").Default("true").BoolVar(&c.rules)
+	cmd.Flag("carbon-intensity", "Grams of CO2e per kWh of the electricity the GPUs use (G_PER_KWH): adds CO2e (kg) beside every energy figure. 0: off.").PlaceHolder("G_PER_KWH").Default("0").Float64Var(&c.carbon)
 	cmd.Flag("format", "Output format: "+strings.Join(report.Formats, ", ")+".").Default("table").StringVar(&c.format)
 	cmd.Flag("output", "Write the report to this file instead of standard output: a regular file (or a link's target) is replaced atomically; a character device or pipe (/dev/stdout, /dev/null) is written in place; anything else is refused.").StringVar(&c.out)
 	return c
@@ -118,7 +120,7 @@ func redactPassword(err error, rawURL string) error {
 // options turns the range flags into times: --last alone ends now,
 // --from/--to name both ends, --last with --to ends there.
 func (c *reportCommand) options() (report.Options, error) {
-	o := report.Options{By: c.by, Step: c.step, IdleBelow: c.idleBelow, RawOnly: !c.rules}
+	o := report.Options{By: c.by, Step: c.step, IdleBelow: c.idleBelow, RawOnly: !c.rules, CarbonIntensity: c.carbon}
 	var err error
 	o.To = c.now()
 	if c.to != "" {

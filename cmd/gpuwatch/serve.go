@@ -98,7 +98,10 @@ func (c *serveCommand) run() error {
 
 	var ui http.Handler
 	if c.ui {
-		rec := webui.NewRecorder(st.pipeline, c.uiInterval, c.uiHistory)
+		rec, err := webui.NewRecorder(st.pipeline, c.uiInterval, c.uiHistory)
+		if err != nil {
+			return err
+		}
 		// Its first collection also warms caches and tells the start log
 		// what was found.
 		go rec.Run(ctx)

@@ -33,7 +33,8 @@ type stack struct {
 	reader   pipeline.Reader
 	// closeReader releases the backend (NVML's Shutdown); nil when it holds nothing.
 	closeReader func() error
-	sim         *sim.Sim // with --backend=sim
+	sim         *sim.Sim       // with --backend=sim
+	lib         nvml.Interface // the library the reader reads; nil with --backend=none
 	sources     sourceReport
 	demo        bool // the simulated processes' owners come from internal/demo
 	closers     []func()
@@ -108,16 +109,22 @@ func (f *commonFlags) buildStack(logger *slog.Logger) (*stack, error) {
 	}
 	st := &stack{reader: none.Reader{}, sources: sourceReport{hints: map[string]string{}}}
 	if f.backend != "none" {
-		reader, simulated, err := f.openReader(logger)
+		reader, simulated, lib, err := f.openReader(logger)
 		if err != nil {
 			return nil, err
 		}
-		st.reader, st.closeReader, st.sim = reader, reader.Close, simulated
+		st.reader, st.closeReader, st.sim, st.lib = reader, reader.Close, simulated, lib
 	}
 	enrichers, err := f.enrichers(logger, st)
 	if err != nil {
 		_ = st.Close()
 		return nil, err
+	}
+	if acct, err := f.startAccounting(logger, st, enrichers); err != nil {
+		_ = st.Close()
+		return nil, err
+	} else if acct != nil {
+		enrichers = append(enrichers, acct) // last: it reads nothing of the snapshot
 	}
 	watcher := healthlog.New(healthlog.Options{Logger: logger, Hints: st.sources.hints})
 	var started sync.Once
@@ -139,6 +146,8 @@ func (f *commonFlags) buildStack(logger *slog.Logger) (*stack, error) {
 		PIDLabels:  f.pidLabels,
 		Compat:     compat,
 		Hostname:   f.compatHostname(),
+		// The lower-case name of dcgm-exporter's next release.
+		HostnameLowerCase: f.hostnameLabel == exporter.DCGMHostnameLabelLower,
 	})
 	if err != nil {
 		_ = st.Close()
@@ -157,7 +166,7 @@ func (f *commonFlags) buildStack(logger *slog.Logger) (*stack, error) {
 
 // openReader starts the NVML reader on the driver or on the simulator.
 // With --backend=sim it also returns the simulator.
-func (f *commonFlags) openReader(logger *slog.Logger) (*nvmlbackend.Reader, *sim.Sim, error) {
+func (f *commonFlags) openReader(logger *slog.Logger) (*nvmlbackend.Reader, *sim.Sim, nvml.Interface, error) {
 	opts := nvmlbackend.Options{Groups: f.enabledCollectors(), Logger: logger, WaitForGPM: f.waitForGPM, StartTimeout: f.timeout}
 	var lib nvml.Interface
 	var simulated *sim.Sim
@@ -165,7 +174,7 @@ func (f *commonFlags) openReader(logger *slog.Logger) (*nvmlbackend.Reader, *sim
 	case "sim":
 		s, err := f.simulator()
 		if err != nil {
-			return nil, nil, err
+			return nil, nil, nil, err
 		}
 		lib, opts.Now, opts.Library, simulated = s.Library(), s.Now, "simulator", s
 	default:
@@ -173,13 +182,13 @@ func (f *commonFlags) openReader(logger *slog.Logger) (*nvmlbackend.Reader, *sim
 	}
 	reader, err := nvmlbackend.New(lib, opts)
 	if errors.Is(err, nvmlbackend.ErrLibraryNotFound) {
-		return nil, nil, fmt.Errorf("%w: cannot load libnvidia-ml.so.1 (is the NVIDIA driver installed and on the library path?); %s",
+		return nil, nil, nil, fmt.Errorf("%w: cannot load libnvidia-ml.so.1 (is the NVIDIA driver installed and on the library path?); %s",
 			errNoDriver, f.simHint())
 	}
 	if err != nil {
-		return nil, nil, fmt.Errorf("starting the %s backend: %w", f.backend, err)
+		return nil, nil, nil, fmt.Errorf("starting the %s backend: %w", f.backend, err)
 	}
-	return reader, simulated, nil
+	return reader, simulated, lib, nil
 }
 
 // enrichers builds what fills in process owners. Owners are only worth

@@ -489,10 +489,30 @@ func (a *Attributor) ownerFromFacts(f procFacts) snapshot.Owner {
 // a.entries) with what is known by the time ctx is done or Timeout has
 // passed.
 func (a *Attributor) resolve(ctx context.Context, s *snapshot.Snapshot) {
+	waits := a.startLookups(s)
+	allocations := a.listAllocations(s.Devices)
+	if len(waits) > 0 || allocations != nil {
+		awaitLookups(ctx, waits)
+		if allocations != nil {
+			s.Allocations = append(s.Allocations, allocations.collect(ctx)...)
+		}
+	}
+	a.takeContainerAnswers()
+	a.takeJobAnswers()
+	for i := range a.entries {
+		if e := a.entries[i].entry; e != nil {
+			s.Processes[i].Owner = *e.resolvedOwner()
+		}
+	}
+}
+
+// startLookups lists, once per collection, the containers and Slurm jobs
+// of this collection's processes and starts the runtime and Slurm lookups
+// their caches need; it returns what to wait for.
+func (a *Attributor) startLookups(s *snapshot.Snapshot) []<-chan struct{} {
 	a.listedContainers = a.listedContainers[:0]
 	a.listedJobs = a.listedJobs[:0]
 	var waits []<-chan struct{}
-
 	for i := range a.entries {
 		e := a.entries[i].entry
 		if e == nil {
@@ -518,24 +538,25 @@ func (a *Attributor) resolve(ctx context.Context, s *snapshot.Snapshot) {
 			}
 		}
 	}
+	return waits
+}
 
-	allocations := a.listAllocations(s.Devices)
-	if len(waits) > 0 || allocations != nil {
-		// Lookups still running when ctx ends finish in the background
-		// and serve the next call.
-	wait:
-		for _, ch := range waits {
-			select {
-			case <-ch:
-			case <-ctx.Done():
-				break wait
-			}
-		}
-		if allocations != nil {
-			s.Allocations = append(s.Allocations, allocations.collect(ctx)...)
+// awaitLookups waits for the lookups until ctx ends; those still running
+// then finish in the background and serve the next call.
+func awaitLookups(ctx context.Context, waits []<-chan struct{}) {
+	for _, ch := range waits {
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return
 		}
 	}
+}
 
+// takeContainerAnswers merges the resolvers' cached answers into each
+// listed container, versioning it when they changed so that its processes'
+// owners are rebuilt.
+func (a *Attributor) takeContainerAnswers() {
 	for _, c := range a.listedContainers {
 		var meta ContainerMeta
 		for _, ri := range c.resolvers {
@@ -547,15 +568,14 @@ func (a *Attributor) resolve(ctx context.Context, s *snapshot.Snapshot) {
 			c.version++
 		}
 	}
+}
+
+// takeJobAnswers does the same for the listed Slurm jobs.
+func (a *Attributor) takeJobAnswers() {
 	for _, j := range a.listedJobs {
 		if job, _ := a.slurm.get(j.id); job != j.job || j.version == 0 {
 			j.job = job
 			j.version++
-		}
-	}
-	for i := range a.entries {
-		if e := a.entries[i].entry; e != nil {
-			s.Processes[i].Owner = *e.resolvedOwner()
 		}
 	}
 }

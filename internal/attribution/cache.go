@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"maps"
 	"sync"
 	"time"
 )
@@ -174,7 +175,5 @@ func (ec *errorCounts) add(source string) {
 func (ec *errorCounts) copyInto(dst map[string]uint64) {
 	ec.mu.Lock()
 	defer ec.mu.Unlock()
-	for k, v := range ec.counts {
-		dst[k] = v
-	}
+	maps.Copy(dst, ec.counts)
 }

@@ -12,13 +12,8 @@ import (
 	"sync"
 	"time"
 
-	"google.golang.org/grpc"
-	"google.golang.org/grpc/backoff"
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/credentials/insecure"
-	"google.golang.org/grpc/status"
-	podresourcesv1 "k8s.io/kubelet/pkg/apis/podresources/v1"
-
+	"github.com/gpuwatch/gpuwatch/internal/grpcunix"
+	"github.com/gpuwatch/gpuwatch/internal/kubeapi"
 	"github.com/gpuwatch/gpuwatch/internal/snapshot"
 )
 
@@ -68,8 +63,7 @@ type KubeletResolver struct {
 	maxStale   time.Duration
 	now        func() time.Time
 
-	conn   *grpc.ClientConn
-	client podresourcesv1.PodResourcesListerClient
+	conn *grpcunix.Conn
 
 	mu        sync.Mutex
 	allocs    []PodAllocation // last good answer; shared with callers, never modified
@@ -107,7 +101,7 @@ func NewKubeletResolver(socket string, timeout, ttl time.Duration) (*KubeletReso
 	if ttl <= 0 {
 		ttl = DefaultKubeletTTL
 	}
-	conn, err := dialUnixGRPC("--kubelet.pod-resources-socket", socket, timeout, kubeletMaxMessageBytes)
+	conn, err := dialUnixGRPC("--kubelet.pod-resources-socket", socket, kubeletMaxMessageBytes)
 	if err != nil {
 		return nil, err
 	}
@@ -119,7 +113,6 @@ func NewKubeletResolver(socket string, timeout, ttl time.Duration) (*KubeletReso
 		maxStale:   2 * kubeletRetryAfter,
 		now:        time.Now,
 		conn:       conn,
-		client:     podresourcesv1.NewPodResourcesListerClient(conn),
 	}, nil
 }
 
@@ -187,8 +180,12 @@ func (k *KubeletResolver) staleLocked(now time.Time) []PodAllocation {
 // context: a caller that stops waiting does not waste the call.
 func (k *KubeletResolver) fetch(call *kubeletCall) {
 	ctx, cancel := context.WithTimeout(context.Background(), k.timeout)
-	resp, err := k.client.List(ctx, &podresourcesv1.ListPodResourcesRequest{})
+	resp, err := k.conn.Invoke(ctx, kubeapi.MethodList, nil)
 	cancel()
+	var pods []kubeapi.PodResources
+	if err == nil {
+		pods, err = kubeapi.DecodeListPodResourcesResponse(resp)
+	}
 
 	k.mu.Lock()
 	defer k.mu.Unlock()
@@ -198,7 +195,7 @@ func (k *KubeletResolver) fetch(call *kubeletCall) {
 		call.allocs = nil
 		k.retryAt = now.Add(k.retryAfter)
 	} else {
-		call.allocs = gpuAllocations(resp)
+		call.allocs = gpuAllocations(pods)
 		k.allocs, k.fetchedAt, k.retryAt = call.allocs, now, time.Time{}
 	}
 	k.pending = nil
@@ -219,7 +216,7 @@ func isGPUResource(name string) bool {
 // and of NVIDIA's DRA driver, one entry per (container, device):
 // time-sliced replicas of one GPU given to the same container
 // ("GPU-x::0", "GPU-x::3") are one allocation.
-func gpuAllocations(resp *podresourcesv1.ListPodResourcesResponse) []PodAllocation {
+func gpuAllocations(pods []kubeapi.PodResources) []PodAllocation {
 	var out []PodAllocation
 	type key struct{ ns, pod, container, driver, device string }
 	seen := make(map[key]struct{})
@@ -231,28 +228,28 @@ func gpuAllocations(resp *podresourcesv1.ListPodResourcesResponse) []PodAllocati
 		seen[k] = struct{}{}
 		return true
 	}
-	for _, pr := range resp.GetPodResources() {
-		for _, c := range pr.GetContainers() {
-			for _, dev := range c.GetDevices() {
-				if !isGPUResource(dev.GetResourceName()) {
+	for _, pr := range pods {
+		for _, c := range pr.Containers {
+			for _, dev := range c.Devices {
+				if !isGPUResource(dev.ResourceName) {
 					continue
 				}
-				for _, id := range dev.GetDeviceIds() {
+				for _, id := range dev.DeviceIDs {
 					id = stripReplica(id)
 					if id == "" {
 						continue
 					}
 					a := PodAllocation{
 						DeviceID: id,
-						Resource: dev.GetResourceName(),
-						Pod:      snapshot.Pod{Name: pr.GetName(), Namespace: pr.GetNamespace(), Container: c.GetName()},
+						Resource: dev.ResourceName,
+						Pod:      snapshot.Pod{Name: pr.Name, Namespace: pr.Namespace, Container: c.Name},
 					}
 					if add(a) {
 						out = append(out, a)
 					}
 				}
 			}
-			out = draGPUAllocations(out, pr, c, add)
+			out = draGPUAllocations(out, &pr, &c, add)
 		}
 	}
 	return out
@@ -406,37 +403,18 @@ func DetectSocket(paths ...string) string {
 }
 
 // dialUnixGRPC prepares a gRPC client for a unix socket given as a path or
-// "unix:///path"; flag names the setting in errors. grpc.NewClient does not
-// connect: the first call does, and every call is bounded by its context,
-// so an absent socket fails that call at once and a socket that accepts
-// but never completes the HTTP/2 handshake fails it at its deadline.
-func dialUnixGRPC(flag, socket string, timeout time.Duration, maxRecvBytes int) (*grpc.ClientConn, error) {
+// "unix:///path"; flag names the setting in errors. Nothing is dialled: the
+// first call does, and every call is bounded by its context, so an absent
+// socket fails that call at once and a socket that accepts but never
+// completes the HTTP/2 handshake fails it at its deadline. A lost
+// connection is redialled by the next call, so a restarted kubelet or
+// runtime is seen at once.
+func dialUnixGRPC(flag, socket string, maxRecvBytes int) (*grpcunix.Conn, error) {
 	path := strings.TrimPrefix(socket, "unix://")
 	if path == "" || !strings.HasPrefix(path, "/") {
 		return nil, fmt.Errorf("%s %q: want an absolute socket path or unix:///path", flag, socket)
 	}
-	conn, err := grpc.NewClient("unix://"+path,
-		grpc.WithTransportCredentials(insecure.NewCredentials()),
-		grpc.WithConnectParams(grpc.ConnectParams{
-			// gRPC's default backoff grows to two minutes between
-			// attempts, which would hide a restarted kubelet or
-			// runtime for that long.
-			Backoff: backoff.Config{
-				BaseDelay:  100 * time.Millisecond,
-				Multiplier: 1.6,
-				Jitter:     0.2,
-				MaxDelay:   5 * time.Second,
-			},
-			// A handshake that has not finished within a call's
-			// timeout will not be waited for by anyone.
-			MinConnectTimeout: timeout,
-		}),
-		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(maxRecvBytes)),
-	)
-	if err != nil {
-		return nil, fmt.Errorf("%s %q: %w", flag, socket, err)
-	}
-	return conn, nil
+	return grpcunix.New(path, maxRecvBytes), nil
 }
 
 // grpcFailure marks err as ErrUnavailable when it is a failure of the
@@ -446,9 +424,9 @@ func grpcFailure(err error) error {
 	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
 		return fmt.Errorf("%w: %w", ErrUnavailable, err)
 	}
-	switch status.Code(err) {
-	case codes.Unavailable, codes.DeadlineExceeded, codes.Canceled,
-		codes.Unimplemented, codes.PermissionDenied, codes.Unauthenticated:
+	switch grpcunix.CodeOf(err) {
+	case grpcunix.Unavailable, grpcunix.DeadlineExceeded, grpcunix.Canceled,
+		grpcunix.Unimplemented, grpcunix.PermissionDenied, grpcunix.Unauthenticated:
 		return fmt.Errorf("%w: %w", ErrUnavailable, err)
 	}
 	return err

@@ -241,7 +241,7 @@ func cleanLabel(b []byte, limit int) string {
 // slurmFromEnviron finds SLURM_JOB_ID and SLURM_STEP_ID in the content of
 // /proc/PID/environ.
 func slurmFromEnviron(env []byte) (job, step string) {
-	for _, kv := range bytes.Split(env, []byte{0}) {
+	for kv := range bytes.SplitSeq(env, []byte{0}) {
 		if v, ok := bytes.CutPrefix(kv, []byte("SLURM_JOB_ID=")); ok && isDecimal(string(v)) {
 			job = string(v)
 		} else if v, ok := bytes.CutPrefix(kv, []byte("SLURM_STEP_ID=")); ok {

@@ -10,9 +10,7 @@ import (
 	"path/filepath"
 	"time"
 
-	"google.golang.org/grpc"
-	runtimev1 "k8s.io/cri-api/pkg/apis/runtime/v1"
-	podresourcesv1 "k8s.io/kubelet/pkg/apis/podresources/v1"
+	"github.com/gpuwatch/gpuwatch/internal/grpcunix"
 )
 
 // Options describe the simulated host the demo serves.
@@ -89,15 +87,11 @@ func Start(opts Options) (env *Env, err error) {
 	}
 	env.DockerSocket = "unix://" + docker
 	env.CRISocket = filepath.Join(dir, "containerd.sock")
-	if err := env.serveGRPC(env.CRISocket, func(s *grpc.Server) {
-		runtimev1.RegisterRuntimeServiceServer(s, NewCRI(env.Workloads))
-	}, opts.Logger); err != nil {
+	if err := env.serveGRPC(env.CRISocket, NewCRI(env.Workloads).Methods()); err != nil {
 		return nil, err
 	}
 	env.KubeletSocket = filepath.Join(dir, "kubelet.sock")
-	if err := env.serveGRPC(env.KubeletSocket, func(s *grpc.Server) {
-		podresourcesv1.RegisterPodResourcesListerServer(s, NewKubelet(env.Workloads, opts.GPUs))
-	}, opts.Logger); err != nil {
+	if err := env.serveGRPC(env.KubeletSocket, NewKubelet(env.Workloads, opts.GPUs).Methods()); err != nil {
 		return nil, err
 	}
 	env.Slurm = NewSlurmCommands(env.Workloads, opts.Node)
@@ -119,20 +113,8 @@ func (e *Env) serveHTTP(socket string, h http.Handler, logger *slog.Logger) erro
 	return nil
 }
 
-// ServeGRPC serves a gRPC server on a new unix socket until stop is called.
-func ServeGRPC(socket string, register func(*grpc.Server)) (stop func(), err error) {
-	l, err := net.Listen("unix", socket)
-	if err != nil {
-		return nil, err
-	}
-	srv := grpc.NewServer()
-	register(srv)
-	go func() { _ = srv.Serve(l) }()
-	return srv.Stop, nil
-}
-
-func (e *Env) serveGRPC(socket string, register func(*grpc.Server), _ *slog.Logger) error {
-	stop, err := ServeGRPC(socket, register)
+func (e *Env) serveGRPC(socket string, methods map[string]grpcunix.Handler) error {
+	stop, err := grpcunix.Serve(socket, methods)
 	if err != nil {
 		return fmt.Errorf("demo: %w", err)
 	}

@@ -9,7 +9,9 @@
 //     --path.rootfs);
 //   - the Docker Engine API on a unix socket (GET /containers/ID/json);
 //   - a CRI runtime service and the kubelet pod-resources service, gRPC on
-//     unix sockets, built from k8s.io/cri-api and k8s.io/kubelet;
+//     unix sockets (internal/grpcunix, with the messages of k8s.io/cri-api
+//     and k8s.io/kubelet encoded by internal/kubeapi; grpc-go clients are
+//     served as containerd and the kubelet serve them, TestDemoServesGRPCClients);
 //   - Slurm's scontrol and squeue, as a slurm.CommandRunner that prints
 //     what those commands print, for the real parser to read.
 //

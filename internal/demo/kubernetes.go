@@ -3,32 +3,29 @@ package demo
 import (
 	"context"
 
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
-	runtimev1 "k8s.io/cri-api/pkg/apis/runtime/v1"
-	podresourcesv1 "k8s.io/kubelet/pkg/apis/podresources/v1"
+	"github.com/gpuwatch/gpuwatch/internal/grpcunix"
+	"github.com/gpuwatch/gpuwatch/internal/kubeapi"
 )
 
 // CRI answers the CRI runtime service's ContainerStatus, as containerd
 // does, for the containers of the Kubernetes workloads. Other calls answer
 // Unimplemented.
 type CRI struct {
-	runtimev1.UnimplementedRuntimeServiceServer
-	containers map[string]*runtimev1.ContainerStatus
+	containers map[string]kubeapi.ContainerStatus
 }
 
 // NewCRI holds one container per Kubernetes workload.
 func NewCRI(workloads []Workload) *CRI {
-	c := &CRI{containers: map[string]*runtimev1.ContainerStatus{}}
+	c := &CRI{containers: map[string]kubeapi.ContainerStatus{}}
 	for _, w := range workloads {
 		if w.Kind != KindKubernetes {
 			continue
 		}
-		c.containers[w.ContainerID] = &runtimev1.ContainerStatus{
-			Id:       w.ContainerID,
-			Metadata: &runtimev1.ContainerMetadata{Name: w.PodContainer},
-			State:    runtimev1.ContainerState_CONTAINER_RUNNING,
-			Image:    &runtimev1.ImageSpec{Image: w.Image},
+		c.containers[w.ContainerID] = kubeapi.ContainerStatus{
+			ID:       w.ContainerID,
+			Name:     w.PodContainer,
+			State:    kubeapi.ContainerStateRunning,
+			Image:    w.Image,
 			ImageRef: w.Image,
 			Labels: map[string]string{
 				"io.kubernetes.pod.name":       w.PodName,
@@ -41,26 +38,35 @@ func NewCRI(workloads []Workload) *CRI {
 	return c
 }
 
-// ContainerStatus implements runtimev1.RuntimeServiceServer.
-func (c *CRI) ContainerStatus(_ context.Context, req *runtimev1.ContainerStatusRequest) (*runtimev1.ContainerStatusResponse, error) {
-	st, ok := c.containers[req.GetContainerId()]
-	if !ok {
-		return nil, status.Errorf(codes.NotFound, "container %q not found", req.GetContainerId())
+// Methods are the calls the demo's runtime answers.
+func (c *CRI) Methods() map[string]grpcunix.Handler {
+	return map[string]grpcunix.Handler{
+		kubeapi.MethodContainerStatus: c.containerStatus,
+		kubeapi.MethodVersion:         c.version,
 	}
-	return &runtimev1.ContainerStatusResponse{Status: st}, nil
 }
 
-// Version implements runtimev1.RuntimeServiceServer.
-func (c *CRI) Version(context.Context, *runtimev1.VersionRequest) (*runtimev1.VersionResponse, error) {
-	return &runtimev1.VersionResponse{Version: "0.1.0", RuntimeName: "containerd", RuntimeVersion: "v1.7.22 (gpuwatch demo)", RuntimeApiVersion: "v1"}, nil
+func (c *CRI) containerStatus(_ context.Context, req []byte) ([]byte, error) {
+	id, err := kubeapi.DecodeContainerStatusRequest(req)
+	if err != nil {
+		return nil, grpcunix.Errorf(grpcunix.Internal, err.Error())
+	}
+	st, ok := c.containers[id]
+	if !ok {
+		return nil, grpcunix.Errorf(grpcunix.NotFound, "container \""+id+"\" not found")
+	}
+	return kubeapi.EncodeContainerStatusResponse(st), nil
+}
+
+func (c *CRI) version(context.Context, []byte) ([]byte, error) {
+	return kubeapi.EncodeVersion(kubeapi.Version{Version: "0.1.0", RuntimeName: "containerd", RuntimeVersion: "v1.7.22 (gpuwatch demo)", RuntimeAPIVersion: "v1"}), nil
 }
 
 // Kubelet answers the kubelet pod-resources API: which GPUs each pod of
 // the Kubernetes workloads holds, by GPU UUID under nvidia.com/gpu (the
 // device plugin), or as a device of NVIDIA's DRA driver in a resource claim.
 type Kubelet struct {
-	podresourcesv1.UnimplementedPodResourcesListerServer
-	resp *podresourcesv1.ListPodResourcesResponse
+	resp []byte // the encoded List answer
 }
 
 // NewKubelet lists one pod per Kubernetes workload.
@@ -69,19 +75,19 @@ func NewKubelet(workloads []Workload, gpus []GPU) *Kubelet {
 	for _, g := range gpus {
 		uuid[g.Index] = g.UUID
 	}
-	resp := &podresourcesv1.ListPodResourcesResponse{}
+	var pods []kubeapi.PodResources
 	for _, w := range workloads {
 		if w.Kind != KindKubernetes {
 			continue
 		}
-		c := &podresourcesv1.ContainerResources{Name: w.PodContainer}
+		c := kubeapi.ContainerResources{Name: w.PodContainer}
 		if w.DRADevice != "" {
 			claimUID := hexID("claim", w.PodName)
-			c.DynamicResources = []*podresourcesv1.DynamicResource{{
+			c.DynamicResources = []kubeapi.DynamicResource{{
 				ClaimName: w.PodName + "-gpu", ClaimNamespace: w.PodNamespace,
-				ClaimResources: []*podresourcesv1.ClaimResource{{
+				ClaimResources: []kubeapi.ClaimResource{{
 					DriverName: "gpu.nvidia.com", PoolName: w.DRAPool, DeviceName: w.DRADevice,
-					CdiDevices: []*podresourcesv1.CDIDevice{{Name: "k8s.gpu.nvidia.com/claim=" + claimUID[:36] + "-" + w.DRADevice}},
+					CDIDevices: []string{"k8s.gpu.nvidia.com/claim=" + claimUID[:36] + "-" + w.DRADevice},
 				}},
 			}}
 		} else {
@@ -89,27 +95,18 @@ func NewKubelet(workloads []Workload, gpus []GPU) *Kubelet {
 			for _, g := range w.GPUs {
 				ids = append(ids, uuid[g])
 			}
-			c.Devices = []*podresourcesv1.ContainerDevices{{ResourceName: "nvidia.com/gpu", DeviceIds: ids}}
+			c.Devices = []kubeapi.ContainerDevices{{ResourceName: "nvidia.com/gpu", DeviceIDs: ids}}
 		}
-		resp.PodResources = append(resp.PodResources, &podresourcesv1.PodResources{
-			Name: w.PodName, Namespace: w.PodNamespace, Containers: []*podresourcesv1.ContainerResources{c},
+		pods = append(pods, kubeapi.PodResources{
+			Name: w.PodName, Namespace: w.PodNamespace, Containers: []kubeapi.ContainerResources{c},
 		})
 	}
-	return &Kubelet{resp: resp}
+	return &Kubelet{resp: kubeapi.EncodeListPodResourcesResponse(pods)}
 }
 
-// List implements podresourcesv1.PodResourcesListerServer.
-func (k *Kubelet) List(context.Context, *podresourcesv1.ListPodResourcesRequest) (*podresourcesv1.ListPodResourcesResponse, error) {
-	return k.resp, nil
-}
-
-// GetAllocatableResources implements podresourcesv1.PodResourcesListerServer.
-func (k *Kubelet) GetAllocatableResources(context.Context, *podresourcesv1.AllocatableResourcesRequest) (*podresourcesv1.AllocatableResourcesResponse, error) {
-	out := &podresourcesv1.AllocatableResourcesResponse{}
-	for _, p := range k.resp.PodResources {
-		for _, c := range p.Containers {
-			out.Devices = append(out.Devices, c.Devices...)
-		}
+// Methods are the calls the demo's kubelet answers.
+func (k *Kubelet) Methods() map[string]grpcunix.Handler {
+	return map[string]grpcunix.Handler{
+		kubeapi.MethodList: func(context.Context, []byte) ([]byte, error) { return k.resp, nil },
 	}
-	return out, nil
 }

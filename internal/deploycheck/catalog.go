@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 
 	"gopkg.in/yaml.v3"
@@ -38,12 +39,7 @@ type MetricInfo struct {
 
 // HasLabel reports whether the metric's series carry label l.
 func (m MetricInfo) HasLabel(l string) bool {
-	for _, x := range m.Labels {
-		if x == l {
-			return true
-		}
-	}
-	return false
+	return slices.Contains(m.Labels, l)
 }
 
 // Catalog maps a metric name to what is known about it.

@@ -12,13 +12,10 @@ import (
 	"testing"
 	"time"
 
-	"google.golang.org/grpc"
-	runtimev1 "k8s.io/cri-api/pkg/apis/runtime/v1"
-	podresourcesv1 "k8s.io/kubelet/pkg/apis/podresources/v1"
-
 	nvmlbackend "github.com/gpuwatch/gpuwatch/internal/backend/nvml"
 	"github.com/gpuwatch/gpuwatch/internal/backend/sim"
 	"github.com/gpuwatch/gpuwatch/internal/demo"
+	"github.com/gpuwatch/gpuwatch/internal/grpcunix"
 	"github.com/gpuwatch/gpuwatch/internal/slurm"
 	"github.com/gpuwatch/gpuwatch/internal/snapshot"
 	"github.com/gpuwatch/gpuwatch/internal/testenv"
@@ -223,13 +220,11 @@ func TestSocketChecks(t *testing.T) {
 		{Kind: demo.KindKubernetes, PodName: "q", PodNamespace: "ns", PodContainer: "c", ContainerID: "def", GPUs: []int{0}, DRADevice: "gpu-0", DRAPool: "node"},
 	}
 	cri, kubelet := filepath.Join(dir, "cri.sock"), filepath.Join(dir, "kubelet.sock")
-	for socket, register := range map[string]func(*grpc.Server){
-		cri: func(s *grpc.Server) { runtimev1.RegisterRuntimeServiceServer(s, demo.NewCRI(workloads)) },
-		kubelet: func(s *grpc.Server) {
-			podresourcesv1.RegisterPodResourcesListerServer(s, demo.NewKubelet(workloads, []demo.GPU{{Index: 0, UUID: "GPU-x"}}))
-		},
+	for socket, methods := range map[string]map[string]grpcunix.Handler{
+		cri:     demo.NewCRI(workloads).Methods(),
+		kubelet: demo.NewKubelet(workloads, []demo.GPU{{Index: 0, UUID: "GPU-x"}}).Methods(),
 	} {
-		stop, err := demo.ServeGRPC(socket, register)
+		stop, err := grpcunix.Serve(socket, methods)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -48,6 +48,11 @@ type Env struct {
 
 	// Timeout bounds each socket call and command.
 	Timeout time.Duration
+
+	// DCGMCompat: --compat includes dcgm; DCGMPanels is then what each
+	// panel of dcgm-exporter's released dashboard shows on this host.
+	DCGMCompat bool
+	DCGMPanels []DCGMPanel
 }
 
 // SlurmEnv says how Slurm is reached.
@@ -71,5 +76,6 @@ func Run(env Env) Report {
 	results = append(results, checkSlurm(env)...)
 	results = append(results, checkWebConfig(env)...)
 	results = append(results, checkNvidiaSMI(env)...)
+	results = append(results, checkDCGMDashboard(env)...)
 	return NewReport(results)
 }

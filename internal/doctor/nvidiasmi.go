@@ -97,7 +97,7 @@ func checkNvidiaSMI(env Env) []Result {
 		return []Result{smiFailure(err, timeout)}
 	}
 	rows := map[string][]string{}
-	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+	for line := range strings.SplitSeq(strings.TrimSpace(string(out)), "\n") {
 		cols := strings.Split(line, ",")
 		for i := range cols {
 			cols[i] = strings.TrimSpace(cols[i])

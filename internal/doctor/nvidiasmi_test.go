@@ -160,7 +160,7 @@ func pidsIn(t *testing.T, path string) []int {
 		t.Fatal(err)
 	}
 	var pids []int
-	for _, f := range strings.Fields(string(b)) {
+	for f := range strings.FieldsSeq(string(b)) {
 		pid, err := strconv.Atoi(f)
 		if err != nil {
 			t.Fatal(err)

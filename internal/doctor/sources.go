@@ -11,10 +11,8 @@ import (
 	"strings"
 	"time"
 
-	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
-	runtimev1 "k8s.io/cri-api/pkg/apis/runtime/v1"
-	podresourcesv1 "k8s.io/kubelet/pkg/apis/podresources/v1"
+	"github.com/gpuwatch/gpuwatch/internal/grpcunix"
+	"github.com/gpuwatch/gpuwatch/internal/kubeapi"
 )
 
 // checkSources: each runtime socket is present, reachable and answers
@@ -82,50 +80,51 @@ func pingDocker(ctx context.Context, path string) (string, error) {
 	return "Docker Engine API lists containers", nil
 }
 
-func dialUnix(path string) (*grpc.ClientConn, error) {
-	return grpc.NewClient("unix://"+path, grpc.WithTransportCredentials(insecure.NewCredentials()))
-}
+// doctorMaxRecv bounds one answer of a runtime or the kubelet.
+const doctorMaxRecv = 16 << 20
 
 func pingCRI(ctx context.Context, path string) (string, error) {
-	conn, err := dialUnix(path)
-	if err != nil {
-		return "", err
-	}
+	conn := grpcunix.New(path, doctorMaxRecv)
 	defer conn.Close()
-	v, err := runtimev1.NewRuntimeServiceClient(conn).Version(ctx, &runtimev1.VersionRequest{})
+	resp, err := conn.Invoke(ctx, kubeapi.MethodVersion, kubeapi.EncodeVersionRequest("v1"))
 	if err != nil {
 		return "", err
 	}
-	return fmt.Sprintf("%s %s (CRI %s)", v.GetRuntimeName(), v.GetRuntimeVersion(), v.GetRuntimeApiVersion()), nil
+	v, err := kubeapi.DecodeVersion(resp)
+	if err != nil {
+		return "", err
+	}
+	return fmt.Sprintf("%s %s (CRI %s)", v.RuntimeName, v.RuntimeVersion, v.RuntimeAPIVersion), nil
 }
 
 func listKubelet(ctx context.Context, path string) (string, error) {
-	conn, err := dialUnix(path)
+	conn := grpcunix.New(path, doctorMaxRecv)
+	defer conn.Close()
+	resp, err := conn.Invoke(ctx, kubeapi.MethodList, nil)
 	if err != nil {
 		return "", err
 	}
-	defer conn.Close()
-	resp, err := podresourcesv1.NewPodResourcesListerClient(conn).List(ctx, &podresourcesv1.ListPodResourcesRequest{})
+	podResources, err := kubeapi.DecodeListPodResourcesResponse(resp)
 	if err != nil {
 		return "", err
 	}
 	var names, drivers []string
 	pods := 0
-	for _, p := range resp.GetPodResources() {
+	for _, p := range podResources {
 		holds := false
-		for _, c := range p.GetContainers() {
-			for _, d := range c.GetDevices() {
-				if !slices.Contains(names, d.GetResourceName()) {
-					names = append(names, d.GetResourceName())
+		for _, c := range p.Containers {
+			for _, d := range c.Devices {
+				if !slices.Contains(names, d.ResourceName) {
+					names = append(names, d.ResourceName)
 				}
 				holds = true
 			}
 			// DRA claims (kubelet 1.34+, or earlier with the
 			// KubeletPodResourcesDynamicResources feature gate).
-			for _, dr := range c.GetDynamicResources() {
-				for _, cr := range dr.GetClaimResources() {
-					if !slices.Contains(drivers, cr.GetDriverName()) {
-						drivers = append(drivers, cr.GetDriverName())
+			for _, dr := range c.DynamicResources {
+				for _, cr := range dr.ClaimResources {
+					if !slices.Contains(drivers, cr.DriverName) {
+						drivers = append(drivers, cr.DriverName)
 					}
 					holds = true
 				}

@@ -76,7 +76,7 @@ func BenchmarkCollectAndEncode(b *testing.B) {
 // countSeries counts the sample lines of an exposition.
 func countSeries(text []byte) int {
 	n := 0
-	for _, line := range bytes.Split(text, []byte("\n")) {
+	for line := range bytes.SplitSeq(text, []byte("\n")) {
 		if len(line) > 0 && line[0] != '#' {
 			n++
 		}

@@ -60,6 +60,11 @@ type metricDef struct {
 	descOptIn *prometheus.Desc // Labels + OptInLabels; nil without OptInLabels
 	text      textForm         // Labels
 	textOptIn textForm         // Labels + OptInLabels
+	// omitEmpty marks (bit i: Labels[i]) the labels written only with a
+	// value, as dcgm-exporter writes its MIG and workload labels; see
+	// sparse.go.
+	omitEmpty uint32
+	sparse    sparseDescs
 }
 
 // catalog holds every metric in declaration order; metricDef.id indexes it.
@@ -72,7 +77,13 @@ var (
 	pidOptLabels  = []string{"pid", "command"}
 	infoLabels    = []string{"gpu", "uuid", "name", "brand", "architecture", "pci_bus_id", "serial", "vbios_version", "driver_version", "cuda_driver_version", "compute_capability", "persistence_mode", "compute_mode", "mig_mode", "ecc_mode"}
 	migInfoLabels = []string{"gpu", "uuid", "gpu_instance", "compute_instance", "mig_uuid", "profile"}
+	// The accounting counters: the owner labels plus the MIG instance
+	// (empty for a whole GPU); no pid labels, even with them on.
+	acctOwnerLabels = withLabels(ownerLabels, "mig_uuid")
+	acctAllocLabels = []string{"gpu", "uuid", "mig_uuid", "namespace", "pod", "container", "slurm_job", "user"}
 )
+
+const acctSource = "gpuwatch accounting, every --accounting.interval"
 
 func withLabels(base []string, extra ...string) []string {
 	return append(append([]string(nil), base...), extra...)
@@ -284,6 +295,23 @@ var (
 	mSlurmJobAllocation = def(snapshot.GroupProcesses, "gpu_slurm_job_info", typeInfo, "", "Slurm GRES index of running jobs (scontrol show job -d) + attribution",
 		"The Slurm job that holds this GPU, whether or not its processes are busy; always 1. Join on gpu, uuid.",
 		[]string{"gpu", "uuid", "job_id", "user", "account", "partition"})
+
+	// Accounting: running totals per owner, integrated between scrapes on
+	// the accounting's own ticker (internal/accounting, docs/accounting.md).
+	mAcctSMSeconds = def(snapshot.GroupProcesses, "gpu_process_sm_seconds_total", typeCounter, "seconds", acctSource+" (per-process samples; GPM on MIG)",
+		"SM time used by the owner's processes: SM utilization (of the GPU, or of the MIG instance mig_uuid) times time. Absent where nothing measures it (MIG without GPM).", acctOwnerLabels)
+	mAcctSeconds = def(snapshot.GroupProcesses, "gpu_process_seconds_total", typeCounter, "seconds", acctSource+" (process lists)",
+		"Time with at least one of the owner's processes on the GPU (or MIG instance mig_uuid).", acctOwnerLabels)
+	mAcctMemory = def(snapshot.GroupProcesses, "gpu_process_memory_used_byte_seconds_total", typeCounter, "byte_seconds", acctSource+" (usedGpuMemory)",
+		"GPU memory held by the owner's processes over time; divide by 3600*2^30 for GiB-hours.", acctOwnerLabels)
+	mAcctEnergy = def(snapshot.GroupProcesses, "gpu_process_energy_joules_total", typeCounter, "joules", acctSource+" (nvmlDeviceGetTotalEnergyConsumption split by SM time; MIG by instance size)",
+		"The owner's share of the GPU's energy (see docs/accounting.md for the split); with gpu_idle_energy_joules_total it adds up to the GPU's energy counter's increase.", acctOwnerLabels)
+	mAcctIdleEnergy = def(snapshot.GroupProcesses, "gpu_idle_energy_joules_total", typeCounter, "joules", acctSource+" (nvmlDeviceGetTotalEnergyConsumption)",
+		"Energy of the GPU (or of its MIG instances) in the intervals nobody held it.", devLabels)
+	mAcctAllocSeconds = def(snapshot.GroupProcesses, "gpu_allocation_seconds_total", typeCounter, "seconds", acctSource+" (kubelet pod-resources, Slurm GRES)",
+		"Time the Kubernetes pod container or Slurm job held the GPU (or MIG instance mig_uuid), busy or not.", acctAllocLabels)
+	mAcctAllocIdle = def(snapshot.GroupProcesses, "gpu_allocation_idle_seconds_total", typeCounter, "seconds", acctSource+" (allocation + its processes' SM time)",
+		"Held time in which the allocation's own processes used less SM time than --accounting.idle-threshold (none running counts as idle).", acctAllocLabels)
 
 	// --- the exporter's own ---
 	mCollectorDuration = def(CollectorExporter, "gpuwatch_collector_duration_seconds", typeGauge, "seconds", "gpuwatch (time spent reading the group from NVML)",

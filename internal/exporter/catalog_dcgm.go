@@ -10,30 +10,51 @@ import "github.com/gpuwatch/gpuwatch/internal/snapshot"
 // differences are listed in docs/dcgm-compat.md.
 
 // dcgmLabels is dcgm-exporter's label set: the device identity, the MIG
-// instance (empty on a whole GPU), and the workload that holds the GPU
-// (empty when none is known), as its Kubernetes pod mapping and its HPC job
-// mapping add them. dcgm-exporter also writes the empty ones, and Prometheus
-// treats an empty label as absent, so queries match either way.
+// GPU instance, and the workload that holds the GPU, as its Kubernetes pod
+// mapping and its HPC job mapping add them. Like dcgm-exporter, a series
+// carries the MIG and workload labels only when they have a value
+// (dcgmOmitEmpty).
+//
+// The host's name goes in Hostname, as every dcgm-exporter release up to
+// 4.5.3-4.8.2 names it, or in hostname (Options.HostnameLowerCase), as its
+// next release does (upstream #655); the other of the two stays empty and
+// is left out.
 var dcgmLabels = []string{
-	"gpu", "UUID", "pci_bus_id", "device", "modelName", "Hostname", "DCGM_FI_DRIVER_VERSION",
+	"gpu", "UUID", "pci_bus_id", "device", "modelName", DCGMHostnameLabel, DCGMHostnameLabelLower, "DCGM_FI_DRIVER_VERSION",
 	"GPU_I_PROFILE", "GPU_I_ID",
 	"container", "namespace", "pod", "hpc_job",
 }
 
+// The two names of the host label.
+const (
+	DCGMHostnameLabel      = "Hostname"
+	DCGMHostnameLabelLower = "hostname"
+)
+
+// dcgmOmitEmpty are the labels dcgm-exporter writes only with a value.
+var dcgmOmitEmpty = []string{DCGMHostnameLabel, DCGMHostnameLabelLower, "GPU_I_PROFILE", "GPU_I_ID", "container", "namespace", "pod", "hpc_job"}
+
 // Positions in dcgmLabels that the collector fills per series.
 const (
-	dcgmLabelGIProfile = 7
-	dcgmLabelGIID      = 8
-	dcgmLabelContainer = 9
-	dcgmLabelNamespace = 10
-	dcgmLabelPod       = 11
-	dcgmLabelHPCJob    = 12
+	dcgmLabelHostname      = 5
+	dcgmLabelHostnameLower = 6
+	dcgmLabelGIProfile     = 8
+	dcgmLabelGIID          = 9
+	dcgmLabelContainer     = 10
+	dcgmLabelNamespace     = 11
+	dcgmLabelPod           = 12
+	dcgmLabelHPCJob        = 13
 )
 
 func dcgmDef(group, name, typ, unit, source, help string) *metricDef {
-	m := def(group, name, typ, unit, source, help, dcgmLabels)
+	return dcgmDefLabels(group, name, typ, unit, source, help, dcgmLabels)
+}
+
+// dcgmDefLabels is dcgmDef for a metric with labels after dcgmLabels.
+func dcgmDefLabels(group, name, typ, unit, source, help string, labels []string) *metricDef {
+	m := def(group, name, typ, unit, source, help, labels)
 	m.Compat = compatDCGM
-	return m
+	return m.omitWhenEmpty(dcgmOmitEmpty...)
 }
 
 var (
@@ -81,8 +102,9 @@ var (
 	dFanSpeed = dcgmDef(snapshot.GroupFan, "DCGM_FI_DEV_FAN_SPEED", typeGauge, "percent", "nvmlDeviceGetFanSpeed_v2 (mean over fans)",
 		"Fan speed (in %).")
 
-	dXIDErrors = dcgmDef(snapshot.GroupXID, "DCGM_FI_DEV_XID_ERRORS", typeGauge, "", "nvmlEventSetWait (nvmlEventTypeXidCriticalError): the newest event's code",
-		"Value of the last XID error encountered (0 while there was none since gpuwatch started).")
+	dXIDErrors = dcgmDefLabels(snapshot.GroupXID, "DCGM_FI_DEV_XID_ERRORS", typeGauge, "", "nvmlEventSetWait (nvmlEventTypeXidCriticalError): the newest event's code",
+		"Value of the last XID error encountered (0 while there was none since gpuwatch started); err_code is the same code, err_msg its description.",
+		withLabels(dcgmLabels, "err_code", "err_msg"))
 
 	dPCIeReplay = dcgmDef(snapshot.GroupPCIe, "DCGM_FI_DEV_PCIE_REPLAY_COUNTER", typeCounter, "", "nvmlDeviceGetPcieReplayCounter",
 		"Total number of PCIe retries.")
@@ -113,6 +135,9 @@ var (
 		"Whether remapping of rows has failed.")
 	dRemapPending = dcgmDef(snapshot.GroupECC, "DCGM_FI_DEV_ROW_REMAP_PENDING", typeGauge, "", "nvmlDeviceGetRemappedRows (isPending)",
 		"Whether remapping of rows is pending a GPU reset.")
+
+	dVGPULicense = dcgmDef(snapshot.GroupInfo, "DCGM_FI_DEV_VGPU_LICENSE_STATUS", typeGauge, "", "nvmlDeviceGetVirtualizationMode: 0 where the GPU is not a vGPU guest",
+		"vGPU License status (0: no vGPU license, as on a GPU that is not a vGPU guest; absent on a vGPU guest, whose license gpuwatch does not read).")
 
 	dNVLinkCRCFlit = dcgmDef(snapshot.GroupNVLink, "DCGM_FI_DEV_NVLINK_CRC_FLIT_ERROR_COUNT_TOTAL", typeCounter, "", "nvmlDeviceGetNvLinkErrorCounter (DL_CRC_FLIT), summed over links",
 		"Total number of NVLink flow-control CRC errors.")
@@ -147,8 +172,9 @@ var (
 		"The rate of data transmitted over NVLink, in bytes per second.")
 	dProfNVLinkRx = dcgmDef(snapshot.GroupGPM, "DCGM_FI_PROF_NVLINK_RX_BYTES", typeGauge, "bytes_per_second", gpmCall+"(NVML_GPM_METRIC_NVLINK_TOTAL_RX_PER_SEC)",
 		"The rate of data received over NVLink, in bytes per second.")
-	// DCGM reports this field as a rate in KiB/s although dcgm-exporter
+	// DCGM reports this field as a rate in MiB/s although dcgm-exporter
 	// declares it a counter; dashboards plot it directly, so it is kept so.
-	dNVLinkBandwidth = dcgmDef(snapshot.GroupGPM, "DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL", typeCounter, "kibibytes_per_second", gpmCall+"(NVML_GPM_METRIC_NVLINK_TOTAL_TX_PER_SEC + RX)",
-		"NVLink bandwidth over all links, transmit plus receive, in KiB/s (a rate, as DCGM reports it, despite the counter type).")
+	// The unit's evidence is in docs/dcgm-compat.md.
+	dNVLinkBandwidth = dcgmDef(snapshot.GroupNVLink, "DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL", typeCounter, "mebibytes_per_second", gpmCall+"(NVML_GPM_METRIC_NVLINK_TOTAL_TX_PER_SEC + RX) where the GPU has GPM, else "+fvPrefix+"(NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_TX + RX, every link) between two reads",
+		"NVLink bandwidth over all links, transmit plus receive, in MiB/s (a rate, as DCGM reports it, despite the counter type).")
 )

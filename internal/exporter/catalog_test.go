@@ -20,6 +20,7 @@ func TestCatalogConventions(t *testing.T) {
 	unitSuffix := map[string]string{
 		"bytes": "_bytes", "seconds": "_seconds", "joules": "_joules", "celsius": "_celsius",
 		"watts": "_watts", "hertz": "_hertz", "ratio": "_ratio", "bytes_per_second": "_bytes_per_second",
+		"byte_seconds": "_byte_seconds",
 	}
 	for _, m := range catalog {
 		if seen[m.Name] {
@@ -43,7 +44,7 @@ func TestCatalogConventions(t *testing.T) {
 			t.Errorf("%s: unit %q but the name does not end in %s", m.Name, m.Unit, unitSuffix[m.Unit])
 		}
 		for u, suffix := range unitSuffix {
-			if m.Unit != u && strings.HasSuffix(base, suffix) {
+			if m.Unit != u && strings.HasSuffix(base, suffix) && !strings.HasSuffix(unitSuffix[m.Unit], suffix) {
 				t.Errorf("%s: name ends in %s but unit is %q", m.Name, suffix, m.Unit)
 			}
 		}

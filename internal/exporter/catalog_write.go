@@ -164,7 +164,7 @@ func (v *catalogView) writeNarrowTable(w io.Writer) error {
 func wrapWords(s string, width int) []string {
 	var lines []string
 	var cur strings.Builder
-	for _, word := range strings.Fields(s) {
+	for word := range strings.FieldsSeq(s) {
 		if cur.Len() > 0 && utf8.RuneCountInString(cur.String())+1+utf8.RuneCountInString(word) > width {
 			lines = append(lines, cur.String())
 			cur.Reset()

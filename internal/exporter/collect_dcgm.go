@@ -1,12 +1,15 @@
 package exporter
 
 import (
+	"slices"
+	"strings"
+
 	"github.com/gpuwatch/gpuwatch/internal/snapshot"
 )
 
 // The dcgm-exporter compatible series (--compat=dcgm): the same readings as
 // the native collectors, renamed, converted to dcgm-exporter's units and
-// labelled as dcgm-exporter labels them. Whole-GPU readings carry empty
+// labelled as dcgm-exporter labels them. Whole-GPU readings carry no
 // GPU_I_* labels; on a MIG-enabled GPU, memory and profiling come per GPU
 // instance instead, as dcgm-exporter reports them.
 
@@ -57,6 +60,17 @@ func (w *dcgmSeries) emit(m *metricDef, v float64) {
 	w.lv[dcgmLabelContainer], w.lv[dcgmLabelNamespace], w.lv[dcgmLabelPod], w.lv[dcgmLabelHPCJob] = "", "", "", ""
 }
 
+// emitXID writes DCGM_FI_DEV_XID_ERRORS with dcgm-exporter's err_code and
+// err_msg labels: the code again, and its description.
+func (w *dcgmSeries) emitXID(code uint64) {
+	base := w.lv
+	w.lv = w.lv[:len(dXIDErrors.Labels)]
+	w.lv[len(base)], w.lv[len(base)+1] = utoa(code), xidMessage(code)
+	w.emit(dXIDErrors, float64(code))
+	clear(w.lv[len(base):])
+	w.lv = base
+}
+
 func dcgmOpt[T number](w *dcgmSeries, m *metricDef, o snapshot.Opt[T], scale float64) {
 	if o.Valid {
 		w.emit(m, float64(o.Value)*scale)
@@ -69,34 +83,83 @@ func dcgmOptBool(w *dcgmSeries, m *metricDef, o snapshot.Opt[bool]) {
 	}
 }
 
-// collectDCGM renders one device that is up.
+// collectDCGM renders one device that is up. A GPU in MIG mode is
+// rendered once per GPU instance, every field included: dcgm-exporter's
+// default device setting (--devices=f) watches a MIG GPU's GPU instances in
+// place of the GPU, so each series carries the instance's GPU_I_* labels
+// and the pod that holds the instance.
 func (e *Exporter) collectDCGM(em *emitter, s *snapshot.Snapshot, d *snapshot.Device) {
 	lv := em.lv[:len(dcgmLabels)]
 	clear(lv)
 	lv[0], lv[1], lv[2] = itoa(d.Index), d.UUID, d.Info.PCIBusID
-	if d.Info.MinorNumber.Valid {
-		lv[3] = dcgmDevicePx + itoa(d.Info.MinorNumber.Value)
+	// dcgm-exporter writes "nvidia" and DCGM's GPU id, which follows the
+	// NVML index, not the device node's minor number.
+	lv[3] = dcgmDevicePx + lv[0]
+	lv[4], lv[e.hostLabel], lv[7] = d.Info.Name, e.hostname, s.DriverVersion
+	w := dcgmSeries{em: em, lv: lv}
+	if len(d.MIGInstances) > 0 {
+		e.collectDCGMInstances(&w, s, d)
+		return
 	}
-	lv[4], lv[5], lv[6] = d.Info.Name, e.hostname, s.DriverVersion
-	w := dcgmSeries{em: em, lv: lv, owners: e.dcgmOwners(s, d, "")}
+	w.owners = e.dcgmOwners(s, d, nil)
+	dcgmDeviceReadings(&w, d)
+	m := &d.Memory
+	dcgmOpt(&w, dFBTotal, m.Total, 1.0/mib)
+	dcgmOpt(&w, dFBFree, m.Free, 1.0/mib)
+	dcgmOpt(&w, dFBUsed, m.Used, 1.0/mib)
+	dcgmGPM(&w, &d.GPM)
+}
 
+// collectDCGMInstances writes every field once per GPU instance of a
+// MIG-enabled GPU: the instance's own memory and profiling, and the GPU's
+// readings (temperature, power, clocks, XID, ECC, ...) repeated, as DCGM
+// answers a GPU instance's device-level fields with its GPU's. A sum over
+// the instances of a GPU therefore counts those readings once per instance
+// (docs/dcgm-compat.md). A GPU instance holding several compute instances
+// is written once, with the pods of all of them.
+func (e *Exporter) collectDCGMInstances(w *dcgmSeries, s *snapshot.Snapshot, d *snapshot.Device) {
+	for i := 0; i < len(d.MIGInstances); {
+		mi := &d.MIGInstances[i]
+		j := i + 1
+		for j < len(d.MIGInstances) && d.MIGInstances[j].GPUInstanceID == mi.GPUInstanceID {
+			j++
+		}
+		same := d.MIGInstances[i:j]
+		i = j
+		w.lv[dcgmLabelGIProfile], w.lv[dcgmLabelGIID] = gpuInstanceProfile(mi.Profile), itoa(mi.GPUInstanceID)
+		w.owners = e.dcgmOwners(s, d, func(migUUID string) bool {
+			return slices.ContainsFunc(same, func(c snapshot.MIGInstance) bool { return c.UUID == migUUID })
+		})
+		dcgmDeviceReadings(w, d)
+		dcgmOpt(w, dFBTotal, mi.MemoryTotal, 1.0/mib)
+		dcgmOpt(w, dFBUsed, mi.MemoryUsed, 1.0/mib)
+		if mi.MemoryTotal.Valid && mi.MemoryUsed.Valid && mi.MemoryTotal.Value >= mi.MemoryUsed.Value {
+			w.emit(dFBFree, float64(mi.MemoryTotal.Value-mi.MemoryUsed.Value)/mib)
+		}
+		dcgmGPM(w, &mi.GPM)
+	}
+	w.lv[dcgmLabelGIProfile], w.lv[dcgmLabelGIID] = "", ""
+}
+
+// dcgmDeviceReadings writes the readings that belong to the whole GPU.
+func dcgmDeviceReadings(w *dcgmSeries, d *snapshot.Device) {
 	t := &d.Temperature
-	dcgmOpt(&w, dGPUTemp, t.GPU, 1)
-	dcgmOpt(&w, dMemoryTemp, t.Memory, 1)
-	dcgmOpt(&w, dSlowdownTemp, t.SlowdownThreshold, 1)
-	dcgmOpt(&w, dShutdownTemp, t.ShutdownThreshold, 1)
+	dcgmOpt(w, dGPUTemp, t.GPU, 1)
+	dcgmOpt(w, dMemoryTemp, t.Memory, 1)
+	dcgmOpt(w, dSlowdownTemp, t.SlowdownThreshold, 1)
+	dcgmOpt(w, dShutdownTemp, t.ShutdownThreshold, 1)
 
 	p := &d.Power
-	dcgmOpt(&w, dPowerUsage, p.Usage, 1)
-	dcgmOpt(&w, dPowerLimit, p.EnforcedLimit, 1)
-	dcgmOpt(&w, dEnergy, p.Energy, mJPerJoule)
+	dcgmOpt(w, dPowerUsage, p.Usage, 1)
+	dcgmOpt(w, dPowerLimit, p.EnforcedLimit, 1)
+	dcgmOpt(w, dEnergy, p.Energy, mJPerJoule)
 
 	for _, c := range d.Clocks {
 		switch c.Type {
 		case "sm":
-			dcgmOpt(&w, dSMClock, c.Current, 1/hertzPerMHz)
+			dcgmOpt(w, dSMClock, c.Current, 1/hertzPerMHz)
 		case "memory":
-			dcgmOpt(&w, dMemClock, c.Current, 1/hertzPerMHz)
+			dcgmOpt(w, dMemClock, c.Current, 1/hertzPerMHz)
 		}
 	}
 	if d.ClockEvents != nil {
@@ -110,75 +173,76 @@ func (e *Exporter) collectDCGM(em *emitter, s *snapshot.Snapshot, d *snapshot.De
 	}
 
 	u := &d.Utilization
-	dcgmOpt(&w, dGPUUtil, u.GPU, percent)
-	dcgmOpt(&w, dMemCopyUtil, u.Memory, percent)
-	dcgmOpt(&w, dEncUtil, u.Encoder, percent)
-	dcgmOpt(&w, dDecUtil, u.Decoder, percent)
-	dcgmOpt(&w, dFanSpeed, d.FanSpeed, percent)
+	dcgmOpt(w, dGPUUtil, u.GPU, percent)
+	dcgmOpt(w, dMemCopyUtil, u.Memory, percent)
+	dcgmOpt(w, dEncUtil, u.Encoder, percent)
+	dcgmOpt(w, dDecUtil, u.Decoder, percent)
+	dcgmOpt(w, dFanSpeed, d.FanSpeed, percent)
+	dcgmOpt(w, dFBReserved, d.Memory.Reserved, 1.0/mib)
 
-	m := &d.Memory
-	dcgmOpt(&w, dFBReserved, m.Reserved, 1.0/mib)
-	if len(d.MIGInstances) == 0 {
-		dcgmOpt(&w, dFBTotal, m.Total, 1.0/mib)
-		dcgmOpt(&w, dFBFree, m.Free, 1.0/mib)
-		dcgmOpt(&w, dFBUsed, m.Used, 1.0/mib)
-		dcgmGPM(&w, &d.GPM)
-	}
-	// Bus traffic is whole-GPU only, MIG or not.
+	// Bus traffic is the whole GPU's, MIG or not.
 	g := &d.GPM
-	dcgmOpt(&w, dProfPCIeTx, g.PCIeTxBytesPerSecond, 1)
-	dcgmOpt(&w, dProfPCIeRx, g.PCIeRxBytesPerSecond, 1)
-	dcgmOpt(&w, dProfNVLinkTx, g.NVLinkTxBytesPerSecond, 1)
-	dcgmOpt(&w, dProfNVLinkRx, g.NVLinkRxBytesPerSecond, 1)
+	dcgmOpt(w, dProfPCIeTx, g.PCIeTxBytesPerSecond, 1)
+	dcgmOpt(w, dProfPCIeRx, g.PCIeRxBytesPerSecond, 1)
+	dcgmOpt(w, dProfNVLinkTx, g.NVLinkTxBytesPerSecond, 1)
+	dcgmOpt(w, dProfNVLinkRx, g.NVLinkRxBytesPerSecond, 1)
+	// DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL is a rate in MiB/s: GPM's where
+	// the GPU has it, else the links' byte counters between two reads
+	// (NVML's throughput fields, which DCGM reads on every generation).
 	if g.NVLinkTxBytesPerSecond.Valid && g.NVLinkRxBytesPerSecond.Valid {
-		w.emit(dNVLinkBandwidth, (g.NVLinkTxBytesPerSecond.Value+g.NVLinkRxBytesPerSecond.Value)/1024)
+		w.emit(dNVLinkBandwidth, (g.NVLinkTxBytesPerSecond.Value+g.NVLinkRxBytesPerSecond.Value)/mib)
+	} else {
+		dcgmOpt(w, dNVLinkBandwidth, d.NVLinkBytesPerSecond, 1.0/mib)
 	}
 
-	dcgmOpt(&w, dXIDErrors, d.XIDLastCode, 1)
+	if d.XIDLastCode.Valid {
+		w.emitXID(d.XIDLastCode.Value)
+	}
 
 	pc := &d.PCIe
-	dcgmOpt(&w, dPCIeReplay, pc.ReplayCounter, 1)
-	dcgmOpt(&w, dPCIeLinkGen, pc.LinkGen, 1)
-	dcgmOpt(&w, dPCIeLinkWidth, pc.LinkWidth, 1)
+	dcgmOpt(w, dPCIeReplay, pc.ReplayCounter, 1)
+	dcgmOpt(w, dPCIeLinkGen, pc.LinkGen, 1)
+	dcgmOpt(w, dPCIeLinkWidth, pc.LinkWidth, 1)
 
 	ecc := &d.ECC
-	dcgmOpt(&w, dECCSBEVol, ecc.VolatileCorrected, 1)
-	dcgmOpt(&w, dECCDBEVol, ecc.VolatileUncorrected, 1)
-	dcgmOpt(&w, dECCSBEAgg, ecc.AggregateCorrected, 1)
-	dcgmOpt(&w, dECCDBEAgg, ecc.AggregateUncorrected, 1)
-	dcgmOpt(&w, dRetiredSBE, ecc.RetiredPagesSingleBit, 1)
-	dcgmOpt(&w, dRetiredDBE, ecc.RetiredPagesDoubleBit, 1)
-	dcgmOptBool(&w, dRetiredPending, ecc.RetiredPagesPending)
-	dcgmOpt(&w, dRemapCorrectable, ecc.RemappedRowsCorrectable, 1)
-	dcgmOpt(&w, dRemapUncorrectable, ecc.RemappedRowsUncorrectable, 1)
-	dcgmOptBool(&w, dRemapFailure, ecc.RemappedRowsFailure)
-	dcgmOptBool(&w, dRemapPending, ecc.RemappedRowsPending)
+	dcgmOpt(w, dECCSBEVol, ecc.VolatileCorrected, 1)
+	dcgmOpt(w, dECCDBEVol, ecc.VolatileUncorrected, 1)
+	dcgmOpt(w, dECCSBEAgg, ecc.AggregateCorrected, 1)
+	dcgmOpt(w, dECCDBEAgg, ecc.AggregateUncorrected, 1)
+	dcgmOpt(w, dRetiredSBE, ecc.RetiredPagesSingleBit, 1)
+	dcgmOpt(w, dRetiredDBE, ecc.RetiredPagesDoubleBit, 1)
+	dcgmOptBool(w, dRetiredPending, ecc.RetiredPagesPending)
+	dcgmOpt(w, dRemapCorrectable, ecc.RemappedRowsCorrectable, 1)
+	dcgmOpt(w, dRemapUncorrectable, ecc.RemappedRowsUncorrectable, 1)
+	dcgmOptBool(w, dRemapFailure, ecc.RemappedRowsFailure)
+	dcgmOptBool(w, dRemapPending, ecc.RemappedRowsPending)
 
-	dcgmNVLinkErrors(&w, d.NVLinks)
-	e.collectDCGMInstances(&w, s, d)
+	// DCGM answers 0 (no vGPU license) for a GPU that is not a vGPU guest.
+	if mode := d.Info.VirtualizationMode; mode != "" && mode != "vgpu" {
+		w.emit(dVGPULicense, 0)
+	}
+
+	dcgmNVLinkErrors(w, d.NVLinks)
 }
 
-// collectDCGMInstances writes memory and profiling once per GPU instance of
-// a MIG-enabled GPU. A GPU instance holding several compute instances
-// reports the same memory through each of them; it is written once.
-func (e *Exporter) collectDCGMInstances(w *dcgmSeries, s *snapshot.Snapshot, d *snapshot.Device) {
-	seen := -1
-	for i := range d.MIGInstances {
-		mi := &d.MIGInstances[i]
-		if mi.GPUInstanceID == seen {
-			continue
-		}
-		seen = mi.GPUInstanceID
-		w.lv[dcgmLabelGIProfile], w.lv[dcgmLabelGIID] = mi.Profile, itoa(mi.GPUInstanceID)
-		w.owners = e.dcgmOwners(s, d, mi.UUID)
-		dcgmOpt(w, dFBTotal, mi.MemoryTotal, 1.0/mib)
-		dcgmOpt(w, dFBUsed, mi.MemoryUsed, 1.0/mib)
-		if mi.MemoryTotal.Valid && mi.MemoryUsed.Valid && mi.MemoryTotal.Value >= mi.MemoryUsed.Value {
-			w.emit(dFBFree, float64(mi.MemoryTotal.Value-mi.MemoryUsed.Value)/mib)
-		}
-		dcgmGPM(w, &mi.GPM)
+// gpuInstanceProfile is the GPU instance's profile of a MIG instance's
+// profile: a compute instance smaller than its GPU instance is named
+// "4c.7g.80gb" (4 of the 7 slices), DCGM's GPU_I_PROFILE names the GPU
+// instance, "7g.80gb".
+func gpuInstanceProfile(p string) string {
+	if i := strings.IndexByte(p, '.'); i > 1 && p[i-1] == 'c' && allDigits(p[:i-1]) {
+		return p[i+1:]
 	}
-	w.lv[dcgmLabelGIProfile], w.lv[dcgmLabelGIID] = "", ""
+	return p
+}
+
+func allDigits(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return false
+		}
+	}
+	return s != ""
 }
 
 func dcgmGPM(w *dcgmSeries, g *snapshot.GPM) {
@@ -214,15 +278,19 @@ func dcgmNVLinkErrors(w *dcgmSeries, links []snapshot.NVLink) {
 	dcgmOpt(w, dNVLinkRecovery, sum(func(l *snapshot.NVLink) snapshot.Opt[uint64] { return l.RecoveryErrors }), 1)
 }
 
-// dcgmOwners lists the workloads that hold a GPU (migUUID empty) or one MIG
-// instance of it, each once: a pod holding several time-sliced replicas of a
-// GPU is listed by the kubelet once per replica.
-func (e *Exporter) dcgmOwners(s *snapshot.Snapshot, d *snapshot.Device, migUUID string) []*snapshot.Allocation {
+// dcgmOwners lists the workloads that hold a whole GPU (inMIG nil) or a
+// MIG instance of it (inMIG reports the instance's MIG UUID), each once: a
+// pod holding several time-sliced replicas of a GPU is listed by the
+// kubelet once per replica.
+func (e *Exporter) dcgmOwners(s *snapshot.Snapshot, d *snapshot.Device, inMIG func(migUUID string) bool) []*snapshot.Allocation {
 	var out []*snapshot.Allocation
 	for i := range s.Allocations {
 		a := &s.Allocations[i]
 		sameGPU := a.GPUUUID == d.UUID || (a.GPUUUID == "" && a.GPU == d.Index)
-		if !sameGPU || a.MIGUUID != migUUID {
+		if !sameGPU {
+			continue
+		}
+		if inMIG == nil && a.MIGUUID != "" || inMIG != nil && (a.MIGUUID == "" || !inMIG(a.MIGUUID)) {
 			continue
 		}
 		dup := false

@@ -148,4 +148,5 @@ func collectProcesses(em *emitter, s *snapshot.Snapshot, pidLabels bool) {
 		}
 	}
 	collectAllocations(em, s)
+	collectAccounting(em, s)
 }

@@ -26,7 +26,7 @@ var NativeOnly = Compat{Native: true}
 // ParseCompat reads a comma-separated list such as "dcgm" or "dcgm,native".
 func ParseCompat(s string) (Compat, error) {
 	var c Compat
-	for _, part := range strings.Split(s, ",") {
+	for part := range strings.SplitSeq(s, ",") {
 		switch strings.TrimSpace(part) {
 		case "native":
 			c.Native = true

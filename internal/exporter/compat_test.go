@@ -37,8 +37,12 @@ func TestCompatCatalogConventions(t *testing.T) {
 		if !strings.HasPrefix(m.Name, "DCGM_FI_DEV_") && !strings.HasPrefix(m.Name, "DCGM_FI_PROF_") {
 			t.Errorf("%s: not a dcgm-exporter field name", m.Name)
 		}
-		if !slices.Equal(m.Labels, dcgmLabels) {
-			t.Errorf("%s: labels %v, want dcgm-exporter's %v", m.Name, m.Labels, dcgmLabels)
+		extra := []string{}
+		if m.Name == "DCGM_FI_DEV_XID_ERRORS" {
+			extra = []string{"err_code", "err_msg"}
+		}
+		if !slices.Equal(m.Labels, withLabels(dcgmLabels, extra...)) {
+			t.Errorf("%s: labels %v, want dcgm-exporter's %v plus %v", m.Name, m.Labels, dcgmLabels, extra)
 		}
 	}
 	for _, m := range Catalog() {
@@ -124,8 +128,10 @@ func TestDCGMSchemeSelection(t *testing.T) {
 }
 
 // TestDCGMWorkloadAndMIGLabels: the pod and the Slurm job that hold a GPU
-// label its series as dcgm-exporter's pod and HPC job mappings do, and a
-// MIG-enabled GPU reports memory once per GPU instance.
+// or a MIG instance label its series as dcgm-exporter's pod and HPC job
+// mappings do, and a MIG-enabled GPU reports every field once per GPU
+// instance (dcgm-exporter's default --devices=f), memory its own, the
+// whole-GPU readings repeated.
 func TestDCGMWorkloadAndMIGLabels(t *testing.T) {
 	s := fullSnapshot(2, 0)
 	d1 := &s.Devices[1]
@@ -137,7 +143,8 @@ func TestDCGMWorkloadAndMIGLabels(t *testing.T) {
 	s.Allocations = []snapshot.Allocation{
 		{GPU: 0, GPUUUID: s.Devices[0].UUID, Pod: snapshot.Pod{Name: "trainer-0", Namespace: "research", Container: "pytorch"}},
 		{GPU: 0, GPUUUID: s.Devices[0].UUID, Pod: snapshot.Pod{Name: "trainer-0", Namespace: "research", Container: "pytorch"}}, // a time-sliced replica
-		{GPU: 1, GPUUUID: d1.UUID, Slurm: snapshot.SlurmJob{JobID: "4242"}},
+		{GPU: 1, GPUUUID: d1.UUID, MIGUUID: "MIG-c", Slurm: snapshot.SlurmJob{JobID: "4242"}},
+		{GPU: 1, GPUUUID: d1.UUID, MIGUUID: "MIG-b", Pod: snapshot.Pod{Name: "infer-0", Namespace: "serving", Container: "vllm"}},
 	}
 	got, _ := dcgmValues(t, s, Compat{DCGM: true})
 	if _, ok := got["DCGM_FI_DEV_GPU_TEMP/0//trainer-0"]; !ok {
@@ -146,13 +153,29 @@ func TestDCGMWorkloadAndMIGLabels(t *testing.T) {
 	if _, ok := got["DCGM_FI_DEV_GPU_TEMP/0//"]; ok {
 		t.Errorf("GPU 0 also has a series without its pod")
 	}
-	if _, ok := got["DCGM_FI_DEV_GPU_TEMP/1//4242"]; !ok {
-		t.Errorf("GPU 1 temperature lacks hpc_job: %v", keysWith(got, "GPU_TEMP"))
+	// MIG GPU 1: each GPU instance has the GPU's temperature, with the
+	// pod of its second compute instance and the job of GPU instance 2;
+	// no series of the GPU as a whole.
+	for key, want := range map[string]float64{
+		"DCGM_FI_DEV_GPU_TEMP/1/1/infer-0":    d1.Temperature.GPU.Value,
+		"DCGM_FI_DEV_GPU_TEMP/1/2/4242":       d1.Temperature.GPU.Value,
+		"DCGM_FI_DEV_POWER_USAGE/1/1/infer-0": d1.Power.Usage.Value,
+		"DCGM_FI_DEV_POWER_USAGE/1/2/4242":    d1.Power.Usage.Value,
+	} {
+		if v, ok := got[key]; !ok || v != want {
+			t.Errorf("%s = %v (present %v), want GPU 1's reading %v", key, v, ok, want)
+		}
 	}
-	if v := got["DCGM_FI_DEV_FB_USED/1/1/"]; v != 1024 {
+	if _, ok := got["DCGM_FI_DEV_XID_ERRORS/1/2/4242"]; !ok {
+		t.Errorf("GPU instance 2 has no XID series: %v", keysWith(got, "XID"))
+	}
+	if n := len(keysWith(got, "DCGM_FI_DEV_GPU_TEMP/1/")); n != 2 {
+		t.Errorf("MIG GPU 1 has %d temperature series, want one per GPU instance: %v", n, keysWith(got, "DCGM_FI_DEV_GPU_TEMP/1/"))
+	}
+	if v := got["DCGM_FI_DEV_FB_USED/1/1/infer-0"]; v != 1024 {
 		t.Errorf("GPU instance 1 FB_USED = %v, want 1024 MiB once (not per compute instance)", v)
 	}
-	if v := got["DCGM_FI_DEV_FB_USED/1/2/"]; v != 2048 {
+	if v := got["DCGM_FI_DEV_FB_USED/1/2/4242"]; v != 2048 {
 		t.Errorf("GPU instance 2 FB_USED = %v, want 2048", v)
 	}
 	if _, ok := got["DCGM_FI_DEV_FB_USED/1//4242"]; ok {

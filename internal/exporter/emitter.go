@@ -33,6 +33,9 @@ type emitter struct {
 	devText   []byte
 	// lv is scratch for a series' label values; no collector needs more.
 	lv [20]string
+	// sparseLV is scratch for the values of a series that leaves out
+	// empty labels (emitSparse).
+	sparseLV [20]string
 
 	// Scratch of the processes collector, reused across scrapes.
 	procIndex  map[ownerKey]int
@@ -76,6 +79,12 @@ func (em *emitter) setDevice(d *snapshot.Device) {
 // the emitter); its length selects the plain or the opt-in label set.
 func (em *emitter) emit(m *metricDef, v float64, lvs []string) {
 	boundLabels(lvs)
+	if m.omitEmpty != 0 && len(lvs) == len(m.Labels) {
+		if present := m.presentLabels(lvs); present != allLabels(len(lvs)) {
+			em.emitSparse(m, v, lvs, present)
+			return
+		}
+	}
 	if em.ch != nil {
 		desc := m.desc
 		if len(lvs) != len(m.Labels) {

@@ -55,6 +55,9 @@ type Options struct {
 	Compat Compat
 	// Hostname is the Hostname label of the dcgm-exporter series.
 	Hostname string
+	// HostnameLowerCase names that label hostname, as dcgm-exporter's
+	// next release does (upstream #655), instead of Hostname.
+	HostnameLowerCase bool
 }
 
 // collector renders one group. device runs for every device that is up;
@@ -104,6 +107,9 @@ type Exporter struct {
 	emitters  *freeList[*emitter]
 	dcgm      bool   // render dcgm-exporter's names too (Options.Compat)
 	hostname  string // their Hostname label
+	// hostLabel is the position in dcgmLabels that carries hostname:
+	// Hostname, or hostname with Options.HostnameLowerCase.
+	hostLabel int
 }
 
 // New builds an Exporter. It fails on an unknown collector name.
@@ -123,7 +129,10 @@ func New(src Source, opts Options) (*Exporter, error) {
 		compat = NativeOnly
 	}
 	e := &Exporter{src: src, pidLabels: opts.PIDLabels, enabled: make([]bool, len(catalog)),
-		dcgm: compat.DCGM, hostname: opts.Hostname}
+		dcgm: compat.DCGM, hostname: opts.Hostname, hostLabel: dcgmLabelHostname}
+	if opts.HostnameLowerCase {
+		e.hostLabel = dcgmLabelHostnameLower
+	}
 	for _, g := range snapshot.AllGroups {
 		if !on[g] {
 			continue

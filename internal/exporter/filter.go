@@ -54,8 +54,7 @@ func ParseMetricFilter(name string, data []byte) (*MetricFilter, error) {
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	dec.KnownFields(true)
 	if err := dec.Decode(&ff); err != nil && !errors.Is(err, io.EOF) {
-		var te *yaml.TypeError
-		if errors.As(err, &te) {
+		if te, ok := errors.AsType[*yaml.TypeError](err); ok {
 			return nil, fmt.Errorf("%s: %s (known keys: enable, disable)", name, strings.Join(te.Errors, "; "))
 		}
 		return nil, fmt.Errorf("%s: %w", name, err)
@@ -191,7 +190,7 @@ func suggest(p string) []string {
 // "_") occurs in name: "gpu_power_watts" suggests gpu_power_usage_watts.
 func sharesWord(p, name string) bool {
 	longest := ""
-	for _, w := range strings.Split(p, "_") {
+	for w := range strings.SplitSeq(p, "_") {
 		if w != "gpu" && w != "gpuwatch" && w != "total" && len(w) > len(longest) {
 			longest = w
 		}

@@ -43,7 +43,7 @@ func h100Device(i, nvlinks int) snapshot.Device {
 			Name: "NVIDIA H100 80GB HBM3", Brand: "nvidia", Architecture: "hopper",
 			PCIBusID: fmt.Sprintf("00000000:%02X:00.0", 0x18+i*0x10), Serial: fmt.Sprintf("165322001%04d", i),
 			VBIOSVersion: "96.00.74.00.1A", ComputeCapability: "9.0",
-			PersistenceMode: "enabled", ComputeMode: "default", MIGMode: "disabled", ECCMode: "enabled",
+			PersistenceMode: "enabled", ComputeMode: "default", MIGMode: "disabled", ECCMode: "enabled", VirtualizationMode: "none",
 		},
 		Utilization: snapshot.Utilization{GPU: some(0.87 - f/100), Memory: some(0.42), Encoder: some(0), Decoder: some(0.01)},
 		Memory: snapshot.Memory{
@@ -145,6 +145,18 @@ func fullSnapshot(n, nvlinks int) *snapshot.Snapshot {
 			{GPU: 1, GPUUUID: s.Devices[1].UUID, MIGUUID: "MIG-1b2c3d4e-0001-5f60-8a9b-0123456789ab", Pod: snapshot.Pod{Name: "nb-\"x\"", Namespace: "users", Container: "jupyter"}},
 			{GPU: 1, GPUUUID: s.Devices[1].UUID, Slurm: snapshot.SlurmJob{JobID: "4242", User: "carol", Account: "chem", Partition: "gpu"}},
 		}
+	}
+	// Accounting totals of the first GPU: one owner, one with a figure
+	// never measured (absent), an allocation and the idle energy.
+	s.Accounting = &snapshot.Accounting{
+		Owners: []snapshot.OwnerTotal{
+			{Key: snapshot.OwnerKey{GPU: 0, GPUUUID: s.Devices[0].UUID, User: "alice", Container: "trainer", ComposeProject: "lab", ComposeService: "trainer"},
+				Seconds: 120, SMSeconds: some(60), MemoryByteSeconds: some(120 << 30), EnergyJoules: some(30000)},
+			{Key: snapshot.OwnerKey{GPU: 0, GPUUUID: s.Devices[0].UUID, MIGUUID: "MIG-1b2c3d4e-0001-5f60-8a9b-0123456789ab", Pod: "nb", Namespace: "users"},
+				Seconds: 30},
+		},
+		Allocations: []snapshot.AllocationTotal{{GPU: 0, GPUUUID: s.Devices[0].UUID, Namespace: "research", Pod: "llm-0", Container: "main", Seconds: 300, IdleSeconds: some(100)}},
+		IdleEnergy:  []snapshot.DeviceEnergy{{GPU: 0, GPUUUID: s.Devices[0].UUID, Joules: 5000}},
 	}
 	owners := []snapshot.Owner{
 		{User: "alice", Command: "python train.py", Container: snapshot.Container{Runtime: "docker", ID: "4f9a1c2b3d4e5f60718293a4b5c6d7e8f9", Name: "trainer",

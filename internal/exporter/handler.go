@@ -178,7 +178,7 @@ func (h *textHandler) compress(w io.Writer, write func(io.Writer) error) {
 }
 
 func acceptsGzip(header string) bool {
-	for _, part := range strings.Split(header, ",") {
+	for part := range strings.SplitSeq(header, ",") {
 		enc, params, _ := strings.Cut(strings.TrimSpace(part), ";")
 		if strings.EqualFold(strings.TrimSpace(enc), "gzip") {
 			return strings.ReplaceAll(strings.TrimSpace(params), " ", "") != "q=0"

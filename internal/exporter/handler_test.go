@@ -95,11 +95,9 @@ func TestConcurrentScrapesAcrossSnapshots(t *testing.T) {
 	h := e.TextHandler(nil)
 	want := scrapeWith(t, h, false)
 	var wg sync.WaitGroup
-	for w := 0; w < 8; w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := 0; i < 40; i++ {
+	for w := range 8 {
+		wg.Go(func() {
+			for i := range 40 {
 				if w == 0 && i%5 == 0 {
 					src.snap.Store(fullSnapshot(8, 2)) // same content, new snapshot
 				}
@@ -108,7 +106,7 @@ func TestConcurrentScrapesAcrossSnapshots(t *testing.T) {
 					return
 				}
 			}
-		}()
+		})
 	}
 	wg.Wait()
 }

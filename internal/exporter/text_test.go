@@ -88,7 +88,7 @@ func TestTextMatchesExpfmt(t *testing.T) {
 
 func headerLines(text []byte) string {
 	var out []string
-	for _, l := range strings.Split(string(text), "\n") {
+	for l := range strings.SplitSeq(string(text), "\n") {
 		if strings.HasPrefix(l, "#") {
 			out = append(out, l)
 		}
@@ -100,7 +100,7 @@ func headerLines(text []byte) string {
 // compare number formatting byte for byte.
 func sampleValues(text []byte) string {
 	var out []string
-	for _, l := range strings.Split(string(text), "\n") {
+	for l := range strings.SplitSeq(string(text), "\n") {
 		if l == "" || strings.HasPrefix(l, "#") || strings.HasPrefix(l, "gpuwatch_snapshot_duration_seconds") {
 			continue
 		}
@@ -113,10 +113,10 @@ func sampleValues(text []byte) string {
 // expfmtLine renders one gauge sample with one label through expfmt.
 func expfmtLine(t testing.TB, labelValue string, v float64) string {
 	mf := &dto.MetricFamily{
-		Name: proto.String("m"), Type: dto.MetricType_GAUGE.Enum(),
+		Name: new("m"), Type: dto.MetricType_GAUGE.Enum(),
 		Metric: []*dto.Metric{{
-			Label: []*dto.LabelPair{{Name: proto.String("l"), Value: proto.String(labelValue)}},
-			Gauge: &dto.Gauge{Value: proto.Float64(v)},
+			Label: []*dto.LabelPair{{Name: new("l"), Value: new(labelValue)}},
+			Gauge: &dto.Gauge{Value: new(v)},
 		}},
 	}
 	return string(encodeExpfmt(t, []*dto.MetricFamily{mf}))
@@ -229,7 +229,7 @@ func TestAppendIntegralFloatMatchesStrconv(t *testing.T) {
 		check(f)
 	}
 	r := rand.New(rand.NewPCG(1, 2))
-	for i := 0; i < 200000; i++ {
+	for range 200000 {
 		digits := r.IntN(16) + 1
 		v := r.Int64N(int64(math.Pow10(digits)))
 		// Bias towards trailing zeros, common in byte sizes and hertz.
@@ -246,7 +246,7 @@ func TestAppendIntegralFloatMatchesStrconv(t *testing.T) {
 type failingGatherer struct{}
 
 func (failingGatherer) Gather() ([]*dto.MetricFamily, error) {
-	mf := &dto.MetricFamily{Name: proto.String("gpuwatch_build_info"), Help: proto.String("Build."), Type: dto.MetricType_GAUGE.Enum(),
+	mf := &dto.MetricFamily{Name: new("gpuwatch_build_info"), Help: new("Build."), Type: dto.MetricType_GAUGE.Enum(),
 		Metric: []*dto.Metric{{Gauge: &dto.Gauge{Value: proto.Float64(1)}}}}
 	return []*dto.MetricFamily{mf}, errors.New("go collector failed")
 }
@@ -269,7 +269,7 @@ func TestTextHandlerSurvivesFailingExtra(t *testing.T) {
 type utf8NameGatherer struct{}
 
 func (utf8NameGatherer) Gather() ([]*dto.MetricFamily, error) {
-	return []*dto.MetricFamily{{Name: proto.String("odd.name"), Help: proto.String("Odd."), Type: dto.MetricType_GAUGE.Enum(),
+	return []*dto.MetricFamily{{Name: new("odd.name"), Help: new("Odd."), Type: dto.MetricType_GAUGE.Enum(),
 		Metric: []*dto.Metric{{Gauge: &dto.Gauge{Value: proto.Float64(1)}}}}}, nil
 }
 

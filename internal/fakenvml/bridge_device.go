@@ -68,6 +68,11 @@ func nvmlDeviceGetComputeMode(device C.uintptr_t, mode unsafe.Pointer) C.int {
 	return onDevice(device, func(d nvml.Device) C.int { v, r := d.GetComputeMode(); return put(mode, v, r) })
 }
 
+//export nvmlDeviceGetVirtualizationMode
+func nvmlDeviceGetVirtualizationMode(device C.uintptr_t, mode unsafe.Pointer) C.int {
+	return onDevice(device, func(d nvml.Device) C.int { v, r := d.GetVirtualizationMode(); return put(mode, v, r) })
+}
+
 //export nvmlDeviceGetPersistenceMode
 func nvmlDeviceGetPersistenceMode(device C.uintptr_t, mode unsafe.Pointer) C.int {
 	return onDevice(device, func(d nvml.Device) C.int { v, r := d.GetPersistenceMode(); return put(mode, v, r) })
@@ -299,26 +304,12 @@ func nvmlDeviceGetMemoryErrorCounter(device C.uintptr_t, errorType, counterType,
 
 //export nvmlDeviceGetRetiredPages
 func nvmlDeviceGetRetiredPages(device C.uintptr_t, cause C.uint, pageCount, addresses unsafe.Pointer) C.int {
-	return onDevice(device, func(d nvml.Device) C.int {
-		v, r := d.GetRetiredPages(nvml.PageRetirementCause(cause))
-		return putList(pageCount, addresses, v, r)
-	})
+	return retiredPages(device, cause, pageCount, addresses, nil)
 }
 
 //export nvmlDeviceGetRetiredPages_v2
 func nvmlDeviceGetRetiredPages_v2(device C.uintptr_t, cause C.uint, pageCount, addresses, timestamps unsafe.Pointer) C.int {
-	return onDevice(device, func(d nvml.Device) C.int {
-		a, ts, r := d.GetRetiredPages_v2(nvml.PageRetirementCause(cause))
-		if r != nvml.SUCCESS || pageCount == nil {
-			return putList(pageCount, addresses, a, r)
-		}
-		capacity := *(*C.uint)(pageCount)
-		if rr := putList(pageCount, addresses, a, r); rr != success {
-			return rr
-		}
-		*(*C.uint)(pageCount) = capacity
-		return putList(pageCount, timestamps, ts, r)
-	})
+	return retiredPages(device, cause, pageCount, addresses, timestamps)
 }
 
 //export nvmlDeviceGetRetiredPagesPendingStatus

@@ -608,9 +608,6 @@ func nvmlDeviceGetViolationStatus(p0 C.uintptr_t, p1 C.uint, p2 unsafe.Pointer) 
 	return unmodelled()
 }
 
-//export nvmlDeviceGetVirtualizationMode
-func nvmlDeviceGetVirtualizationMode(p0 C.uintptr_t, p1 unsafe.Pointer) C.int { return unmodelled() }
-
 //export nvmlDeviceModifyDrainState
 func nvmlDeviceModifyDrainState(p0 unsafe.Pointer, p1 C.uint) C.int { return unmodelled() }
 

@@ -112,8 +112,17 @@ func (b *Branch) FieldMax() uint32 { return b.fieldMax }
 // Each inner list holds alternatives: go-nvml uses the newest of them the
 // library exports. ok is false for a name that is not such a method.
 func MethodSymbols(method string) (symbols [][]string, ok bool) {
-	s, ok := methodSymbols[method]
-	return s, ok
+	i, ok := slices.BinarySearchFunc(methodSymbols, method, func(m methodSymbol, name string) int { return strings.Compare(m.method, name) })
+	if !ok {
+		return nil, false
+	}
+	return methodSymbols[i].symbols, true
+}
+
+// methodSymbol is one row of the generated table.
+type methodSymbol struct {
+	method  string
+	symbols [][]string
 }
 
 // GoNVMLVersion is the go-nvml whose source the method table was read from.
@@ -124,7 +133,7 @@ func GoNVMLVersion() string { return goNVMLVersion }
 // method with alternatives it names the oldest one. An unknown method name
 // is reported as missing under its own name.
 func (b *Branch) MissingSymbol(method string) string {
-	reqs, ok := methodSymbols[method]
+	reqs, ok := MethodSymbols(method)
 	if !ok {
 		return method
 	}

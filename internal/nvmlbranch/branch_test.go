@@ -105,6 +105,12 @@ func TestMethodSymbols(t *testing.T) {
 	if !ok || !slices.Equal(syms[0], []string{"nvmlInit", "nvmlInit_v2"}) {
 		t.Errorf("MethodSymbols(Init) = %v", syms)
 	}
+	// MethodSymbols searches the generated table by halves: every row must be found.
+	for _, m := range methodSymbols {
+		if got, ok := MethodSymbols(m.method); !ok || len(got) != len(m.symbols) {
+			t.Errorf("MethodSymbols(%s) = %v, %v: the table is not sorted by method", m.method, got, ok)
+		}
+	}
 }
 
 // The newest table against the symbols a real R580 library exported

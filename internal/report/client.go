@@ -13,8 +13,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/prometheus/client_golang/api"
-	v1 "github.com/prometheus/client_golang/api/prometheus/v1"
 	"github.com/prometheus/common/config"
 
 	"github.com/gpuwatch/gpuwatch/internal/configfile"
@@ -62,7 +60,7 @@ func RedactURL(raw string) string {
 }
 
 // NewClient returns the Prometheus HTTP API client the report queries.
-func NewClient(o ClientOptions) (v1.API, error) {
+func NewClient(o ClientOptions) (Querier, error) {
 	u, err := url.Parse(o.URL)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return nil, fmt.Errorf("--prometheus.url=%q: want http://HOST:PORT or https://HOST:PORT", RedactURL(o.URL))
@@ -107,11 +105,7 @@ func NewClient(o ClientOptions) (v1.API, error) {
 			return nil
 		},
 	}
-	c, err := api.NewClient(api.Config{Address: o.URL, Client: client})
-	if err != nil {
-		return nil, err
-	}
-	return v1.NewAPI(c), nil
+	return newAPIClient(u, client), nil
 }
 
 type crossOriginRedirect struct{ to string }
@@ -238,7 +232,7 @@ func transient(resp *http.Response, err error) bool {
 // explain turns a failed query into an error a user can act on; every one
 // names the query.
 func explain(err error, query string) error {
-	var apiErr *v1.Error
+	var apiErr *apiError
 	var netErr *net.OpError
 	var urlErr *url.Error
 	var tooLarge *ErrResponseTooLarge
@@ -250,21 +244,12 @@ func explain(err error, query string) error {
 		return fmt.Errorf("%s; raise the flag if the answer is right (query: %s)", tooLarge.Error(), query)
 	case errors.As(err, &redirect):
 		return fmt.Errorf("%s (query: %s)", redirect.Error(), query)
-	case errors.As(err, &apiErr) && (apiErr.Type == v1.ErrClient) && (containsAny(apiErr.Msg, "401", "403") || containsAny(apiErr.Detail, "401", "403")):
-		return fmt.Errorf("the server refused the credentials (%s): check --prometheus.http-config (query: %s)", apiErr.Msg, query)
-	case errors.As(err, &apiErr) && apiErr.Type == v1.ErrBadData:
+	case errors.As(err, &apiErr) && (apiErr.Status == http.StatusUnauthorized || apiErr.Status == http.StatusForbidden):
+		return fmt.Errorf("the server refused the credentials (%s): check --prometheus.http-config (query: %s)", apiErr.Error(), query)
+	case errors.As(err, &apiErr) && apiErr.Type == errorTypeBadData:
 		return fmt.Errorf("the server rejected the query %s: %s", query, apiErr.Msg)
 	case errors.As(err, &netErr), errors.As(err, &urlErr):
 		return fmt.Errorf("cannot reach the server: %w (query: %s)", err, query)
 	}
 	return fmt.Errorf("query %s: %w", query, err)
-}
-
-func containsAny(s string, subs ...string) bool {
-	for _, sub := range subs {
-		if strings.Contains(s, sub) {
-			return true
-		}
-	}
-	return false
 }

@@ -134,7 +134,7 @@ func TestResponseSizeIsCapped(t *testing.T) {
 			w.Write(body)
 			return
 		}
-		for i := 0; i < 512; i++ { // 32 MiB unless the client stops reading
+		for range 512 { // 32 MiB unless the client stops reading
 			n, err := w.Write(chunk)
 			written.Add(int64(n))
 			if err != nil {

@@ -5,6 +5,7 @@ import (
 	"io"
 	"strconv"
 	"strings"
+	"sync"
 )
 
 // The HTML report is one file with nothing to fetch: inline CSS, an inline
@@ -83,10 +84,16 @@ func writeHTML(w io.Writer, r *Report) error {
 	}
 	page.ChartHeight = 28*len(page.Bars) + 36
 	page.Shown, page.Of = len(page.Bars), len(r.Rows)
-	return htmlTemplate.Execute(w, page)
+	return htmlTemplate().Execute(w, page)
 }
 
-var htmlTemplate = template.Must(template.New("report").Parse(`<!DOCTYPE html>
+// htmlTemplate is parsed when a report is first written as HTML, not at
+// the start of every gpuwatch process (the exporter never writes one).
+var htmlTemplate = sync.OnceValue(func() *template.Template {
+	return template.Must(template.New("report").Parse(htmlSource))
+})
+
+const htmlSource = `<!DOCTYPE html>
 <html lang="en">
 <head>
 <meta charset="utf-8">
@@ -171,4 +178,4 @@ footer { margin-top: 2rem; color: #555; font-size: .85rem; }
 </script>
 </body>
 </html>
-`))
+`

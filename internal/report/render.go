@@ -79,6 +79,9 @@ func columns(r *Report) []column {
 	if r.By == "job" {
 		cols = append(cols, column{"duration h", "duration_hours", func(r Row) (float64, bool) { return known(r.DurationHours) }, hours, false})
 	}
+	if r.CarbonIntensity > 0 {
+		cols = append(cols, co2eColumn())
+	}
 	return cols
 }
 
@@ -157,8 +160,8 @@ func (r *Report) fleetLine() string {
 	if f.GPUsWithoutUtilization > 0 {
 		unmeasured = fmt.Sprintf(" (%d without a utilization reading)", f.GPUsWithoutUtilization)
 	}
-	return fmt.Sprintf("Fleet: %d GPUs%s, mean utilization per GPU %s, %s idle GPU-hours, energy summed %s. Utilization and memory from %s.",
-		f.GPUs, unmeasured, util, hours(f.IdleGPUHours), energy, r.Sources)
+	return fmt.Sprintf("Fleet: %d GPUs%s, mean utilization per GPU %s, %s idle GPU-hours, energy summed %s%s. Utilization and memory from %s. Hours and energy from %s.",
+		f.GPUs, unmeasured, util, hours(f.IdleGPUHours), energy, co2e(f.CO2eKg), r.Sources, r.BasisNote)
 }
 
 // notes are the report's notes, made safe to print.

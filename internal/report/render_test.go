@@ -9,8 +9,6 @@ import (
 	"unicode"
 )
 
-func ptr(v float64) *float64 { return &v }
-
 func sampleReport(owner string) *Report {
 	row := Row{Owner: map[string]string{"compose_project": "lab", "compose_service": owner}, AllocatedGPUHours: 24, UnmeasuredGPUHours: 24}
 	r := &Report{From: time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC), To: time.Date(2026, 11, 2, 0, 0, 0, 0, time.UTC), Step: "5m",

@@ -14,7 +14,6 @@ import (
 	"strings"
 	"time"
 
-	v1 "github.com/prometheus/client_golang/api/prometheus/v1"
 	"github.com/prometheus/common/model"
 )
 
@@ -29,6 +28,9 @@ type Options struct {
 	IdleBelow float64
 	// RawOnly ignores the shipped recording rules even where they exist.
 	RawOnly bool
+	// CarbonIntensity, grams of CO2e per kWh, adds CO2e to the energy
+	// figures; 0 leaves it out.
+	CarbonIntensity float64
 }
 
 // Row is one owner's figures over the range. Each figure is either per GPU
@@ -62,6 +64,8 @@ type Row struct {
 	DurationHours float64 `json:"duration_hours,omitempty"`
 
 	measuredSteps float64
+	// CO2eKg is EnergyKWh × Options.CarbonIntensity; absent without it.
+	CO2eKg *float64 `json:"co2e_kg,omitempty"`
 }
 
 // Fleet summarizes every GPU in the range, held or not.
@@ -73,6 +77,7 @@ type Fleet struct {
 	MeanUtilizationPerGPU  *float64 `json:"mean_utilization_per_gpu"`
 	IdleGPUHours           float64  `json:"idle_gpu_hours"`
 	EnergyKWhSummed        *float64 `json:"energy_kwh_summed"`
+	CO2eKg                 *float64 `json:"co2e_kg,omitempty"`
 }
 
 // Report is the whole answer.
@@ -94,6 +99,13 @@ type Report struct {
 	// Notes say what the report did that its reader should know: a range
 	// narrowed to the data there is, a value the server gave as NaN.
 	Notes []string `json:"notes,omitempty"`
+	// Basis is BasisCounters when hours and energy came from the accounting
+	// counters, which covered the range, else BasisGauges; BasisNote says
+	// which figures and why.
+	Basis     string `json:"basis"`
+	BasisNote string `json:"basis_note"`
+	// CarbonIntensity is Options.CarbonIntensity (g CO2e/kWh) when given.
+	CarbonIntensity float64 `json:"carbon_intensity_g_per_kwh,omitempty"`
 }
 
 // DefaultStep chooses the resolution from the range: fine enough to follow
@@ -117,7 +129,8 @@ var ErrNoData = errors.New("no data")
 
 // Querier is the part of the Prometheus API a report uses.
 type Querier interface {
-	Query(ctx context.Context, query string, ts time.Time, opts ...v1.Option) (model.Value, v1.Warnings, error)
+	// Query runs an instant query; it returns the server's warnings too.
+	Query(ctx context.Context, query string, ts time.Time) (model.Value, []string, error)
 }
 
 // Validate checks the options and fills the step.
@@ -133,6 +146,9 @@ func (o *Options) Validate() error {
 	}
 	if o.IdleBelow <= 0 || o.IdleBelow > 1 || math.IsNaN(o.IdleBelow) {
 		return fmt.Errorf("--idle-below=%g: must be a utilization ratio in (0, 1]", o.IdleBelow)
+	}
+	if err := checkCarbon(o.CarbonIntensity); err != nil {
+		return err
 	}
 	rng := o.To.Sub(o.From)
 	if o.Step == 0 {
@@ -272,6 +288,14 @@ func Build(ctx context.Context, q Querier, opts Options) (*Report, error) {
 			return nil, err
 		}
 	}
+	// A counter's figure: as measured() reads it, always present.
+	figure := func(query string, set func(*Row, float64)) error {
+		return measured(query, func(row *Row, v *float64) { set(row, *v) })
+	}
+	at := func(query string, ts time.Time) (model.Vector, error) { return instant(ctx, q, query, ts) }
+	if err := useCounters(r, dim, opts, rows, at, figure); err != nil {
+		return nil, err
+	}
 	if len(rows) == 0 {
 		return nil, fmt.Errorf("%w for --by=%s between %s and %s: %s", ErrNoData, opts.By,
 			opts.From.Format(time.RFC3339), opts.To.Format(time.RFC3339), missingSeriesHint(dim))
@@ -289,6 +313,7 @@ func Build(ctx context.Context, q Querier, opts Options) (*Report, error) {
 		return ownerKey(a.Owner, dim.labels) < ownerKey(b.Owner, dim.labels)
 	})
 	r.Totals = totals(r.Rows, stepHours)
+	applyCarbon(r, opts.CarbonIntensity)
 	return r, nil
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"runtime"
 	"testing"
 
@@ -47,9 +48,7 @@ func syntheticSqueue(tb testing.TB, n int) []byte {
 	jobs := make([]map[string]any, n)
 	for i := range jobs {
 		j := make(map[string]any, len(tmpl))
-		for k, v := range tmpl {
-			j[k] = v
-		}
+		maps.Copy(j, tmpl)
 		s := i % len(states)
 		j["job_id"] = 1000 + i
 		j["user_name"] = fmt.Sprintf("user%03d", i%300)
@@ -87,9 +86,7 @@ func syntheticSinfo(tb testing.TB, n int) []byte {
 	nodes := make([]map[string]any, n)
 	for i := range nodes {
 		m := make(map[string]any, len(doc.Nodes[0]))
-		for k, v := range doc.Nodes[0] {
-			m[k] = v
-		}
+		maps.Copy(m, doc.Nodes[0])
 		m["name"] = fmt.Sprintf("gpu-%04d", i)
 		m["cpus"], m["alloc_cpus"], m["idle_cpus"] = 128, i%128, 128-i%128
 		m["gres"] = "gpu:h100:8(S:0-1)"

@@ -231,14 +231,12 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	var wg sync.WaitGroup
 	var rmu sync.Mutex
 	for name, pc := range caches {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			r := pc.get(ctx)
 			rmu.Lock()
 			results[name] = r
 			rmu.Unlock()
-		}()
+		})
 	}
 	wg.Wait()
 
@@ -328,10 +326,7 @@ func gpuStates(total, used []GPUCount, available bool) map[string][4]int {
 		out[g.Type] = v
 	}
 	for t, v := range out {
-		free := v[3] - v[0]
-		if free < 0 {
-			free = 0
-		}
+		free := max(v[3]-v[0], 0)
 		if available {
 			v[1] = free
 		} else {

@@ -99,18 +99,18 @@ func checkGolden(t *testing.T, path, got string) {
 // lineDiff lists lines only in want (-) or only in got (+).
 func lineDiff(want, got string) string {
 	w := map[string]bool{}
-	for _, l := range strings.Split(want, "\n") {
+	for l := range strings.SplitSeq(want, "\n") {
 		w[l] = true
 	}
 	g := map[string]bool{}
 	var b strings.Builder
-	for _, l := range strings.Split(got, "\n") {
+	for l := range strings.SplitSeq(got, "\n") {
 		g[l] = true
 		if !w[l] {
 			fmt.Fprintf(&b, "+%s\n", l)
 		}
 	}
-	for _, l := range strings.Split(want, "\n") {
+	for l := range strings.SplitSeq(want, "\n") {
 		if !g[l] {
 			fmt.Fprintf(&b, "-%s\n", l)
 		}
@@ -150,16 +150,14 @@ func TestCollectorCachesPerPollInterval(t *testing.T) {
 		t.Fatal(err)
 	}
 	var wg sync.WaitGroup
-	for i := 0; i < 16; i++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+	for range 16 {
+		wg.Go(func() {
 			reg := prometheus.NewRegistry()
 			reg.MustRegister(c)
 			if _, err := reg.Gather(); err != nil {
 				t.Error(err)
 			}
-		}()
+		})
 	}
 	wg.Wait()
 	for _, k := range []string{"squeue --json", "sinfo --json", "sdiag "} {

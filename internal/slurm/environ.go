@@ -48,7 +48,7 @@ func ReadJobEnv(procRoot string, pid uint32) (JobEnv, error) {
 // ParseJobEnv reads NUL-separated KEY=VALUE pairs.
 func ParseJobEnv(data []byte) JobEnv {
 	var e JobEnv
-	for _, kv := range bytes.Split(data, []byte{0}) {
+	for kv := range bytes.SplitSeq(data, []byte{0}) {
 		k, v, ok := bytes.Cut(kv, []byte{'='})
 		if !ok {
 			continue

@@ -98,7 +98,7 @@ func TestCollectorHangingSqueue(t *testing.T) {
 	}()
 	testenv.Eventually(t, 10*time.Second, func() error {
 		alive = alive[:0]
-		for _, f := range strings.Fields(string(data)) {
+		for f := range strings.FieldsSeq(string(data)) {
 			if pid, _ := strconv.Atoi(f); pid > 0 && pidAlive(pid) {
 				alive = append(alive, pid)
 			}

@@ -117,8 +117,8 @@ func parseOneGPUEntry(raw string) (NodeGPUs, bool, error) {
 		return NodeGPUs{}, false, fmt.Errorf("gres entry %q: count %q is not a non-negative integer", raw, countStr)
 	}
 	e := NodeGPUs{Type: typ, Count: count}
-	if strings.HasPrefix(detail, "IDX:") {
-		idx, err := parseIndexList(strings.TrimPrefix(detail, "IDX:"))
+	if after, ok := strings.CutPrefix(detail, "IDX:"); ok {
+		idx, err := parseIndexList(after)
 		if err != nil {
 			return NodeGPUs{}, false, fmt.Errorf("gres entry %q: %w", raw, err)
 		}
@@ -133,7 +133,7 @@ func parseIndexList(s string) ([]int, error) {
 		return nil, nil
 	}
 	var out []int
-	for _, part := range strings.Split(s, ",") {
+	for part := range strings.SplitSeq(s, ",") {
 		lo, hi, isRange := strings.Cut(part, "-")
 		a, err := strconv.Atoi(lo)
 		if err != nil {
@@ -166,7 +166,7 @@ func ParseTRES(s string) (cpus int, gpus []GPUCount, err error) {
 		return 0, nil, nil
 	}
 	untyped, hasUntyped := 0, false
-	for _, part := range strings.Split(s, ",") {
+	for part := range strings.SplitSeq(s, ",") {
 		part = strings.TrimSpace(part)
 		if part == "" {
 			continue

@@ -55,7 +55,7 @@ func expandOne(item string) ([]string, error) {
 		return nil, err
 	}
 	var out []string
-	for _, r := range strings.Split(ranges, ",") {
+	for r := range strings.SplitSeq(ranges, ",") {
 		lo, hi, isRange := strings.Cut(r, "-")
 		a, err := strconv.Atoi(lo)
 		if err != nil {

@@ -47,15 +47,13 @@ func TestJobLookup(t *testing.T) {
 	}
 	want := snapshot.SlurmJob{JobID: "2", User: "root", Account: "physics", Partition: "gpu", JobName: "train"}
 	var wg sync.WaitGroup
-	for i := 0; i < 10; i++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+	for range 10 {
+		wg.Go(func() {
 			got, err := l.Lookup(context.Background(), "2")
 			if err != nil || got != want {
 				t.Errorf("Lookup(2) = %+v, %v", got, err)
 			}
-		}()
+		})
 	}
 	wg.Wait()
 	if n := r.calls.Load(); n != 1 {

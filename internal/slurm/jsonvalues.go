@@ -120,13 +120,11 @@ func (e jsonErrors) err(cmd string) error {
 
 // jsonSyntaxError turns encoding/json's error into one that says where.
 func jsonSyntaxError(what string, data []byte, err error) error {
-	var se *json.SyntaxError
-	if errors.As(err, &se) {
+	if se, ok := errors.AsType[*json.SyntaxError](err); ok {
 		line, col := lineCol(data, se.Offset)
 		return fmt.Errorf("%s: invalid JSON at line %d column %d: %v", what, line, col, err)
 	}
-	var te *json.UnmarshalTypeError
-	if errors.As(err, &te) {
+	if te, ok := errors.AsType[*json.UnmarshalTypeError](err); ok {
 		line, col := lineCol(data, te.Offset)
 		return fmt.Errorf("%s: field %q at line %d column %d: want %s, got %s", what, te.Field, line, col, te.Type, te.Value)
 	}

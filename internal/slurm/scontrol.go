@@ -78,88 +78,112 @@ func parseScontrolJobLine(text string) (Job, error) {
 	if len(pairs) == 0 || pairs[0].key != "JobId" {
 		return Job{}, fmt.Errorf("does not start with JobId=: %.60q", text)
 	}
-	var j Job
-	var tres, tresPerNode, tresPerJob string
-	var groupNodes []string
-
+	var r scontrolJobReader
 	for _, p := range pairs {
-		switch p.key {
-		case "JobId":
-			if _, err := strconv.ParseUint(p.val, 10, 64); err != nil {
-				return Job{}, fmt.Errorf("field JobId %q is not a job id", p.val)
-			}
-			j.ID = p.val
-		case "JobName":
-			j.Name = p.val
-		case "UserId":
-			// "alice(1000)"
-			name, _, _ := strings.Cut(p.val, "(")
-			j.User = name
-		case "Account":
-			j.Account = nullToEmpty(p.val)
-		case "Partition":
-			j.Partition = p.val
-		case "JobState":
-			j.State = strings.ToUpper(p.val)
-		case "Reason":
-			j.Reason = p.val
-		case "StartTime":
-			// scontrol prints local time without a zone ("Unknown" or
-			// "None" when there is none); it runs as gpuwatch's child, in
-			// gpuwatch's time zone.
-			if t, err := time.ParseInLocation("2006-01-02T15:04:05", p.val, time.Local); err == nil {
-				j.Start = t
-			}
-		case "NodeList":
-			nodes, err := ExpandHostlist(p.val)
-			if err != nil {
-				return Job{}, fmt.Errorf("field NodeList: %w", err)
-			}
-			j.Nodes = nodes
-		case "NumNodes":
-			// "1" or "1-2" while pending.
-			n, _, _ := strings.Cut(p.val, "-")
-			j.NodeCount, _ = strconv.Atoi(n)
-		case "NumCPUs":
-			n, _, _ := strings.Cut(p.val, "-")
-			j.CPUs, _ = strconv.Atoi(n)
-		case "TRES":
-			tres = p.val
-		case "TresPerNode":
-			tresPerNode = p.val
-		case "TresPerJob":
-			tresPerJob = p.val
-		case "Nodes":
-			nodes, err := ExpandHostlist(p.val)
-			if err != nil {
-				return Job{}, fmt.Errorf("field Nodes: %w", err)
-			}
-			groupNodes = nodes
-		case "GRES":
-			entries, err := ParseGRESDetail(p.val)
-			if err != nil {
-				return Job{}, fmt.Errorf("field GRES: %w", err)
-			}
-			for _, node := range groupNodes {
-				for _, e := range entries {
-					if e.Count == 0 {
-						continue
-					}
-					e.Node = node
-					e.Indexes = append([]int(nil), e.Indexes...)
-					j.GPUAlloc = append(j.GPUAlloc, e)
-				}
-			}
+		if err := r.field(p.key, p.val); err != nil {
+			return Job{}, err
 		}
 	}
 	// TRES is the allocation for a started job and the request before.
-	gpus, err := jobGPUs(&j, tres, tres, tresPerNode, tresPerJob)
+	gpus, err := jobGPUs(&r.job, r.tres, r.tres, r.tresPerNode, r.tresPerJob)
 	if err != nil {
 		return Job{}, err
 	}
-	j.GPUs = gpus
-	if j.State == "PENDING" {
-		j.Start = time.Time{} // a forecast, not a start
+	r.job.GPUs = gpus
+	if r.job.State == "PENDING" {
+		r.job.Start = time.Time{} // a forecast, not a start
 	}
-	return j, nil
+	return r.job, nil
+}
+
+// scontrolJobReader is one job line of `scontrol show job -d -o` as read so
+// far: the Job, and the fields that only make sense together.
+type scontrolJobReader struct {
+	job                           Job
+	tres, tresPerNode, tresPerJob string
+	// groupNodes are the nodes of the latest "Nodes=" of the -d detail,
+	// which the GRES= after it belongs to.
+	groupNodes []string
+}
+
+// plainJobFields are the fields copied as they are (or with a trivial
+// cleanup); field handles the rest.
+var plainJobFields = map[string]func(r *scontrolJobReader, val string){
+	"JobName":     func(r *scontrolJobReader, v string) { r.job.Name = v },
+	"UserId":      func(r *scontrolJobReader, v string) { r.job.User, _, _ = strings.Cut(v, "(") }, // "alice(1000)"
+	"Account":     func(r *scontrolJobReader, v string) { r.job.Account = nullToEmpty(v) },
+	"Partition":   func(r *scontrolJobReader, v string) { r.job.Partition = v },
+	"JobState":    func(r *scontrolJobReader, v string) { r.job.State = strings.ToUpper(v) },
+	"Reason":      func(r *scontrolJobReader, v string) { r.job.Reason = v },
+	"StartTime":   func(r *scontrolJobReader, v string) { r.job.Start = localTime(v) },
+	"NumNodes":    func(r *scontrolJobReader, v string) { r.job.NodeCount = leadingInt(v) }, // "1", or "1-2" while pending
+	"NumCPUs":     func(r *scontrolJobReader, v string) { r.job.CPUs = leadingInt(v) },
+	"TRES":        func(r *scontrolJobReader, v string) { r.tres = v },
+	"TresPerNode": func(r *scontrolJobReader, v string) { r.tresPerNode = v },
+	"TresPerJob":  func(r *scontrolJobReader, v string) { r.tresPerJob = v },
+}
+
+// field reads one key=value; keys gpuwatch does not use are skipped.
+func (r *scontrolJobReader) field(key, val string) error {
+	if set, ok := plainJobFields[key]; ok {
+		set(r, val)
+		return nil
+	}
+	var err error
+	switch key {
+	case "JobId":
+		if _, perr := strconv.ParseUint(val, 10, 64); perr != nil {
+			return fmt.Errorf("field JobId %q is not a job id", val)
+		}
+		r.job.ID = val
+	case "NodeList":
+		r.job.Nodes, err = ExpandHostlist(val)
+	case "Nodes":
+		r.groupNodes, err = ExpandHostlist(val)
+	case "GRES":
+		err = r.gres(val)
+	}
+	if err != nil {
+		return fmt.Errorf("field %s: %w", key, err)
+	}
+	return nil
+}
+
+// gres adds the GPUs of one "GRES=" detail on each node of the group it
+// follows.
+func (r *scontrolJobReader) gres(val string) error {
+	entries, err := ParseGRESDetail(val)
+	if err != nil {
+		return err
+	}
+	for _, node := range r.groupNodes {
+		for _, e := range entries {
+			if e.Count == 0 {
+				continue
+			}
+			e.Node = node
+			e.Indexes = append([]int(nil), e.Indexes...)
+			r.job.GPUAlloc = append(r.job.GPUAlloc, e)
+		}
+	}
+	return nil
+}
+
+// leadingInt is the first number of "4" or of a pending job's range "1-2";
+// 0 when there is none.
+func leadingInt(v string) int {
+	n, _, _ := strings.Cut(v, "-")
+	i, _ := strconv.Atoi(n)
+	return i
+}
+
+// localTime reads a time as scontrol prints it: local time without a zone
+// ("2026-11-21T13:01:57"); zero for "Unknown", "None" or anything else.
+// scontrol runs as gpuwatch's child, in gpuwatch's time zone.
+func localTime(v string) time.Time {
+	t, err := time.ParseInLocation("2006-01-02T15:04:05", v, time.Local)
+	if err != nil {
+		return time.Time{}
+	}
+	return t
 }

@@ -53,6 +53,10 @@ type Snapshot struct {
 	// Groups reports, per collector group that was read, how long it took
 	// and whether it failed. Keys are the Group* constants.
 	Groups map[string]GroupStatus
+
+	// Accounting is the accounting stage's running totals per owner, as
+	// of its last tick; nil when accounting is off (internal/accounting).
+	Accounting *Accounting
 }
 
 // Driver is the loaded NVML library: its version and branch, where it was
@@ -164,6 +168,16 @@ type Device struct {
 	// "insufficient_size"); "" when they were. Snapshot.Processes then
 	// holds none or only some of them, and their count is absent, not 0.
 	ProcessesUnknown string
+	// NVLinkBytesPerSecond is the traffic over all links, transmitted plus
+	// received, between the last two reads of the links' byte counters;
+	// absent before the second read (as DCGM's NVLINK_BANDWIDTH_TOTAL).
+	NVLinkBytesPerSecond Opt[float64]
+	// ProcessSamples are the driver's per-process utilization samples
+	// newer than the previous read, in the driver's order; read only by a backend
+	// asked for them (the accounting stage's). Empty when the driver had
+	// none (no process was busy); nil when it could not say (MIG-enabled
+	// GPUs have no per-process samples).
+	ProcessSamples []ProcessSample
 }
 
 // Info holds the descriptive facts exported on gpu_info.
@@ -180,6 +194,11 @@ type Info struct {
 	ComputeMode       string // "default" | "exclusive_process" | "prohibited" | ""
 	MIGMode           string // "enabled" | "disabled" | "" (not supported)
 	ECCMode           string // "enabled" | "disabled" | "" (not supported)
+
+	// VirtualizationMode is how the driver runs the GPU: "none" (bare
+	// metal), "passthrough", "vgpu" (a vGPU guest), "host_vgpu",
+	// "host_vsga", or "" (unknown).
+	VirtualizationMode string
 }
 
 // Utilization ratios, 0–1, over the driver's last sample period.

@@ -21,7 +21,7 @@ func GoroutinesWaitingIn(fn string) int {
 		buf = make([]byte, 2*len(buf))
 	}
 	waiting := 0
-	for _, g := range strings.Split(string(buf), "\n\n") {
+	for g := range strings.SplitSeq(string(buf), "\n\n") {
 		header, _, _ := strings.Cut(g, "\n")
 		if strings.Contains(header, " [select") && strings.Contains(g, fn+"(") {
 			waiting++

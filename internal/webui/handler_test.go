@@ -65,7 +65,7 @@ func get(t *testing.T, h http.Handler, path string) (int, string) {
 
 func TestSnapshotAPI(t *testing.T) {
 	src := &fakeSource{snap: testSnapshot(time.Unix(1000, 0))}
-	rec := NewRecorder(src, time.Second, time.Minute)
+	rec := newTestRecorder(t, src, time.Second, time.Minute)
 	h := Handler(rec, Options{TelemetryPath: "/metrics", Simulated: true})
 	code, body := get(t, h, "/api/v1/snapshot")
 	if code != 200 {
@@ -112,7 +112,7 @@ func TestSnapshotAPI(t *testing.T) {
 
 func TestProcessesAPIHasOwners(t *testing.T) {
 	src := &fakeSource{snap: testSnapshot(time.Unix(1000, 0))}
-	rec := NewRecorder(src, time.Second, time.Minute)
+	rec := newTestRecorder(t, src, time.Second, time.Minute)
 	rec.Record(src.Snapshot(context.Background()))
 	code, body := get(t, Handler(rec, Options{TelemetryPath: "/metrics"}), "/api/v1/processes")
 	if code != 200 {
@@ -152,7 +152,7 @@ func TestProcessesAPIHasOwners(t *testing.T) {
 
 func TestAPIWhenCollectionFails(t *testing.T) {
 	src := &fakeSource{err: errors.New("nvml: driver not loaded")}
-	rec := NewRecorder(src, time.Second, time.Minute)
+	rec := newTestRecorder(t, src, time.Second, time.Minute)
 	rec.Record(src.Snapshot(context.Background()))
 	code, body := get(t, Handler(rec, Options{}), "/api/v1/snapshot")
 	if code != http.StatusServiceUnavailable || !strings.Contains(body, "driver not loaded") {
@@ -170,7 +170,7 @@ func TestAPIWhenCollectionFails(t *testing.T) {
 
 func TestHistoryAPI(t *testing.T) {
 	src := &fakeSource{}
-	rec := NewRecorder(src, time.Second, 3*time.Second)
+	rec := newTestRecorder(t, src, time.Second, 3*time.Second)
 	for i := range 5 {
 		s := testSnapshot(time.Unix(int64(1000+i), 0))
 		s.Devices[0].Utilization.GPU = snapshot.Some(float64(i) / 10)
@@ -219,7 +219,7 @@ func TestHistoryAPI(t *testing.T) {
 }
 
 func TestOwnersAgeOutAndAreBounded(t *testing.T) {
-	rec := NewRecorder(&fakeSource{}, time.Second, 2*time.Second)
+	rec := newTestRecorder(t, &fakeSource{}, time.Second, 2*time.Second)
 	at := time.Unix(1000, 0)
 	s := testSnapshot(at)
 	rec.Record(s, nil)
@@ -244,7 +244,7 @@ func TestOwnersAgeOutAndAreBounded(t *testing.T) {
 }
 
 func TestPage(t *testing.T) {
-	rec := NewRecorder(&fakeSource{}, time.Second, time.Minute)
+	rec := newTestRecorder(t, &fakeSource{}, time.Second, time.Minute)
 	code, body := get(t, Handler(rec, Options{TelemetryPath: "/m", Simulated: true}), "/")
 	if code != 200 || !strings.Contains(body, `href="./m"`) || !strings.Contains(body, "sim-banner") {
 		t.Errorf("page: %d %s", code, body)
@@ -268,7 +268,7 @@ func TestPage(t *testing.T) {
 // under a path prefix (/gpu/), a URL starting with "/" would leave the
 // prefix; every link, asset and API call of the page is relative to it.
 func TestPageURLsAreRelative(t *testing.T) {
-	rec := NewRecorder(&fakeSource{}, time.Second, time.Minute)
+	rec := newTestRecorder(t, &fakeSource{}, time.Second, time.Minute)
 	_, page := get(t, Handler(rec, Options{TelemetryPath: "/custom/metrics", Pprof: true}), "/")
 	if !strings.Contains(page, `href="./custom/metrics"`) {
 		t.Errorf("the metrics link is not relative:\n%s", page)
@@ -323,7 +323,7 @@ func TestCheckFlags(t *testing.T) {
 // TestHistoryJSONEncodedOncePerCollection: pages polling between two
 // collections get the same encoding; a new collection renews it.
 func TestHistoryJSONEncodedOncePerCollection(t *testing.T) {
-	rec := NewRecorder(&fakeSource{}, time.Second, time.Minute)
+	rec := newTestRecorder(t, &fakeSource{}, time.Second, time.Minute)
 	rec.Record(testSnapshot(time.Unix(1000, 0)), nil)
 	a, err := rec.HistoryJSON(-1)
 	if err != nil {
@@ -350,7 +350,7 @@ func TestAPIsCarryAllocations(t *testing.T) {
 		{GPU: 2, GPUUUID: "GPU-2", Slurm: snapshot.SlurmJob{JobID: "4225", User: "alice", Account: "nlp"}},
 	}
 	s.Devices = append(s.Devices, snapshot.Device{Index: 2, UUID: "GPU-2", Up: true})
-	rec := NewRecorder(&fakeSource{}, time.Second, time.Minute)
+	rec := newTestRecorder(t, &fakeSource{}, time.Second, time.Minute)
 	rec.Record(s, nil)
 	for _, path := range []string{"/api/v1/snapshot", "/api/v1/processes"} {
 		code, body := get(t, Handler(rec, Options{}), path)
@@ -385,7 +385,7 @@ func TestSnapshotSaysProcessesUnknown(t *testing.T) {
 	snap := testSnapshot(time.Unix(1000, 0))
 	snap.Devices[0].ProcessesUnknown = "insufficient_size"
 	snap.Devices = append(snap.Devices, snapshot.Device{Index: 2, UUID: "GPU-2", Up: true})
-	rec := NewRecorder(&fakeSource{snap: snap}, time.Second, time.Minute)
+	rec := newTestRecorder(t, &fakeSource{snap: snap}, time.Second, time.Minute)
 	_, body := get(t, Handler(rec, Options{}), "/api/v1/snapshot")
 	var doc struct {
 		Devices []map[string]any `json:"devices"`

@@ -83,13 +83,18 @@ type Recorder struct {
 }
 
 // NewRecorder keeps history long / interval samples per GPU and owner, in
-// at most maxPoints buckets per series.
-func NewRecorder(src Source, interval, history time.Duration) *Recorder {
-	n := max(1, int(history/interval))
+// at most maxPoints buckets per series. The interval must be positive and
+// the history at least one interval (the flags check the same, with their
+// names, before this is called).
+func NewRecorder(src Source, interval, history time.Duration) (*Recorder, error) {
+	if interval <= 0 || history < interval {
+		return nil, fmt.Errorf("live page history: interval %v must be positive and history %v at least one interval", interval, history)
+	}
+	n := int(history / interval)
 	k := bucketIntervals(n)
 	return &Recorder{src: src, interval: interval, samples: n,
 		bucketMilli: int64(k) * max(1, interval.Milliseconds()), points: (n+k-1)/k + 1,
-		gpus: map[int]*gpuHistory{}, owners: map[string]*ownerHistory{}, dropped: map[string]int64{}}
+		gpus: map[int]*gpuHistory{}, owners: map[string]*ownerHistory{}, dropped: map[string]int64{}}, nil
 }
 
 // Run collects until ctx ends: at once, then every interval.

@@ -76,7 +76,7 @@ func btoi(b bool) int {
 // series, in buckets a whole number of intervals wide and aligned to it,
 // ratios averaged and memory at its peak.
 func TestHistoryPointsBoundedAtTheMaximum(t *testing.T) {
-	rec := NewRecorder(&fakeSource{}, time.Second, 24*time.Hour)
+	rec := newTestRecorder(t, &fakeSource{}, time.Second, 24*time.Hour)
 	start := time.Unix(1_700_000_000, 0)
 	const n = 86400 + 500 // more than the window: the oldest fall out
 	for i := range n {
@@ -137,7 +137,7 @@ func deref(p *float64) any {
 // TestHistoryPointsAtTheDefaults: with a window of few samples each
 // point is one interval.
 func TestHistoryPointsAtTheDefaults(t *testing.T) {
-	rec := NewRecorder(&fakeSource{}, 15*time.Second, time.Hour)
+	rec := newTestRecorder(t, &fakeSource{}, 15*time.Second, time.Hour)
 	start := time.Unix(1_700_000_000, 0)
 	for i := range 300 {
 		rec.Record(oneGPU(start.Add(time.Duration(i)*15*time.Second), i), nil)
@@ -155,7 +155,7 @@ func TestHistoryPointsAtTheDefaults(t *testing.T) {
 // samples newer than that: nothing when nothing was recorded since, the
 // growing bucket again (it changed) and the new ones once there are.
 func TestHistorySince(t *testing.T) {
-	rec := NewRecorder(&fakeSource{}, time.Second, 24*time.Hour)
+	rec := newTestRecorder(t, &fakeSource{}, time.Second, 24*time.Hour)
 	start := time.Unix(1_700_000_000, 0)
 	i := 0
 	record := func(k int) {
@@ -212,7 +212,7 @@ func TestHistorySince(t *testing.T) {
 // TestHistoryEncodedOutsideTheLock: while /api/v1/history is being
 // encoded, collections are recorded and the snapshot is served.
 func TestHistoryEncodedOutsideTheLock(t *testing.T) {
-	rec := NewRecorder(&fakeSource{}, time.Second, time.Hour)
+	rec := newTestRecorder(t, &fakeSource{}, time.Second, time.Hour)
 	rec.Record(testSnapshot(time.Unix(1000, 0)), nil)
 	encoding, release := make(chan struct{}), make(chan struct{})
 	beforeEncode = func() { close(encoding); <-release }

@@ -21,7 +21,7 @@ func fullHistory(tb testing.TB, owners int, step time.Duration) (*Recorder, uint
 	var before, after runtime.MemStats
 	runtime.GC()
 	runtime.ReadMemStats(&before)
-	rec := NewRecorder(&fakeSource{}, time.Second, maxSamples*time.Second)
+	rec := newTestRecorder(tb, &fakeSource{}, time.Second, maxSamples*time.Second)
 	s := &snapshot.Snapshot{}
 	for i := range 8 {
 		s.Devices = append(s.Devices, snapshot.Device{Index: i, UUID: fmt.Sprintf("GPU-%d", i), Up: true,

@@ -31,7 +31,7 @@ func ownerNames(h HistoryDoc) []string {
 // by finished jobs still inside the window, the job running now gets a
 // history, in the slot of the job seen longest ago.
 func TestRunningOwnerEvictsTheLeastRecentlySeen(t *testing.T) {
-	rec := NewRecorder(&fakeSource{}, time.Second, time.Hour)
+	rec := newTestRecorder(t, &fakeSource{}, time.Second, time.Hour)
 	for i := range MaxOwners {
 		// Job i runs at second 1000+i only, then finishes.
 		rec.Record(jobs(int64(1000+i), fmt.Sprint(i)), nil)
@@ -60,7 +60,7 @@ func TestRunningOwnerEvictsTheLeastRecentlySeen(t *testing.T) {
 // every collection (more than MaxOwners at once) are counted once each,
 // and owners holding a slot now are never evicted for them.
 func TestOwnersDroppedCountsOwnersNotCollections(t *testing.T) {
-	rec := NewRecorder(&fakeSource{}, time.Second, time.Hour)
+	rec := newTestRecorder(t, &fakeSource{}, time.Second, time.Hour)
 	var ids []string
 	for i := range MaxOwners + 3 {
 		ids = append(ids, fmt.Sprintf("%03d", i))

@@ -37,7 +37,7 @@ func (c *countingSource) count() int {
 // on the ticker, and Run returns when its context ends.
 func TestRecorderRunCollectsAtOnceThenEveryInterval(t *testing.T) {
 	src := &countingSource{}
-	rec := NewRecorder(src, 10*time.Millisecond, time.Second)
+	rec := newTestRecorder(t, src, 10*time.Millisecond, time.Second)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { rec.Run(ctx); close(done) }()
@@ -66,9 +66,8 @@ func TestRecorderRunCollectsAtOnceThenEveryInterval(t *testing.T) {
 // page still gets its first snapshot at once.
 func TestRecorderFirstCollectionIsImmediate(t *testing.T) {
 	src := &countingSource{}
-	rec := NewRecorder(src, time.Hour, time.Hour)
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
+	rec := newTestRecorder(t, src, time.Hour, time.Hour)
+	ctx := t.Context()
 	go rec.Run(ctx)
 	testenv.Eventually(t, 30*time.Second, func() error {
 		if s, _ := rec.Latest(); s == nil {
@@ -76,4 +75,25 @@ func TestRecorderFirstCollectionIsImmediate(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+func newTestRecorder(t testing.TB, src Source, interval, history time.Duration) *Recorder {
+	t.Helper()
+	rec, err := NewRecorder(src, interval, history)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rec
+}
+
+// A zero or negative interval, or a history shorter than one interval, is
+// an error, not a division by zero or an empty ring.
+func TestNewRecorderRefusesBadIntervals(t *testing.T) {
+	for _, c := range []struct{ interval, history time.Duration }{
+		{0, time.Hour}, {-time.Second, time.Hour}, {time.Second, 0}, {time.Minute, time.Second},
+	} {
+		if _, err := NewRecorder(&fakeSource{}, c.interval, c.history); err == nil {
+			t.Errorf("NewRecorder(%v, %v) accepted", c.interval, c.history)
+		}
+	}
 }

@@ -218,7 +218,10 @@ func checkService(t *testing.T, c valuesCase, r rendered, ds *appsv1.DaemonSet) 
 func checkMonitors(t *testing.T, c valuesCase, r rendered, ds *appsv1.DaemonSet) {
 	tls := slices.Contains(c.set, "webConfig.tls.enabled=true")
 	basicAuth := slices.Contains(c.set, "webConfig.basicAuth.enabled=true")
-	checkScrape := func(where, scheme string, relabel []monitoringv1.RelabelConfig, tlsc *monitoringv1.SafeTLSConfig, ba *monitoringv1.BasicAuth) {
+	// compat=dcgm: the DCGM_FI_* series get dcgm-exporter's chart's labels
+	// (monitorTargetLabels auto), see TestChartDCGMTargetLabels.
+	dcgmTargets := slices.ContainsFunc(c.set, func(s string) bool { return strings.HasPrefix(s, "compat=dcgm") })
+	checkScrape := func(where, scheme string, relabel, metricRelabel []monitoringv1.RelabelConfig, tlsc *monitoringv1.SafeTLSConfig, ba *monitoringv1.BasicAuth) {
 		if want := map[bool]string{true: "https", false: "http"}[tls]; scheme != want {
 			t.Errorf("%s: scheme %q, want %q", where, scheme, want)
 		}
@@ -227,6 +230,12 @@ func checkMonitors(t *testing.T, c valuesCase, r rendered, ds *appsv1.DaemonSet)
 		}
 		if basicAuth != (ba != nil) {
 			t.Errorf("%s: basicAuth %v with basic auth %v", where, ba, basicAuth)
+		}
+		if dcgmTargets {
+			if !slices.ContainsFunc(metricRelabel, func(rc monitoringv1.RelabelConfig) bool { return rc.Regex == "DCGM_FI_.+" }) {
+				t.Errorf("%s: compat=dcgm without the metricRelabelings that limit the target's labels to DCGM_FI_* series", where)
+			}
+			return
 		}
 		// gpuwatch's owner labels (pod, namespace, container) must not be
 		// renamed by the target's: the chart drops the target's copies.
@@ -249,7 +258,7 @@ func checkMonitors(t *testing.T, c valuesCase, r rendered, ds *appsv1.DaemonSet)
 			if !slices.ContainsFunc(svc.Spec.Ports, func(p corev1.ServicePort) bool { return p.Name == ep.Port }) {
 				t.Errorf("ServiceMonitor endpoint port %q is not a Service port", ep.Port)
 			}
-			checkScrape("ServiceMonitor", ep.Scheme, ep.RelabelConfigs, safeTLS(ep.TLSConfig), ep.BasicAuth)
+			checkScrape("ServiceMonitor", ep.Scheme, ep.RelabelConfigs, ep.MetricRelabelConfigs, safeTLS(ep.TLSConfig), ep.BasicAuth)
 		}
 	}
 	for _, pm := range all[monitoringv1.PodMonitor](r) {
@@ -260,7 +269,7 @@ func checkMonitors(t *testing.T, c valuesCase, r rendered, ds *appsv1.DaemonSet)
 			if ep.Port == nil || !slices.ContainsFunc(ds.Spec.Template.Spec.Containers[0].Ports, func(p corev1.ContainerPort) bool { return p.Name == *ep.Port }) {
 				t.Errorf("PodMonitor endpoint port %v is not a container port", ep.Port)
 			}
-			checkScrape("PodMonitor", ep.Scheme, ep.RelabelConfigs, ep.TLSConfig, ep.BasicAuth)
+			checkScrape("PodMonitor", ep.Scheme, ep.RelabelConfigs, ep.MetricRelabelConfigs, ep.TLSConfig, ep.BasicAuth)
 		}
 	}
 	wantSM := slices.Contains(c.set, "serviceMonitor.enabled=true")

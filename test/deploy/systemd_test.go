@@ -183,7 +183,7 @@ func TestSystemdUnitsStartWithoutOptionalDirectories(t *testing.T) {
 		}
 		var writable []string
 		for _, m := range regexp.MustCompile(`(?m)^ReadWritePaths=(.+)$`).FindAllSubmatch(unit, -1) {
-			for _, p := range strings.Fields(string(m[1])) {
+			for p := range strings.FieldsSeq(string(m[1])) {
 				if !strings.HasPrefix(p, "-") {
 					t.Errorf("%s: ReadWritePaths=%s must be optional (-%s): a host without it could not start the unit", filepath.Base(path), p, p)
 				}

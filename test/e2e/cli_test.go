@@ -116,7 +116,7 @@ func TestMetricsCommandListsTheCatalog(t *testing.T) {
 	// branch table that may follow it, after a blank line, is not the
 	// catalog).
 	catalog, _, _ := strings.Cut(strings.TrimSpace(narrow), "\n\n")
-	for _, line := range strings.Split(catalog, "\n") {
+	for line := range strings.SplitSeq(catalog, "\n") {
 		if n := utf8.RuneCountInString(line); n > 100 || !strings.Contains(narrow, "gpu_power_usage_watts") {
 			t.Errorf("%d columns: %q", n, line)
 		}

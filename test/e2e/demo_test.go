@@ -174,7 +174,7 @@ func TestDemoShowsIdleAllocation(t *testing.T) {
 		t.Fatalf("gpuwatch ps: %s", table)
 	}
 	var row string
-	for _, line := range strings.Split(table, "\n") {
+	for line := range strings.SplitSeq(table, "\n") {
 		if strings.HasPrefix(line, "5 ") {
 			row = line
 		}

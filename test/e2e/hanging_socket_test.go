@@ -43,7 +43,7 @@ func TestHangingRuntimeSocket(t *testing.T) {
 		"--docker.socket=unix://"+docker, "--cri.socket="+cri, "--kubelet.pod-resources-socket=",
 		"--attribution.timeout=500ms")
 
-	for i := 0; i < 3; i++ {
+	for i := range 3 {
 		start := time.Now()
 		fams := parseMetrics(t, httpGet(t, base+"/metrics"))
 		if took := time.Since(start); took > 3*time.Second {

@@ -27,7 +27,7 @@ func TestLocalStack(t *testing.T) {
 		if p.exited() {
 			t.Fatalf("stack.sh exited:\n%s", p.output.String())
 		}
-		for _, l := range strings.Split(p.output.String(), "\n") {
+		for l := range strings.SplitSeq(p.output.String(), "\n") {
 			if cmd, ok := strings.CutPrefix(l, "Report:"); ok {
 				report = strings.TrimSpace(cmd)
 			}

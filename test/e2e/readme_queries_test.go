@@ -35,7 +35,7 @@ func readmeQueries(t *testing.T) []string {
 func promqlLines(page string) []string {
 	var out []string
 	in := false
-	for _, line := range strings.Split(page, "\n") {
+	for line := range strings.SplitSeq(page, "\n") {
 		trimmed := strings.TrimSpace(line)
 		switch {
 		case trimmed == "```promql":

@@ -138,7 +138,7 @@ func TestReportFiguresPerGPU(t *testing.T) {
 	}
 	table, code := runReport(t, append(args, "--by=gpu", "--format=table")...)
 	c2 := ""
-	for _, line := range strings.Split(table, "\n") {
+	for line := range strings.SplitSeq(table, "\n") {
 		if strings.Contains(line, "GPU-c2") {
 			c2 = strings.Join(strings.Fields(line), " ")
 		}

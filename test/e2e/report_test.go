@@ -413,7 +413,7 @@ func importPrometheusText(t *testing.T, url, history string) {
 		t.Fatal(err)
 	}
 	var b strings.Builder
-	for _, line := range strings.Split(string(data), "\n") {
+	for line := range strings.SplitSeq(string(data), "\n") {
 		if line == "" || strings.HasPrefix(line, "#") {
 			continue
 		}

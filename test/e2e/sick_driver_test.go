@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -19,9 +20,9 @@ import (
 
 // Sick drivers and correlated failures (issue 22), through the unmodified
 // NVML backend (--backend=nvml: dlopen, cgo) against the fake
-// libnvidia-ml.so.1: a process list that never fits, process lists not
-// supported, a GPU whose very handle is lost, XIDs at the instant another
-// GPU falls off the bus. Each case runs through serve, ps and textfile and
+// libnvidia-ml.so.1: a process list that never fits, a retired-page
+// count that never fits, process lists not supported, a GPU whose very
+// handle is lost, XIDs at the instant another GPU falls off the bus. Each case runs through serve, ps and textfile and
 // asserts: no crash, bounded time, an exposition promtool accepts, and the
 // healthy GPUs up with their owners.
 
@@ -48,7 +49,10 @@ const (
 type sickCase struct {
 	name     string
 	variants []string // fake library variants to run it through
-	faults   string   // the faults: list
+	// profile is the simulated host (default dgx-h100), processes its
+	// processes: list (default sickProcesses).
+	profile, processes string
+	faults             string // the faults: list
 	// healthy are the GPUs that must be up with their owners.
 	healthy []int
 	// serve waits for the case's outcome on a live server (the clock
@@ -83,6 +87,32 @@ func TestSickDriverMatrix(t *testing.T) {
 		}
 		return nil
 	}
+	// retiredPagesUnknownOnGPU0: the v100's count of retired pages never
+	// fit; the rest of its ECC readings and of the GPU are served.
+	retiredPagesUnknownOnGPU0 := func(fams map[string]*dto.MetricFamily) error {
+		for _, cause := range []string{"multiple_single_bit", "double_bit"} {
+			if v, ok := sample(fams, "gpu_retired_pages", map[string]string{"gpu": "0", "cause": cause}); ok {
+				return fmt.Errorf("gpu_retired_pages{gpu=0,cause=%s} = %v; the driver never let the count fit, so it must be absent", cause, v)
+			}
+		}
+		for _, name := range []string{"gpu_retired_pages_pending", "gpu_temperature_celsius", "gpu_power_usage_watts"} {
+			if _, ok := sample(fams, name, map[string]string{"gpu": "0"}); !ok {
+				return fmt.Errorf("%s{gpu=0} absent: the rest of the GPU must still be served", name)
+			}
+		}
+		if _, ok := sample(fams, "gpu_ecc_errors_total", map[string]string{"gpu": "0", "type": "corrected", "counter": "volatile"}); !ok {
+			return errors.New("gpu_ecc_errors_total{gpu=0} absent: the rest of the GPU's ECC readings must still be served")
+		}
+		if v, ok := sample(fams, "gpuwatch_collector_success", map[string]string{"collector": "ecc"}); !ok || v != 0 {
+			return fmt.Errorf("gpuwatch_collector_success{collector=ecc} = %v (present %v), want 0", v, ok)
+		}
+		if v, ok := sample(fams, "gpuwatch_collector_success", map[string]string{"collector": "processes"}); !ok || v != 1 {
+			return fmt.Errorf("gpuwatch_collector_success{collector=processes} = %v (present %v), want 1", v, ok)
+		}
+		return nil
+	}
+	// v100Processes: the v100 profile has one GPU.
+	const v100Processes = "processes:\n  - {gpu: 0, pid: 1001, used_memory_bytes: 1073741824, sm_utilization: 0.5}\n"
 	var uuid1 string // GPU 1's UUID as first served, for the lost-handle case
 	cases := []sickCase{
 		{
@@ -102,6 +132,26 @@ func TestSickDriverMatrix(t *testing.T) {
 			serve:    processesAbsentOnGPU1, oneShot: processesAbsentOnGPU1,
 			psStderr:    "GPU 1: its process list could not be read (insufficient_size); its processes are unknown",
 			doctorFails: true,
+		},
+		{
+			// Page retirement is Volta's (Ampere and later remap rows):
+			// the v100 profile, whose one GPU is the sick one.
+			name:      "retired pages doubling",
+			variants:  []string{"R580", "R470"},
+			profile:   "v100",
+			processes: v100Processes,
+			faults:    "  - {gpu: 0, retired_pages_size: doubling}\n",
+			healthy:   []int{0},
+			serve:     retiredPagesUnknownOnGPU0, oneShot: retiredPagesUnknownOnGPU0,
+		},
+		{
+			name:      "retired pages one more",
+			variants:  []string{"R580"},
+			profile:   "v100",
+			processes: v100Processes,
+			faults:    "  - {gpu: 0, retired_pages_size: one_more}\n",
+			healthy:   []int{0},
+			serve:     retiredPagesUnknownOnGPU0, oneShot: retiredPagesUnknownOnGPU0,
 		},
 		{
 			name:     "process lists not supported",
@@ -173,7 +223,8 @@ func TestSickDriverMatrix(t *testing.T) {
 	for _, c := range cases {
 		for _, variant := range c.variants {
 			t.Run(strings.ReplaceAll(c.name, " ", "_")+"/"+variant, func(t *testing.T) {
-				config := "profile: dgx-h100\nseed: sick\n" + sickProcesses + "faults:\n" + c.faults
+				profile, processes := cmp.Or(c.profile, "dgx-h100"), cmp.Or(c.processes, sickProcesses)
+				config := "profile: " + profile + "\nseed: sick\n" + processes + "faults:\n" + c.faults
 				t.Run("serve", func(t *testing.T) {
 					env := fakeEnv(t, variant, config)
 					base, p, up := startWithEnv(t, env, sickArgs("--backend=nvml", "--collection.timeout="+sickTimeout.String())...)

@@ -71,13 +71,15 @@ func validExposition(t *testing.T, page string) {
 	}
 }
 
-// Issue 10, item 2: a read of /proc/PID/cmdline stuck in the kernel (a
+// Issue 10, item 2: a read of /proc/PID/cgroup stuck in the kernel (a
 // FIFO here) must cost one goroutine, not one more at every revalidation.
 func TestProcStuckRead(t *testing.T) {
 	t.Parallel()
-	record(t, "proc", "/proc/1001/cmdline blocks (FIFO), revalidation every 1s for 12s: scrapes bounded; the stuck read is never repeated; released, all is back to baseline")
+	record(t, "proc", "/proc/1001/cgroup blocks (FIFO), revalidation every 1s for 12s: scrapes bounded; the stuck read is never repeated; released, all is back to baseline")
 	root := procTree(t, 1001, 1010)
-	fifo := filepath.Join(root, "1001", "cmdline")
+	// cgroup, a file every owner lookup reads (cmdline is read only with
+	// --attribution.full-command-lines).
+	fifo := filepath.Join(root, "1001", "cgroup")
 	if err := os.Remove(fifo); err != nil {
 		t.Fatal(err)
 	}
@@ -85,15 +87,22 @@ func TestProcStuckRead(t *testing.T) {
 		t.Fatal(err)
 	}
 	released := false
-	release := func() {
-		if !released {
-			released = true
-			if f, err := os.OpenFile(fifo, os.O_WRONLY, 0); err == nil {
-				f.Close()
-			}
+	// release ends the stuck read and reports whether there was one.
+	release := func() bool {
+		if released {
+			return true
 		}
+		released = true
+		// Non-blocking: with no reader stuck on the FIFO (a read that was
+		// never started) a blocking open would never return.
+		f, err := os.OpenFile(fifo, os.O_WRONLY|syscall.O_NONBLOCK, 0)
+		if err != nil {
+			return false
+		}
+		f.Close()
+		return true
 	}
-	t.Cleanup(release)
+	t.Cleanup(func() { release() })
 	h := start(t, attributionArgs(root, ownedSim(t, 1001, 1010), "--attribution.revalidate-interval=1s")...)
 	h.baseGoroutines, h.baseFDs = h.goroutines(), h.fds() // before the first stuck read
 	h.baseGoroutines += 2                                 // the stuck read and its job
@@ -105,7 +114,9 @@ func TestProcStuckRead(t *testing.T) {
 	if g := h.goroutines(); g > h.baseGoroutines+slack {
 		t.Errorf("goroutines grew from %d to %d while one read was stuck", h.baseGoroutines, g)
 	}
-	release()
+	if !release() {
+		t.Error("no read of the FIFO was ever stuck: the case tests nothing")
+	}
 	h.noLeak()
 }
 
@@ -123,7 +134,7 @@ func TestProcHostileFiles(t *testing.T) {
 	h.baseline()
 	page := h.scrape()
 	validExposition(t, page)
-	for _, line := range strings.Split(page, "\n") {
+	for line := range strings.SplitSeq(page, "\n") {
 		if len(line) > 4096 {
 			t.Fatalf("a %d-byte series line: %.200s...", len(line), line)
 		}

@@ -43,6 +43,33 @@ func TestGPUProcessListNeverFits(t *testing.T) {
 	h.noLeak()
 }
 
+func TestGPURetiredPagesNeverFit(t *testing.T) {
+	t.Parallel()
+	record(t, "gpu", "v100 (page retirement): its retired-page count answers INSUFFICIENT_SIZE forever (twice the entries offered, or one more): no crash, no spin, up with gpu_retired_pages absent and an ecc error, its other ECC readings and processes served, no leak")
+	for _, size := range []string{sim.RetiredPagesDoubling, sim.RetiredPagesOneMore} {
+		h := start(t, "--backend=sim", "--sim.config="+simConfig(t, "profile: v100\nfaults:\n  - {gpu: 0, retired_pages_size: "+size+"}\n"))
+		h.baseline()
+		page := h.scrape()
+		if v, ok := gpuUp(page, 0); !ok || v != 1 {
+			t.Errorf("%s: gpu_up{gpu=0} = %v (present %v), want 1", size, v, ok)
+		}
+		for _, cause := range []string{"multiple_single_bit", "double_bit"} {
+			if v, ok := value(page, "gpu_retired_pages", map[string]string{"gpu": "0", "cause": cause}); ok {
+				t.Errorf("%s: gpu_retired_pages{cause=%s} = %v; its count never fit, so it must be absent", size, cause, v)
+			}
+		}
+		for _, name := range []string{"gpu_retired_pages_pending", "gpu_temperature_celsius", "gpu_processes"} {
+			if _, ok := value(page, name, map[string]string{"gpu": "0"}); !ok {
+				t.Errorf("%s: %s{gpu=0} absent: the rest of the GPU must still be served", size, name)
+			}
+		}
+		if v, _ := value(page, "gpuwatch_collector_success", map[string]string{"collector": "ecc"}); v != 0 {
+			t.Errorf("%s: gpuwatch_collector_success{collector=ecc} = %v, want 0", size, v)
+		}
+		h.noLeak()
+	}
+}
+
 func TestGPUProcessListUnsupported(t *testing.T) {
 	t.Parallel()
 	record(t, "gpu", "process lists answer NOT_SUPPORTED on GPU 1: gpu_processes absent there, not 0; no processes error")

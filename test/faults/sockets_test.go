@@ -150,7 +150,7 @@ func TestDockerHugeAnswer(t *testing.T) {
 		c.Close()
 	}))
 	h := socketCase(t, "--docker.socket=unix://"+sock)
-	for _, line := range strings.Split(h.scrape(), "\n") {
+	for line := range strings.SplitSeq(h.scrape(), "\n") {
 		if len(line) > 4096 {
 			t.Fatalf("a %d-byte series line: %.200s...", len(line), line)
 		}

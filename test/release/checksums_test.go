@@ -17,7 +17,7 @@ func TestChecksumsCoverEveryArtifact(t *testing.T) {
 		t.Fatal(err)
 	}
 	var listed []string
-	for _, line := range strings.Split(strings.TrimSpace(string(data)), "\n") {
+	for line := range strings.SplitSeq(strings.TrimSpace(string(data)), "\n") {
 		sum, name, ok := strings.Cut(line, "  ")
 		if !ok {
 			t.Fatalf("SHA256SUMS line %q is not `DIGEST  NAME`", line)

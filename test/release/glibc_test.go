@@ -23,7 +23,7 @@ func parseGlibcVersion(s string) (glibcVersion, error) {
 		return nil, fmt.Errorf("%q is not a GLIBC_ symbol version", s)
 	}
 	var v glibcVersion
-	for _, part := range strings.Split(rest, ".") {
+	for part := range strings.SplitSeq(rest, ".") {
 		n, err := strconv.Atoi(part)
 		if err != nil {
 			return nil, fmt.Errorf("%q is not a GLIBC_ symbol version", s)

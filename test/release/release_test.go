@@ -182,7 +182,7 @@ func checkSimPage(t *testing.T, page, version string) {
 			t.Errorf("/metrics lacks %s", want)
 		}
 	}
-	for _, line := range strings.Split(page, "\n") {
+	for line := range strings.SplitSeq(page, "\n") {
 		if strings.HasPrefix(line, "gpu_up{") && !strings.HasSuffix(line, " 1") {
 			t.Errorf("simulated GPU is down: %s", line)
 		}

@@ -50,7 +50,7 @@ func TestRPMContentsAndScripts(t *testing.T) {
 
 			// --dump: path size mtime digest mode owner group isconfig ...
 			digests := map[string]string{}
-			for _, line := range strings.Split(strings.TrimSpace(query("--dump")), "\n") {
+			for line := range strings.SplitSeq(strings.TrimSpace(query("--dump")), "\n") {
 				f := strings.Fields(line)
 				if len(f) < 7 {
 					t.Fatalf("rpm --dump line %q", line)

@@ -3,6 +3,7 @@ package nvmlbackend
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
@@ -43,6 +44,7 @@ const (
 	callGetComputeMode
 	callGetEccMode
 	callGetMigMode
+	callGetVirtualizationMode
 
 	callGetUtilizationRates
 	callGetEncoderUtilization
@@ -142,6 +144,7 @@ var nvmlCalls = [numCalls]string{
 	callGetComputeMode:                     "Device.GetComputeMode",
 	callGetEccMode:                         "Device.GetEccMode",
 	callGetMigMode:                         "Device.GetMigMode",
+	callGetVirtualizationMode:              "Device.GetVirtualizationMode",
 	callGetUtilizationRates:                "Device.GetUtilizationRates",
 	callGetEncoderUtilization:              "Device.GetEncoderUtilization",
 	callGetDecoderUtilization:              "Device.GetDecoderUtilization",
@@ -279,9 +282,9 @@ func lookupCapabilities(lib nvml.Interface) (caps capabilities) {
 // stripped-down library); the driver version decides then.
 func exportedBranch(has func(string) bool) *nvmlbranch.Branch {
 	branches := nvmlbranch.Branches()
-	for i := len(branches) - 1; i >= 0; i-- {
-		if allExported(branches[i].Functions(), has) {
-			return branches[i]
+	for _, branche := range slices.Backward(branches) {
+		if allExported(branche.Functions(), has) {
+			return branche
 		}
 	}
 	return nil
@@ -304,13 +307,7 @@ func callAvailable(c nvmlCall, has func(string) bool) (ok bool, missing string) 
 		return false, nvmlCalls[c]
 	}
 	for _, alts := range syms {
-		found := false
-		for _, sym := range alts {
-			if has(sym) {
-				found = true
-				break
-			}
-		}
+		found := slices.ContainsFunc(alts, has)
 		if !found && len(alts) > 0 {
 			return false, alts[0]
 		}

@@ -45,6 +45,8 @@ type deviceState struct {
 	clockEventsSupportKnown bool
 	// The PCIe byte counters, widened past their 32-bit wrap.
 	pcieTx, pcieRx wrappingCounter
+	// nvlinkTraffic is the previous read of the NVLink byte counters.
+	nvlinkTraffic counterSample
 }
 
 // deviceReader reads one device once. It is not shared between goroutines.

@@ -2,6 +2,7 @@ package nvmlbackend
 
 import (
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -552,10 +553,8 @@ func (preR535) Extensions() nvml.ExtendedInterface {
 type lacks []string
 
 func (l lacks) LookupSymbol(name string) error {
-	for _, n := range l {
-		if n == name {
-			return fmt.Errorf("undefined symbol: %s", name)
-		}
+	if slices.Contains(l, name) {
+		return fmt.Errorf("undefined symbol: %s", name)
 	}
 	return nil
 }

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -221,12 +222,7 @@ func (c *capabilities) limits(enabled groupSet) []snapshot.DriverLimit {
 }
 
 func contains(list []string, s string) bool {
-	for _, v := range list {
-		if v == s {
-			return true
-		}
-	}
-	return false
+	return slices.Contains(list, s)
 }
 
 // loadedLibraryPath finds where libnvidia-ml was loaded from, in

@@ -128,6 +128,9 @@ func (d *deviceReader) readGPM() {
 	}
 
 	if enabled, _ := d.migMode(gGPM); !enabled {
+		if d.r.gpmOnlyMIG {
+			return
+		}
 		if values, ok := d.gpmStep(&gs.device, "GpmSampleGet", true, func(sample nvml.GpmSample) nvml.Return {
 			return d.dev.GpmSampleGet(sample)
 		}); ok {

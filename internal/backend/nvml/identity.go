@@ -70,6 +70,7 @@ func cudaVersion(n int) string {
 type staticInfo struct {
 	name, brand, architecture, pciBusID, serial, vbios, computeCapability string
 	minor                                                                 snapshot.Opt[int]
+	virtualization                                                        string
 }
 
 // readInfo fills Device.Info: the static identity (cached after the first
@@ -93,6 +94,7 @@ func (d *deviceReader) readInfo() {
 	info.Serial = s.serial
 	info.VBIOSVersion = s.vbios
 	info.ComputeCapability = s.computeCapability
+	info.VirtualizationMode = s.virtualization
 
 	if d.can(callGetPersistenceMode) {
 		if mode, ret := d.dev.GetPersistenceMode(); d.ok(gInfo, "GetPersistenceMode", ret) {
@@ -157,6 +159,13 @@ func (d *deviceReader) readStaticInfo() (s *staticInfo, complete bool) {
 	if d.can(callGetCudaComputeCapability) {
 		if major, minor, ret := d.dev.GetCudaComputeCapability(); d.ok(gInfo, "GetCudaComputeCapability", ret) {
 			s.computeCapability = strconv.Itoa(major) + "." + strconv.Itoa(minor)
+		}
+	}
+	// Set when the driver loads (bare metal, pass-through, vGPU guest or
+	// host), so read once.
+	if d.can(callGetVirtualizationMode) {
+		if v, ret := d.dev.GetVirtualizationMode(); d.ok(gInfo, "GetVirtualizationMode", ret) {
+			s.virtualization = virtualizationModeName(v)
 		}
 	}
 	complete = d.gone == "" && d.out.stats[gInfo].err == before
@@ -255,4 +264,21 @@ func cString(b []int8) string {
 		sb.WriteByte(byte(c))
 	}
 	return sb.String()
+}
+
+// virtualizationModeName names nvmlGpuVirtualizationMode_t's values.
+func virtualizationModeName(m nvml.GpuVirtualizationMode) string {
+	switch m {
+	case nvml.GPU_VIRTUALIZATION_MODE_NONE:
+		return "none"
+	case nvml.GPU_VIRTUALIZATION_MODE_PASSTHROUGH:
+		return "passthrough"
+	case nvml.GPU_VIRTUALIZATION_MODE_VGPU:
+		return "vgpu"
+	case nvml.GPU_VIRTUALIZATION_MODE_HOST_VGPU:
+		return "host_vgpu"
+	case nvml.GPU_VIRTUALIZATION_MODE_HOST_VSGA:
+		return "host_vsga"
+	}
+	return ""
 }

@@ -72,6 +72,11 @@ func (d *deviceReader) readNVLinks() []snapshot.NVLink {
 		return nil
 	}
 	out := make([]snapshot.NVLink, 0, len(d.st.nvlinks))
+	// The traffic of every link, for the rate over all of them; complete
+	// only when every link's two counters answered.
+	var traffic uint64
+	var newest uint64
+	complete := true
 	for _, link := range d.st.nvlinks {
 		l := snapshot.NVLink{Link: link}
 		state, ret := d.dev.GetNvLinkState(link)
@@ -83,21 +88,49 @@ func (d *deviceReader) readNVLinks() []snapshot.NVLink {
 		}
 		l.Active = state == nvml.FEATURE_ENABLED
 		// Throughput fields count KiB.
-		if v, ok := d.field(gNVLink, nvml.FI_DEV_NVLINK_THROUGHPUT_DATA_TX, uint32(link)); ok {
-			if n, ok := fieldUint(v); ok {
-				l.TxBytes = snapshot.Some(n * 1024)
+		for _, f := range [...]struct {
+			id  uint32
+			dst *snapshot.Opt[uint64]
+		}{{nvml.FI_DEV_NVLINK_THROUGHPUT_DATA_TX, &l.TxBytes}, {nvml.FI_DEV_NVLINK_THROUGHPUT_DATA_RX, &l.RxBytes}} {
+			v, ok := d.field(gNVLink, f.id, uint32(link))
+			n, isUint := fieldUint(v)
+			if !ok || !isUint {
+				complete = false
+				continue
 			}
-		}
-		if v, ok := d.field(gNVLink, nvml.FI_DEV_NVLINK_THROUGHPUT_DATA_RX, uint32(link)); ok {
-			if n, ok := fieldUint(v); ok {
-				l.RxBytes = snapshot.Some(n * 1024)
-			}
+			*f.dst = snapshot.Some(n * 1024)
+			traffic += n * 1024
+			newest = max(newest, uint64(v.Timestamp))
 		}
 		d.nvlinkErrors(&l)
 		out = append(out, l)
+	}
+	if complete && newest > 0 {
+		d.out.device.NVLinkBytesPerSecond = d.st.nvlinkTraffic.rate(traffic, newest)
+	} else {
+		d.st.nvlinkTraffic = counterSample{}
 	}
 	if len(out) == 0 {
 		return nil
 	}
 	return out
+}
+
+// counterSample is one read of a byte counter, to turn the next into a rate.
+type counterSample struct {
+	bytes, micros uint64 // micros: NVML's timestamp of the read
+	valid         bool
+}
+
+// rate records a new read and returns the bytes per second since the
+// previous one; absent for the first read, when the timestamps do not move
+// forward, and when the counter went down (a driver reload or a link
+// reset), which starts over.
+func (c *counterSample) rate(bytes, micros uint64) snapshot.Opt[float64] {
+	prev := *c
+	*c = counterSample{bytes: bytes, micros: micros, valid: true}
+	if !prev.valid || micros <= prev.micros || bytes < prev.bytes {
+		return snapshot.Opt[float64]{}
+	}
+	return snapshot.Some(float64(bytes-prev.bytes) / (float64(micros-prev.micros) / 1e6))
 }

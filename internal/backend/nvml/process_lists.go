@@ -5,13 +5,11 @@ import (
 )
 
 // Process lists are read with a bounded number of calls into a bounded
-// buffer. nvml.h's process-list functions take an array and its capacity
-// and answer ERROR_INSUFFICIENT_SIZE, with the count they need, when it is
-// too small; go-nvml's Get*RunningProcesses (v0.13) retries that with no
-// bound, doubling the count each time. A driver that keeps asking for
-// more (a count that doubles on every call, or one more entry than was
-// offered) then runs gpuwatch out of memory or spins a core forever with
-// the GPU shown down. So for go-nvml's own handles the reader calls the
+// buffer (boundedExchange): go-nvml's Get*RunningProcesses (v0.13)
+// retries ERROR_INSUFFICIENT_SIZE with no bound, doubling the count each
+// time. A driver that keeps asking for more (a count that doubles on
+// every call, or one more entry than was offered) then runs gpuwatch out
+// of memory or spins a core forever with the GPU shown down. So for go-nvml's own handles the reader calls the
 // C function itself (process_lists_cgo.go), and for the simulator's it
 // uses the simulator's sized form of the same exchange; only handles that
 // have neither (go-nvml's mocks, test wrappers) go through the Go method.
@@ -38,12 +36,6 @@ type sizedProcessLister interface {
 	RunningProcessesSized(kind string, capacity uint32) ([]nvml.ProcessInfo, uint32, nvml.Return)
 }
 
-// listTooLong is the outcome of a list the driver never let fit.
-type listTooLong struct {
-	tries int
-	asked uint32 // the count the last answer asked for
-}
-
 // listProcesses reads one kind of process list of dev. hint is how many
 // processes the device had at the last read, to size the first buffer.
 // tooLong is set when the driver answered INSUFFICIENT_SIZE to every try.
@@ -68,35 +60,13 @@ func listProcesses(dev nvml.Device, kind processKind, hint int) (list []nvml.Pro
 // sizedCall is one call of a process-list function with a buffer of capacity entries.
 type sizedCall func(capacity uint32) ([]nvml.ProcessInfo, uint32, nvml.Return)
 
-// boundedList makes at most processListTries calls, each with at most
-// maxProcessListEntries entries, and gives up with ERROR_INSUFFICIENT_SIZE.
-func boundedList(call sizedCall, hint int) ([]nvml.ProcessInfo, nvml.Return, *listTooLong) {
-	capacity := withHeadroom(uint64(max(hint, 0)))
-	var asked uint32
-	tries := 0
-	for tries < processListTries {
-		tries++
-		list, count, ret := call(capacity)
-		if ret != nvml.ERROR_INSUFFICIENT_SIZE {
-			return list, ret, nil
-		}
-		asked = count
-		if capacity == maxProcessListEntries {
-			break
-		}
-		next := withHeadroom(uint64(count))
-		if next <= capacity {
-			// The driver asks for no more than it was offered, yet
-			// says it is not enough: offer more than it asked.
-			next = withHeadroom(2 * uint64(capacity))
-		}
-		capacity = next
-	}
-	return nil, nvml.ERROR_INSUFFICIENT_SIZE, &listTooLong{tries: tries, asked: asked}
-}
+// processListBounds bound one process list's exchange.
+var processListBounds = exchangeBounds{tries: processListTries, floor: processListFirst, limit: maxProcessListEntries}
 
-// withHeadroom is a capacity for n entries plus room for processes that
-// start before the next call, within [processListFirst, maxProcessListEntries].
-func withHeadroom(n uint64) uint32 {
-	return uint32(min(max(n+n/4+8, processListFirst), maxProcessListEntries))
+// boundedList reads one list in at most processListTries calls, each
+// with at most maxProcessListEntries entries, the first sized for hint
+// processes, and gives up with ERROR_INSUFFICIENT_SIZE.
+func boundedList(call sizedCall, hint int) ([]nvml.ProcessInfo, nvml.Return, *listTooLong) {
+	list, _, ret, tooLong := boundedExchange(processListBounds, processListBounds.fit(uint64(max(hint, 0))), call)
+	return list, ret, tooLong
 }

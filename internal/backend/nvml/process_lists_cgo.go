@@ -1,20 +1,11 @@
 package nvmlbackend
 
 /*
-#cgo LDFLAGS: -ldl
-#include <dlfcn.h>
-#include <stdlib.h>
 #include <stdint.h>
 
 // A process-list function of libnvidia-ml: nvmlReturn_t f(nvmlDevice_t,
 // unsigned int *infoCount, nvmlProcessInfo_t *infos).
 typedef int (*gw_process_list_fn)(void *device, unsigned int *count, void *infos);
-
-// gw_nvml_symbol finds a function of the libnvidia-ml.so.1 that go-nvml
-// loaded (RTLD_GLOBAL); NULL when the library lacks it.
-static void *gw_nvml_symbol(const char *name) {
-	return dlsym(RTLD_DEFAULT, name);
-}
 
 static int gw_call_process_list(void *fn, uintptr_t device, unsigned int *count, void *infos) {
 	return ((gw_process_list_fn)fn)((void *)device, count, infos);
@@ -23,8 +14,6 @@ static int gw_call_process_list(void *fn, uintptr_t device, unsigned int *count,
 import "C"
 
 import (
-	"reflect"
-	"sync"
 	"unsafe"
 
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
@@ -41,63 +30,15 @@ var processListSymbols = map[string][3]string{
 	processTypeMPS: {"nvmlDeviceGetMPSComputeRunningProcesses_v3", "nvmlDeviceGetMPSComputeRunningProcesses_v2", "nvmlDeviceGetMPSComputeRunningProcesses"},
 }
 
-// processListFunction is a resolved C function; v1 says it fills the v1 struct.
-type processListFunction struct {
-	fn unsafe.Pointer
-	v1 bool
-}
-
-var processListFunctions struct {
-	mu    sync.Mutex
-	found map[string]processListFunction
-}
-
-// lookupProcessListFunction resolves kind's function once it is found; a
-// library without any is asked again next time (it may not be loaded yet).
-func lookupProcessListFunction(kind string) (processListFunction, bool) {
-	p := &processListFunctions
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if f, ok := p.found[kind]; ok {
-		return f, true
-	}
+// lookupProcessListFunction resolves kind's function; v1 says it fills
+// the v1 struct.
+func lookupProcessListFunction(kind string) (f nvmlFunction, v1, ok bool) {
 	syms, ok := processListSymbols[kind]
 	if !ok {
-		return processListFunction{}, false
+		return nvmlFunction{}, false, false
 	}
-	for i, sym := range syms {
-		name := C.CString(sym)
-		fn := C.gw_nvml_symbol(name)
-		C.free(unsafe.Pointer(name))
-		if fn != nil {
-			f := processListFunction{fn: fn, v1: i == len(syms)-1}
-			if p.found == nil {
-				p.found = map[string]processListFunction{}
-			}
-			p.found[kind] = f
-			return f, true
-		}
-	}
-	return processListFunction{}, false
-}
-
-// goNVMLHandle is the C handle inside one of go-nvml's own device handles
-// (an unexported struct whose one field, Handle, is the nvmlDevice_t), or
-// false for any other nvml.Device.
-func goNVMLHandle(dev nvml.Device) (uintptr, bool) {
-	v := reflect.ValueOf(dev)
-	if !v.IsValid() || v.Kind() != reflect.Struct {
-		return 0, false
-	}
-	t := v.Type()
-	if t.PkgPath() != "github.com/NVIDIA/go-nvml/pkg/nvml" || t.Name() != "nvmlDevice" {
-		return 0, false
-	}
-	h := v.FieldByName("Handle")
-	if !h.IsValid() || h.Kind() != reflect.Pointer {
-		return 0, false
-	}
-	return h.Pointer(), true
+	f, ok = lookupNVMLFunction(syms[:]...)
+	return f, f.version == len(syms)-1, ok
 }
 
 // cProcessList is the sized call of kind's C function on one of go-nvml's
@@ -110,12 +51,12 @@ func cProcessList(dev nvml.Device, kind processKind) (sizedCall, bool) {
 		return nil, false
 	}
 	return func(capacity uint32) ([]nvml.ProcessInfo, uint32, nvml.Return) {
-		f, found := lookupProcessListFunction(kind.name)
+		f, v1, found := lookupProcessListFunction(kind.name)
 		if !found {
 			return nil, 0, nvml.ERROR_FUNCTION_NOT_FOUND
 		}
 		count := C.uint(capacity)
-		if f.v1 {
+		if v1 {
 			buf := make([]nvml.ProcessInfo_v1, max(capacity, 1))
 			ret := nvml.Return(C.gw_call_process_list(f.fn, C.uintptr_t(handle), &count, unsafe.Pointer(&buf[0])))
 			if ret != nvml.SUCCESS {

@@ -99,7 +99,7 @@ func (d *deviceReader) readProcesses() []snapshot.Process {
 	d.out.device.ProcessesUnknown = lists.unknown()
 	procs = mergeContexts(procs)
 	d.st.processHint = len(procs)
-	if len(procs) > 0 && d.can(callGetProcessUtilization) {
+	if (len(procs) > 0 || d.r.processSamples) && d.can(callGetProcessUtilization) {
 		d.readProcessUtilization(procs)
 	}
 	return procs
@@ -198,6 +198,10 @@ const processSampleLookback = uint64(time.Second / time.Microsecond)
 // second, or sampling unsupported, as on MIG) keeps the readings absent.
 func (d *deviceReader) readProcessUtilization(procs []snapshot.Process) {
 	since := d.st.lastProcessSample - min(d.st.lastProcessSample, processSampleLookback)
+	if d.r.processSamples {
+		// Each sample once: the accounting integrates them.
+		since = d.st.lastProcessSample
+	}
 	samples, ret := d.dev.GetProcessUtilization(since)
 	if ret == nvml.ERROR_INSUFFICIENT_SIZE {
 		// go-nvml sizes the buffer, then reads; samples that arrived in
@@ -205,6 +209,10 @@ func (d *deviceReader) readProcessUtilization(procs []snapshot.Process) {
 		samples, ret = d.dev.GetProcessUtilization(since)
 	}
 	if ret == nvml.ERROR_NOT_FOUND { // no sample in the window
+		if d.r.processSamples {
+			// Measured: nobody was busy (not "unknown", which is nil).
+			d.out.device.ProcessSamples = []snapshot.ProcessSample{}
+		}
 		return
 	}
 	if !d.ok(gProcesses, "GetProcessUtilization", ret) {
@@ -212,6 +220,9 @@ func (d *deviceReader) readProcessUtilization(procs []snapshot.Process) {
 	}
 	for _, s := range samples {
 		d.st.lastProcessSample = max(d.st.lastProcessSample, s.TimeStamp)
+	}
+	if d.r.processSamples {
+		d.out.device.ProcessSamples = processSamples(samples)
 	}
 	// Usually a device has a handful of processes and scanning is cheapest;
 	// a shared inference or MPS host can have hundreds, where a scan per
@@ -242,4 +253,13 @@ func (d *deviceReader) readProcessUtilization(procs []snapshot.Process) {
 			procs[i].MemoryUtilization = snapshot.Some(percent(newest.MemUtil))
 		}
 	}
+}
+
+// processSamples converts the driver's samples, in its order.
+func processSamples(samples []nvml.ProcessUtilizationSample) []snapshot.ProcessSample {
+	out := make([]snapshot.ProcessSample, len(samples))
+	for i, s := range samples {
+		out[i] = snapshot.ProcessSample{PID: s.Pid, TimeMicros: s.TimeStamp, SM: percent(s.SmUtil), Memory: percent(s.MemUtil)}
+	}
+	return out
 }

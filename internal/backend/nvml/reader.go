@@ -45,6 +45,16 @@ type Options struct {
 	// and Read reports it down until its call returns. Default 5s; the
 	// commands pass --collection.timeout.
 	StartTimeout time.Duration
+	// ProcessSamples hands every per-process utilization sample newer than
+	// this reader's previous read to Device.ProcessSamples, and reads them
+	// even when no process is listed (one that ended since the last read
+	// leaves its samples). For the accounting stage, whose reader is its
+	// own: the samples are then read exactly once each.
+	ProcessSamples bool
+	// GPMOnlyMIG reads GPM only on MIG-enabled GPUs, per instance: the
+	// accounting needs it there alone (per-process samples measure whole
+	// GPUs), and a GPM sample of every GPU at every tick costs.
+	GPMOnlyMIG bool
 }
 
 // defaultStartTimeout is Options.StartTimeout's default.
@@ -72,6 +82,9 @@ type Reader struct {
 
 	// lifecycle is held for reading by Read and for writing by Close, so
 	// Close waits for in-flight reads before it frees NVML resources.
+	processSamples bool // Options.ProcessSamples
+	gpmOnlyMIG     bool // Options.GPMOnlyMIG
+
 	lifecycle sync.RWMutex
 	closed    bool
 
@@ -106,7 +119,9 @@ func New(lib nvml.Interface, opts Options) (*Reader, error) {
 		parallel: opts.Parallel,
 		states:   make(map[int]*deviceState),
 
-		waitForGPM: opts.WaitForGPM,
+		waitForGPM:     opts.WaitForGPM,
+		processSamples: opts.ProcessSamples,
+		gpmOnlyMIG:     opts.GPMOnlyMIG,
 	}
 	if r.now == nil {
 		r.now = time.Now

@@ -290,7 +290,7 @@ func TestUnsupportedReadingsAreAbsentNotZero(t *testing.T) {
 // (besides the liveness probe GetUUID, which every read makes).
 var groupCalls = map[string][]string{
 	snapshot.GroupInfo: {"GetName", "GetBrand", "GetArchitecture", "GetPciInfo", "GetMinorNumber", "GetSerial", "GetVbiosVersion",
-		"GetCudaComputeCapability", "GetPersistenceMode", "GetComputeMode", "GetMigMode", "GetEccMode"},
+		"GetCudaComputeCapability", "GetPersistenceMode", "GetComputeMode", "GetMigMode", "GetEccMode", "GetVirtualizationMode"},
 	snapshot.GroupUtilization: {"GetUtilizationRates", "GetEncoderUtilization", "GetDecoderUtilization"},
 	snapshot.GroupMemory:      {"GetMemoryInfo_v2", "GetMemoryInfo", "GetBAR1MemoryInfo"},
 	snapshot.GroupTemperature: {"GetTemperature", "GetTemperatureThreshold", "GetFieldValues"},

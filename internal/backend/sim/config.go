@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"path/filepath"
 	"reflect"
 	"regexp"
 	"strings"
@@ -45,6 +46,11 @@ type Config struct {
 	// default, like an exporter in a container without capabilities) they
 	// answer NO_PERMISSION.
 	Privileged bool `yaml:"privileged"`
+	// ProcessesFrom names a file of GPU processes that come and go at run
+	// time (processes_from.go): re-read whenever it changes, its entries
+	// reported while their PID runs. A relative path is relative to the
+	// config file.
+	ProcessesFrom string `yaml:"processes_from"`
 
 	// source is the file (or name) the config was parsed from, for errors.
 	source string
@@ -72,8 +78,28 @@ type ProcessSpec struct {
 	// "mps" is a client of an MPS server, listed only by
 	// GetMPSComputeRunningProcesses; "compute+mps" one listed by both.
 	Type string `yaml:"type"`
+	// Start and End bound the process's life in simulated elapsed time:
+	// the driver lists it (and samples its utilization) from Start
+	// (default 0) until End (default: for ever), so accounting has
+	// processes that begin and end at known times.
+	Start *Duration `yaml:"start"`
+	End   *Duration `yaml:"end"`
+	// Schedule changes the process's utilization over time: from each
+	// step's At on, its values apply until the next step. Before the
+	// first step, sm_utilization and memory_utilization apply. Only what
+	// the driver reports per process follows it (its utilization
+	// samples); the device's own readings (utilization, power, energy,
+	// GPM) follow the processes' sm_utilization as before.
+	Schedule []UtilizationStep `yaml:"schedule"`
 
 	line int // line in the config file, 0 for profile defaults
+}
+
+// UtilizationStep is one change of a simulated process's utilization.
+type UtilizationStep struct {
+	At                Duration `yaml:"at"`
+	SMUtilization     float64  `yaml:"sm_utilization"`
+	MemoryUtilization float64  `yaml:"memory_utilization"`
 }
 
 // Fault is one injected failure on one GPU. An entry may combine kinds.
@@ -107,6 +133,13 @@ type Fault struct {
 	// the entries offered ("doubling") or for one more ("one_more", a
 	// list that changes under the caller), as a driver in trouble does.
 	ProcessListSize string `yaml:"process_list_size"`
+	// RetiredPagesSize makes the GPU's retired-page lists
+	// (nvmlDeviceGetRetiredPages and _v2) answer ERROR_INSUFFICIENT_SIZE
+	// to every buffer offered, the count query included, asking for twice
+	// the entries offered ("doubling") or for one more ("one_more"): a
+	// sick driver whose count keeps growing. Needs a GPU with page
+	// retirement (before Ampere: the v100 profile).
+	RetiredPagesSize string `yaml:"retired_pages_size"`
 
 	line int
 }
@@ -115,6 +148,12 @@ type Fault struct {
 const (
 	ProcessListDoubling = "doubling"
 	ProcessListOneMore  = "one_more"
+)
+
+// The values of Fault.RetiredPagesSize.
+const (
+	RetiredPagesDoubling = "doubling"
+	RetiredPagesOneMore  = "one_more"
 )
 
 // Duration is a time.Duration written in YAML as a Go duration string
@@ -151,7 +190,11 @@ func LoadConfig(path string) (Config, error) {
 	if err != nil {
 		return Config{}, fmt.Errorf("sim config: %w", err)
 	}
-	return ParseConfig(data, path)
+	cfg, err := ParseConfig(data, path)
+	if err == nil && cfg.ProcessesFrom != "" && !filepath.IsAbs(cfg.ProcessesFrom) {
+		cfg.ProcessesFrom = filepath.Join(filepath.Dir(path), cfg.ProcessesFrom)
+	}
+	return cfg, err
 }
 
 // ParseConfig parses YAML config data. name (usually the file path) prefixes
@@ -294,6 +337,9 @@ func (c *Config) validateShape() error {
 		if p.ComputeInstance != nil && p.GPUInstance == nil {
 			return fmt.Errorf("%s: compute_instance needs gpu_instance", at)
 		}
+		if err := p.validateLife(); err != nil {
+			return fmt.Errorf("%s: %w", at, err)
+		}
 	}
 	for i, f := range c.Faults {
 		at := c.where("faults", i, f.line)
@@ -301,14 +347,14 @@ func (c *Config) validateShape() error {
 			return fmt.Errorf("%s: gpu %d is negative", at, f.GPU)
 		}
 		if f.LostAfter == nil && len(f.Unsupported) == 0 && f.XID == 0 && f.HangAfter == nil && !f.MIGModePending &&
-			!f.LostHandle && f.ProcessListSize == "" {
+			!f.LostHandle && f.ProcessListSize == "" && f.RetiredPagesSize == "" {
 			if f.At != nil {
 				return fmt.Errorf("%s: 'at' needs an 'xid'", at)
 			}
 			if f.HangFor != nil {
 				return fmt.Errorf("%s: 'hang_for' needs a 'hang_after'", at)
 			}
-			return fmt.Errorf("%s: a fault needs lost_after, unsupported, xid, hang_after, mig_mode_pending or process_list_size", at)
+			return fmt.Errorf("%s: a fault needs lost_after, unsupported, xid, hang_after, mig_mode_pending, process_list_size or retired_pages_size", at)
 		}
 		if f.LostHandle && f.LostAfter == nil {
 			return fmt.Errorf("%s: 'lost_handle' needs a 'lost_after'", at)
@@ -317,6 +363,11 @@ func (c *Config) validateShape() error {
 		case "", ProcessListDoubling, ProcessListOneMore:
 		default:
 			return fmt.Errorf("%s: process_list_size %q is not %q or %q", at, f.ProcessListSize, ProcessListDoubling, ProcessListOneMore)
+		}
+		switch f.RetiredPagesSize {
+		case "", RetiredPagesDoubling, RetiredPagesOneMore:
+		default:
+			return fmt.Errorf("%s: retired_pages_size %q is not %q or %q", at, f.RetiredPagesSize, RetiredPagesDoubling, RetiredPagesOneMore)
 		}
 		if f.HangFor != nil && f.HangAfter == nil {
 			return fmt.Errorf("%s: 'hang_for' needs a 'hang_after'", at)
@@ -328,6 +379,25 @@ func (c *Config) validateShape() error {
 			if _, err := featureByName(name); err != nil {
 				return fmt.Errorf("%s: %w", at, err)
 			}
+		}
+	}
+	return nil
+}
+
+// validateLife checks a process's start, end and utilization schedule.
+func (p *ProcessSpec) validateLife() error {
+	if p.Start != nil && p.End != nil && p.End.D() <= p.Start.D() {
+		return fmt.Errorf("end %s is not after start %s", p.End, p.Start)
+	}
+	for j, st := range p.Schedule {
+		if !(st.SMUtilization >= 0 && st.SMUtilization <= 1) {
+			return fmt.Errorf("schedule[%d]: sm_utilization %g is not a ratio between 0 and 1", j, st.SMUtilization)
+		}
+		if !(st.MemoryUtilization >= 0 && st.MemoryUtilization <= 1) {
+			return fmt.Errorf("schedule[%d]: memory_utilization %g is not a ratio between 0 and 1", j, st.MemoryUtilization)
+		}
+		if j > 0 && st.At.D() <= p.Schedule[j-1].At.D() {
+			return fmt.Errorf("schedule[%d]: at %s is not after the previous step's %s", j, st.At, p.Schedule[j-1].At)
 		}
 	}
 	return nil

@@ -59,7 +59,9 @@ func TestConfigErrors(t *testing.T) {
 		{"negative duration", "profile: h100\npin_time: -5s\n", []string{"line 2", "negative"}},
 		{"unknown unsupported name", "profile: h100\nfaults:\n  - {gpu: 0, unsupported: [powr]}\n",
 			[]string{"cfg.yaml line 3 (faults[0])", `"powr"`, "valid: utilization, encoder"}},
-		{"empty fault", "profile: h100\nfaults:\n  - {gpu: 0}\n", []string{"line 3", "needs lost_after, unsupported, xid, hang_after, mig_mode_pending or process_list_size"}},
+		{"empty fault", "profile: h100\nfaults:\n  - {gpu: 0}\n", []string{"line 3", "needs lost_after, unsupported, xid, hang_after, mig_mode_pending, process_list_size or retired_pages_size"}},
+		{"bad retired_pages_size", "profile: v100\nfaults:\n  - {gpu: 0, retired_pages_size: triple}\n",
+			[]string{"line 3", `retired_pages_size "triple"`, `"doubling" or "one_more"`}},
 		{"at without xid", "profile: h100\nfaults:\n  - {gpu: 0, at: 5s}\n", []string{"needs an 'xid'"}},
 		{"pid missing", "profile: h100\nprocesses:\n  - {gpu: 0, used_memory_bytes: 5}\n", []string{"line 3", "pid"}},
 		{"utilization as percent", "profile: h100\nprocesses:\n  - {gpu: 0, pid: 9, sm_utilization: 60}\n", []string{"sm_utilization 60", "0 and 1"}},
@@ -106,6 +108,8 @@ func TestNewErrors(t *testing.T) {
 			[]string{"no MIG instance gpu_instance=9", "gpu_instance=1 compute_instance=0 (3g.40gb)"}},
 		{"instance on a non-MIG GPU", "profile: dgx-a100-mig\nprocesses:\n  - {gpu: 5, pid: 7, gpu_instance: 1}\n",
 			[]string{"not in MIG mode"}},
+		{"retired pages on a GPU that remaps rows", "profile: dgx-h100\nfaults:\n  - {gpu: 2, retired_pages_size: doubling}\n",
+			[]string{"cfg.yaml line 3 (faults[0])", "retired_pages_size", "gpu 2", "no page retirement", "v100"}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

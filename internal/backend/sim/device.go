@@ -34,6 +34,8 @@ type device struct {
 	lostHandle bool
 	// processListSize is the process_list_size fault ("" none).
 	processListSize string
+	// retiredPagesSize is the retired_pages_size fault ("" none).
+	retiredPagesSize string
 	// hangAfter is the elapsed time from which every call blocks until
 	// hangUntil (-1: never; hangUntil -1: forever).
 	hangAfter, hangUntil time.Duration
@@ -272,6 +274,15 @@ func (d *device) GetPersistenceMode() (nvml.EnableState, nvml.Return) {
 		return nvml.FEATURE_ENABLED, r
 	}
 	return nvml.FEATURE_DISABLED, r
+}
+
+// GetVirtualizationMode: the simulated hosts are bare metal.
+func (d *device) GetVirtualizationMode() (nvml.GpuVirtualizationMode, nvml.Return) {
+	_, r := d.always()
+	if r != nvml.SUCCESS {
+		return 0, r
+	}
+	return nvml.GPU_VIRTUALIZATION_MODE_NONE, r
 }
 
 func (d *device) GetComputeMode() (nvml.ComputeMode, nvml.Return) {

@@ -54,10 +54,23 @@ func (d *device) GetDecoderUtilization() (uint32, uint32, nvml.Return) {
 	return pct(0.05 * d.act.wave(seconds(e))), samplingPeriodUs, r
 }
 
-// allocatedBytes is the framebuffer memory held by processes.
-func (d *device) allocatedBytes() uint64 {
+// allocatedBytes is the framebuffer memory held by the device's processes
+// alive at elapsed time e.
+func (d *device) allocatedBytes(e time.Duration) uint64 {
 	var sum uint64
-	for _, p := range d.processes {
+	for _, p := range d.procs() {
+		if p.alive(e) {
+			sum += p.usedMemory
+		}
+	}
+	return sum
+}
+
+// allocatedBytes is the memory of every process in procs, alive or not:
+// what must fit when processes are placed, whatever their lives.
+func allocatedBytes(procs []simProcess) uint64 {
+	var sum uint64
+	for _, p := range procs {
 		sum += p.usedMemory
 	}
 	return sum
@@ -65,24 +78,24 @@ func (d *device) allocatedBytes() uint64 {
 
 // GetMemoryInfo is the v1 API: Used includes the driver's reservation.
 func (d *device) GetMemoryInfo() (nvml.Memory, nvml.Return) {
-	_, r := d.begin(featMemory)
+	e, r := d.begin(featMemory)
 	if r != nvml.SUCCESS {
 		return nvml.Memory{}, r
 	}
 	total := d.model.memoryMiB * mib
-	used := d.model.reservedMiB*mib + d.allocatedBytes()
+	used := d.model.reservedMiB*mib + d.allocatedBytes(e)
 	return nvml.Memory{Total: total, Used: used, Free: total - used}, r
 }
 
 // GetMemoryInfo_v2 reports the reservation separately: Used is allocations only.
 func (d *device) GetMemoryInfo_v2() (nvml.Memory_v2, nvml.Return) {
-	_, r := d.begin(featMemory)
+	e, r := d.begin(featMemory)
 	if r != nvml.SUCCESS {
 		return nvml.Memory_v2{}, r
 	}
 	total := d.model.memoryMiB * mib
 	reserved := d.model.reservedMiB * mib
-	used := d.allocatedBytes()
+	used := d.allocatedBytes(e)
 	return nvml.Memory_v2{
 		Version: nvml.STRUCT_VERSION(nvml.Memory_v2{}, 2),
 		Total:   total, Reserved: reserved, Used: used, Free: total - reserved - used,
@@ -95,7 +108,7 @@ func (d *device) GetBAR1MemoryInfo() (nvml.BAR1Memory, nvml.Return) {
 		return nvml.BAR1Memory{}, r
 	}
 	total := d.model.bar1MiB * mib
-	used := uint64(2+3*len(d.processes)) * mib
+	used := uint64(2+3*len(d.procs())) * mib
 	return nvml.BAR1Memory{Bar1Total: total, Bar1Used: used, Bar1Free: total - used}, r
 }
 
@@ -531,19 +544,6 @@ func (d *device) GetMemoryErrorCounter(kind nvml.MemoryErrorType, counter nvml.E
 		return total, r
 	}
 	return 0, r
-}
-
-// GetRetiredPages lists retired page addresses; the simulated cards that
-// support page retirement have retired none.
-func (d *device) GetRetiredPages(cause nvml.PageRetirementCause) ([]uint64, nvml.Return) {
-	_, r := d.begin(featRetiredPages)
-	if r != nvml.SUCCESS {
-		return nil, r
-	}
-	if cause >= nvml.PAGE_RETIREMENT_CAUSE_COUNT {
-		return nil, nvml.ERROR_INVALID_ARGUMENT
-	}
-	return []uint64{}, r
 }
 
 func (d *device) GetRetiredPages_v2(cause nvml.PageRetirementCause) ([]uint64, []uint64, nvml.Return) {

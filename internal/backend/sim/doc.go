@@ -130,9 +130,23 @@
 //	                           # (then in both process lists, as in NVML);
 //	                           # mps (an MPS client, in the MPS list only)
 //	                           # or compute+mps (in both)
+//	    start: 10s             # optional: listed from 10s (default 0) ...
+//	    end: 5m                # ... until 5m (default: for ever)
+//	    schedule:              # optional: utilization over time (what the
+//	      - {at: 1m, sm_utilization: 0.9, memory_utilization: 0.4}
+//	                           # per-process samples report; the device's
+//	                           # own readings keep following sm_utilization)
 //	  - {gpu: 0, pid: 77, gpu_instance: 7, compute_instance: 0}
 //	                           # on a MIG-enabled GPU gpu_instance is
 //	                           # required; compute_instance defaults to 0
+//	processes_from: live.yaml  # optional: GPU processes that come and go at
+//	                           # run time: a file holding `processes:` entries
+//	                           # as above, re-read whenever it changes (write
+//	                           # it with a rename), each entry reported while
+//	                           # its PID runs; a missing file is no processes.
+//	                           # They hold memory and have utilization samples
+//	                           # but leave the GPU's load as configured.
+//	                           # Relative to the config file.
 //	faults:
 //	  - {gpu: 3, lost_after: 30s}                  # GPU_IS_LOST from then on
 //	  - {gpu: 4, hang_after: 1m, hang_for: 20s}    # every call blocks meanwhile
@@ -141,6 +155,8 @@
 //	  - {gpu: 0, mig_mode_pending: true}           # a MIG mode change awaits a reset
 //	  - {gpu: 5, lost_after: 1m, lost_handle: true} # and the handle call answers it too
 //	  - {gpu: 6, process_list_size: doubling}      # process lists never fit
+//	  - {gpu: 0, retired_pages_size: one_more}     # retired-page counts never fit
+//	                           # (a GPU with page retirement: profile v100)
 //
 // Durations are Go durations ("500ms", "30s", "1h30m"). A fault entry may
 // combine kinds. New checks the config against the profile: a GPU index
@@ -168,6 +184,17 @@
 // libnvidia-ml.so.1 answers with and what the NVML reader drives with a
 // bound; the Go methods (GetComputeRunningProcesses, ...) answer
 // ERROR_INSUFFICIENT_SIZE, the outcome a bounded caller ends with.
+//
+// retired_pages_size: doubling or one_more, the same for the GPU's retired
+// pages (nvmlDeviceGetRetiredPages and _v2): every call answers
+// ERROR_INSUFFICIENT_SIZE, the count query (capacity 0) included, asking
+// for twice the entries offered or for one more, as a sick driver whose
+// count keeps growing does. RetiredPagesSized(cause, capacity) is the C
+// function's form, which the fake libnvidia-ml.so.1 answers with and the
+// NVML reader drives with a bound; GetRetiredPages and GetRetiredPages_v2
+// answer ERROR_INSUFFICIENT_SIZE. Only GPUs with page retirement take it
+// (Volta: the v100 profile; Ampere and later remap rows instead): on
+// another, New says so.
 //
 // xid/at: the XID is delivered once to every event set on which the device
 // is registered for EventTypeXidCriticalError, as EventData{Device,

@@ -169,15 +169,40 @@ func (s *Sim) GpmMetricsGet(m *nvml.GpmMetricsGetType) nvml.Return {
 	if m == nil || int(m.NumMetrics) > len(m.Metrics) {
 		return nvml.ERROR_INVALID_ARGUMENT
 	}
+	w, r := gpmWindowOf(m)
+	if r != nvml.SUCCESS {
+		return r
+	}
+	m.Version = nvml.GPM_METRICS_GET_VERSION
+	for i := range m.NumMetrics {
+		w.fill(&m.Metrics[i])
+	}
+	return nvml.SUCCESS
+}
+
+// gpmWindow is what two GPM samples of one GPU (or GPU instance) measured.
+type gpmWindow struct {
+	d      *device
+	gi     int     // GPU instance, or -1 for the whole GPU
+	t1, t2 float64 // simulated seconds, t1 <= t2
+	// measured is false when the samples are too close on both clocks:
+	// then every metric reads 0, as NVML's do.
+	measured  bool
+	util, mem float64
+}
+
+// gpmWindowOf checks that the two samples belong together and measures
+// the activity between them.
+func gpmWindowOf(m *nvml.GpmMetricsGetType) (gpmWindow, nvml.Return) {
 	s1, ok1 := m.Sample1.(*gpmSample)
 	s2, ok2 := m.Sample2.(*gpmSample)
 	if !ok1 || !ok2 || s1 == nil || s2 == nil {
-		return nvml.ERROR_INVALID_ARGUMENT
+		return gpmWindow{}, nvml.ERROR_INVALID_ARGUMENT
 	}
 	d1, gi1, t1, real1, ok1 := s1.snapshot()
 	d2, gi2, t2, real2, ok2 := s2.snapshot()
 	if !ok1 || !ok2 || d1 != d2 || gi1 != gi2 || s1 == s2 {
-		return nvml.ERROR_INVALID_ARGUMENT
+		return gpmWindow{}, nvml.ERROR_INVALID_ARGUMENT
 	}
 	if t2 < t1 {
 		t1, t2 = t2, t1
@@ -186,58 +211,65 @@ func (s *Sim) GpmMetricsGet(m *nvml.GpmMetricsGetType) nvml.Return {
 	if realSpan < 0 {
 		realSpan = -realSpan
 	}
-	// Too short an interval on both clocks: nothing was measured.
-	measured := max(realSpan, t2-t1) >= gpmMinInterval
-	util, mem := d1.averageActivity(seconds(t1), seconds(t2))
+	w := gpmWindow{d: d1, gi: gi1, t1: seconds(t1), t2: seconds(t2), measured: max(realSpan, t2-t1) >= gpmMinInterval}
+	w.util, w.mem = d1.averageActivity(w.t1, w.t2)
 	if gi1 >= 0 {
-		util *= d1.giShare(gi1)
-		mem *= d1.giShare(gi1)
+		w.util *= d1.giShare(gi1)
+		w.mem *= d1.giShare(gi1)
 	}
-	m.Version = nvml.GPM_METRICS_GET_VERSION
-	for i := range m.NumMetrics {
-		metric := &m.Metrics[i]
-		var ratio float64
-		id := nvml.GpmMetricId(metric.MetricId)
-		if rate, known := d1.gpmRate(id, gi1, seconds(t1), seconds(t2)); known {
-			if rate < 0 {
-				metric.Value = 0
-				metric.NvmlReturn = uint32(nvml.ERROR_NOT_SUPPORTED)
-				continue
-			}
-			if !measured {
-				rate = 0
-			}
-			metric.Value = rate / mib
-			metric.NvmlReturn = uint32(nvml.SUCCESS)
-			continue
+	return w, nvml.SUCCESS
+}
+
+// gpmShares are, per activity metric, its share of the SM (or, for DRAM,
+// memory) activity.
+var gpmShares = map[nvml.GpmMetricId]struct {
+	share  float64
+	memory bool
+}{
+	nvml.GPM_METRIC_GRAPHICS_UTIL:   {1, false},
+	nvml.GPM_METRIC_SM_UTIL:         {1, false},
+	nvml.GPM_METRIC_SM_OCCUPANCY:    {gpmOccupancyShare, false},
+	nvml.GPM_METRIC_ANY_TENSOR_UTIL: {gpmTensorShare, false},
+	nvml.GPM_METRIC_DRAM_BW_UTIL:    {1, true},
+	nvml.GPM_METRIC_FP16_UTIL:       {gpmFP16Share, false},
+	nvml.GPM_METRIC_FP32_UTIL:       {gpmFP32Share, false},
+	nvml.GPM_METRIC_FP64_UTIL:       {gpmFP64Share, false},
+}
+
+// fill answers one metric: a byte rate (PCIe, NVLink) in MiB/s, an
+// activity in percent, or NOT_SUPPORTED.
+func (w gpmWindow) fill(metric *nvml.GpmMetric) {
+	id := nvml.GpmMetricId(metric.MetricId)
+	notSupported := func() {
+		metric.Value = 0
+		metric.NvmlReturn = uint32(nvml.ERROR_NOT_SUPPORTED)
+	}
+	if rate, known := w.d.gpmRate(id, w.gi, w.t1, w.t2); known {
+		if rate < 0 {
+			notSupported()
+			return
 		}
-		switch id {
-		case nvml.GPM_METRIC_GRAPHICS_UTIL, nvml.GPM_METRIC_SM_UTIL:
-			ratio = util
-		case nvml.GPM_METRIC_SM_OCCUPANCY:
-			ratio = gpmOccupancyShare * util
-		case nvml.GPM_METRIC_ANY_TENSOR_UTIL:
-			ratio = gpmTensorShare * util
-		case nvml.GPM_METRIC_DRAM_BW_UTIL:
-			ratio = mem
-		case nvml.GPM_METRIC_FP16_UTIL:
-			ratio = gpmFP16Share * util
-		case nvml.GPM_METRIC_FP32_UTIL:
-			ratio = gpmFP32Share * util
-		case nvml.GPM_METRIC_FP64_UTIL:
-			ratio = gpmFP64Share * util
-		default:
-			metric.Value = 0
-			metric.NvmlReturn = uint32(nvml.ERROR_NOT_SUPPORTED)
-			continue
+		if !w.measured {
+			rate = 0
 		}
-		if !measured {
-			ratio = 0
-		}
-		metric.Value = 100 * ratio
+		metric.Value = rate / mib
 		metric.NvmlReturn = uint32(nvml.SUCCESS)
+		return
 	}
-	return nvml.SUCCESS
+	s, ok := gpmShares[id]
+	if !ok {
+		notSupported()
+		return
+	}
+	ratio := s.share * w.util
+	if s.memory {
+		ratio = s.share * w.mem
+	}
+	if !w.measured {
+		ratio = 0
+	}
+	metric.Value = 100 * ratio
+	metric.NvmlReturn = uint32(nvml.SUCCESS)
 }
 
 // averageActivity is the mean utilization and memory utilization over

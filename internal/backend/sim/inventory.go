@@ -13,7 +13,7 @@ type HostProcess struct {
 func (s *Sim) Processes() []HostProcess {
 	var out []HostProcess
 	for _, d := range s.devices {
-		for _, p := range d.processes {
+		for _, p := range d.procs() {
 			out = append(out, HostProcess{GPU: d.index, GPUUUID: d.uuid, PID: p.pid})
 		}
 	}
@@ -53,7 +53,7 @@ func (s *Sim) IdleGPUInstances() []IdleGPUInstance {
 	var out []IdleGPUInstance
 	for _, d := range s.devices {
 		busy := map[*gpuInstance]bool{}
-		for _, p := range d.processes {
+		for _, p := range d.procs() {
 			if p.mig != nil {
 				busy[p.mig.gi] = true
 			}

@@ -23,6 +23,13 @@ func (s *Sim) DeviceGetIndex(dev nvml.Device) (int, nvml.Return) {
 	return dev.GetIndex()
 }
 
+func (s *Sim) DeviceGetVirtualizationMode(dev nvml.Device) (nvml.GpuVirtualizationMode, nvml.Return) {
+	if dev == nil {
+		return 0, nvml.ERROR_INVALID_ARGUMENT
+	}
+	return dev.GetVirtualizationMode()
+}
+
 func (s *Sim) DeviceGetMinorNumber(dev nvml.Device) (int, nvml.Return) {
 	if dev == nil {
 		return 0, nvml.ERROR_INVALID_ARGUMENT

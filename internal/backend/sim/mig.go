@@ -360,8 +360,9 @@ func (m *migDevice) GetName() (string, nvml.Return) {
 // instance; compute instances of one GPU instance share its memory.
 func (m *migDevice) giUsedBytes() uint64 {
 	var sum uint64
-	for _, p := range m.parent.processes {
-		if p.mig != nil && p.mig.gi == m.gi {
+	e := m.parent.sim.elapsed()
+	for _, p := range m.parent.procs() {
+		if p.mig != nil && p.mig.gi == m.gi && p.alive(e) {
 			sum += p.usedMemory
 		}
 	}

@@ -17,13 +17,13 @@ func (m *migDevice) GetMPSComputeRunningProcesses() ([]nvml.ProcessInfo, nvml.Re
 }
 
 func (d *device) mpsProcesses(only *migDevice) ([]nvml.ProcessInfo, nvml.Return) {
-	_, r := d.begin(featProcesses)
+	e, r := d.begin(featProcesses)
 	if r != nvml.SUCCESS {
 		return nil, r
 	}
 	out := []nvml.ProcessInfo{}
-	for _, p := range d.processes {
-		if !p.mps || (only != nil && p.mig != only) {
+	for _, p := range d.procs() {
+		if !p.mps || (only != nil && p.mig != only) || !p.alive(e) {
 			continue
 		}
 		info := nvml.ProcessInfo{Pid: p.pid, UsedGpuMemory: p.usedMemory, GpuInstanceId: noInstance, ComputeInstanceId: noInstance}

@@ -3,6 +3,7 @@ package sim
 import (
 	"fmt"
 	"math"
+	"slices"
 	"time"
 
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
@@ -20,6 +21,27 @@ type simProcess struct {
 	// GetMPSComputeRunningProcesses (see mps.go).
 	mps bool
 	mig *migDevice // nil unless the process runs in a MIG instance
+	// start and end bound the process's life in elapsed time (end < 0:
+	// never ends); steps change its utilization over time.
+	start, end time.Duration
+	steps      []UtilizationStep
+}
+
+// alive says whether the process exists at elapsed time e.
+func (p *simProcess) alive(e time.Duration) bool {
+	return e >= p.start && (p.end < 0 || e < p.end)
+}
+
+// utilAt is the process's SM and memory utilization at elapsed time e.
+func (p *simProcess) utilAt(e time.Duration) (sm, mem float64) {
+	sm, mem = p.sm, p.mem
+	for _, st := range p.steps {
+		if e < st.At.D() {
+			break
+		}
+		sm, mem = st.SMUtilization, st.MemoryUtilization
+	}
+	return sm, mem
 }
 
 // noInstance is what NVML puts in ProcessInfo's instance IDs outside MIG.
@@ -29,28 +51,58 @@ const noInstance = 0xFFFFFFFF
 // its device (and MIG instance), then derives each device's load from its
 // processes.
 func (s *Sim) placeProcesses(cfg *Config, procs []ProcessSpec) error {
+	placed, err := s.place(cfg, "processes", procs, nil)
+	if err != nil {
+		return err
+	}
+	for i, d := range s.devices {
+		d.processes = placed[i]
+		d.act.sm, d.act.mem = d.loadFromProcesses()
+	}
+	return nil
+}
+
+// place checks each process against the profile and returns every
+// device's process list: those of base (by device index; nil for none)
+// followed by procs. list names the config key in errors.
+func (s *Sim) place(cfg *Config, list string, procs []ProcessSpec, base [][]simProcess) ([][]simProcess, error) {
+	placed := make([][]simProcess, len(s.devices))
+	for i := range placed {
+		if base != nil {
+			placed[i] = slices.Clone(base[i])
+		}
+	}
 	for i, p := range procs {
-		at := cfg.where("processes", i, p.line)
+		at := cfg.where(list, i, p.line)
 		if p.GPU >= len(s.devices) {
-			return fmt.Errorf("%s: gpu %d out of range (profile %s has GPUs 0-%d)", at, p.GPU, s.profile.name, len(s.devices)-1)
+			return nil, fmt.Errorf("%s: gpu %d out of range (profile %s has GPUs 0-%d)", at, p.GPU, s.profile.name, len(s.devices)-1)
 		}
 		d := s.devices[p.GPU]
+		onDevice := placed[p.GPU]
 		sp := simProcess{
 			pid: p.PID, usedMemory: p.UsedMemoryBytes,
 			sm: p.SMUtilization, mem: p.MemoryUtilization,
 			compute:  p.Type != "graphics" && p.Type != "mps",
 			graphics: p.Type == "graphics" || p.Type == "compute+graphics",
 			mps:      p.Type == "mps" || p.Type == "compute+mps",
+			end:      -1,
+			steps:    p.Schedule,
 		}
-		for _, q := range d.processes {
+		if p.Start != nil {
+			sp.start = p.Start.D()
+		}
+		if p.End != nil {
+			sp.end = p.End.D()
+		}
+		for _, q := range onDevice {
 			if q.pid == p.PID {
-				return fmt.Errorf("%s: pid %d is already listed on gpu %d", at, p.PID, p.GPU)
+				return nil, fmt.Errorf("%s: pid %d is already listed on gpu %d", at, p.PID, p.GPU)
 			}
 		}
 		capacity := (d.model.memoryMiB - d.model.reservedMiB) * mib
 		if d.migEnabled {
 			if p.GPUInstance == nil {
-				return fmt.Errorf("%s: gpu %d is in MIG mode: set gpu_instance (and compute_instance) to one of %s", at, p.GPU, d.migInstanceList())
+				return nil, fmt.Errorf("%s: gpu %d is in MIG mode: set gpu_instance (and compute_instance) to one of %s", at, p.GPU, d.migInstanceList())
 			}
 			ci := 0
 			if p.ComputeInstance != nil {
@@ -58,30 +110,27 @@ func (s *Sim) placeProcesses(cfg *Config, procs []ProcessSpec) error {
 			}
 			m := d.findMIG(*p.GPUInstance, ci)
 			if m == nil {
-				return fmt.Errorf("%s: gpu %d has no MIG instance gpu_instance=%d compute_instance=%d (valid: %s)", at, p.GPU, *p.GPUInstance, ci, d.migInstanceList())
+				return nil, fmt.Errorf("%s: gpu %d has no MIG instance gpu_instance=%d compute_instance=%d (valid: %s)", at, p.GPU, *p.GPUInstance, ci, d.migInstanceList())
 			}
 			sp.mig = m
 			capacity = m.gi.memoryBytes()
-			for _, q := range d.processes {
+			for _, q := range onDevice {
 				if q.mig != nil && q.mig.gi == m.gi {
 					capacity -= min(capacity, q.usedMemory)
 				}
 			}
 		} else {
 			if p.GPUInstance != nil || p.ComputeInstance != nil {
-				return fmt.Errorf("%s: gpu %d is not in MIG mode: remove gpu_instance/compute_instance", at, p.GPU)
+				return nil, fmt.Errorf("%s: gpu %d is not in MIG mode: remove gpu_instance/compute_instance", at, p.GPU)
 			}
-			capacity -= min(capacity, d.allocatedBytes())
+			capacity -= min(capacity, allocatedBytes(onDevice))
 		}
 		if p.UsedMemoryBytes > capacity {
-			return fmt.Errorf("%s: used_memory_bytes %d does not fit: %d bytes free on gpu %d", at, p.UsedMemoryBytes, capacity, p.GPU)
+			return nil, fmt.Errorf("%s: used_memory_bytes %d does not fit: %d bytes free on gpu %d", at, p.UsedMemoryBytes, capacity, p.GPU)
 		}
-		d.processes = append(d.processes, sp)
+		placed[p.GPU] = append(onDevice, sp)
 	}
-	for _, d := range s.devices {
-		d.act.sm, d.act.mem = d.loadFromProcesses()
-	}
-	return nil
+	return placed, nil
 }
 
 // loadFromProcesses sums the processes' utilization into the device's base
@@ -127,17 +176,17 @@ func (d *device) parentProcesses(graphics bool) ([]nvml.ProcessInfo, nvml.Return
 // says of usedGpuMemory. On a MIG-enabled GPU the
 // instance IDs are filled; otherwise NVML sets them to 0xFFFFFFFF.
 func (d *device) runningProcesses(graphics bool, only *migDevice) ([]nvml.ProcessInfo, nvml.Return) {
-	_, r := d.begin(featProcesses)
+	e, r := d.begin(featProcesses)
 	if r != nvml.SUCCESS {
 		return nil, r
 	}
 	out := []nvml.ProcessInfo{}
-	for _, p := range d.processes {
+	for _, p := range d.procs() {
 		holds := p.compute
 		if graphics {
 			holds = p.graphics
 		}
-		if !holds || (only != nil && p.mig != only) {
+		if !holds || (only != nil && p.mig != only) || !p.alive(e) {
 			continue
 		}
 		info := nvml.ProcessInfo{Pid: p.pid, UsedGpuMemory: p.usedMemory, GpuInstanceId: noInstance, ComputeInstanceId: noInstance}
@@ -175,18 +224,23 @@ func (d *device) GetProcessUtilization(lastSeenTimestamp uint64) ([]nvml.Process
 		return nil, nvml.ERROR_NOT_SUPPORTED
 	}
 	newest := e.Truncate(processSamplePeriod)
+	procs := d.procs()
 	var out []nvml.ProcessUtilizationSample
 	for at := newest; at > newest-processSampleBuffer && at >= 0; at -= processSamplePeriod {
 		ts := uint64(Epoch.Add(at).UnixMicro())
 		if ts <= lastSeenTimestamp {
 			break
 		}
-		for _, p := range d.processes {
-			if !p.compute || (p.sm == 0 && p.mem == 0) {
+		for _, p := range procs {
+			if !p.compute || !p.alive(at) {
+				continue
+			}
+			sm, mem := p.utilAt(at)
+			if sm == 0 && mem == 0 {
 				continue
 			}
 			out = append(out, nvml.ProcessUtilizationSample{
-				Pid: p.pid, TimeStamp: ts, SmUtil: pct(p.sm), MemUtil: pct(p.mem),
+				Pid: p.pid, TimeStamp: ts, SmUtil: pct(sm), MemUtil: pct(mem),
 			})
 		}
 	}

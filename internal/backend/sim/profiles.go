@@ -50,8 +50,6 @@ var (
 	dgxA100Buses = []uint32{0x07, 0x0f, 0x47, 0x4e, 0x87, 0x90, 0xb7, 0xbd}
 )
 
-func intp(v int) *int { return &v }
-
 const gib = 1 << 30
 
 var profiles = map[string]*profile{
@@ -94,7 +92,7 @@ var profiles = map[string]*profile{
 			{GPU: 6, PID: 91877, UsedMemoryBytes: 3 * gib, SMUtilization: 0.02, MemoryUtilization: 0.01},
 			// GPU 7 (MIG): an embedding service on the 3g.40gb instance; the
 			// 2g.20gb and the two 1g.10gb instances are idle.
-			{GPU: 7, PID: 95120, UsedMemoryBytes: 27 * gib, SMUtilization: 0.6, MemoryUtilization: 0.35, GPUInstance: intp(1), ComputeInstance: intp(0)},
+			{GPU: 7, PID: 95120, UsedMemoryBytes: 27 * gib, SMUtilization: 0.6, MemoryUtilization: 0.35, GPUInstance: new(1), ComputeInstance: new(0)},
 		},
 	},
 	"dgx-a100-mig": {
@@ -130,18 +128,18 @@ var profiles = map[string]*profile{
 		},
 		processes: []ProcessSpec{
 			// Notebooks on the 1g.10gb slices of GPU 0.
-			{GPU: 0, PID: 30511, UsedMemoryBytes: 7 * gib, SMUtilization: 0.4, GPUInstance: intp(7), ComputeInstance: intp(0)},
-			{GPU: 0, PID: 30544, UsedMemoryBytes: 5 * gib, SMUtilization: 0.2, GPUInstance: intp(8), ComputeInstance: intp(0)},
-			{GPU: 0, PID: 30602, UsedMemoryBytes: 9 * gib, SMUtilization: 0.6, GPUInstance: intp(11), ComputeInstance: intp(0)},
+			{GPU: 0, PID: 30511, UsedMemoryBytes: 7 * gib, SMUtilization: 0.4, GPUInstance: new(7), ComputeInstance: new(0)},
+			{GPU: 0, PID: 30544, UsedMemoryBytes: 5 * gib, SMUtilization: 0.2, GPUInstance: new(8), ComputeInstance: new(0)},
+			{GPU: 0, PID: 30602, UsedMemoryBytes: 9 * gib, SMUtilization: 0.6, GPUInstance: new(11), ComputeInstance: new(0)},
 			// Two inference services on the 3g.40gb halves of GPU 1.
-			{GPU: 1, PID: 41170, UsedMemoryBytes: 31 * gib, SMUtilization: 0.5, GPUInstance: intp(1), ComputeInstance: intp(0)},
-			{GPU: 1, PID: 41233, UsedMemoryBytes: 28 * gib, SMUtilization: 0.45, GPUInstance: intp(2), ComputeInstance: intp(0)},
+			{GPU: 1, PID: 41170, UsedMemoryBytes: 31 * gib, SMUtilization: 0.5, GPUInstance: new(1), ComputeInstance: new(0)},
+			{GPU: 1, PID: 41233, UsedMemoryBytes: 28 * gib, SMUtilization: 0.45, GPUInstance: new(2), ComputeInstance: new(0)},
 			// Two jobs sharing the 7g.80gb instance of GPU 2 through its compute instances.
-			{GPU: 2, PID: 52001, UsedMemoryBytes: 40 * gib, SMUtilization: 0.5, GPUInstance: intp(0), ComputeInstance: intp(0)},
-			{GPU: 2, PID: 52090, UsedMemoryBytes: 22 * gib, SMUtilization: 0.3, GPUInstance: intp(0), ComputeInstance: intp(1)},
+			{GPU: 2, PID: 52001, UsedMemoryBytes: 40 * gib, SMUtilization: 0.5, GPUInstance: new(0), ComputeInstance: new(0)},
+			{GPU: 2, PID: 52090, UsedMemoryBytes: 22 * gib, SMUtilization: 0.3, GPUInstance: new(0), ComputeInstance: new(1)},
 			// GPU 3: a job on the 3g.40gb, a notebook on one 1g.10gb.
-			{GPU: 3, PID: 60017, UsedMemoryBytes: 33 * gib, SMUtilization: 0.4, GPUInstance: intp(1), ComputeInstance: intp(0)},
-			{GPU: 3, PID: 60321, UsedMemoryBytes: 6 * gib, SMUtilization: 0.1, GPUInstance: intp(13), ComputeInstance: intp(0)},
+			{GPU: 3, PID: 60017, UsedMemoryBytes: 33 * gib, SMUtilization: 0.4, GPUInstance: new(1), ComputeInstance: new(0)},
+			{GPU: 3, PID: 60321, UsedMemoryBytes: 6 * gib, SMUtilization: 0.1, GPUInstance: new(13), ComputeInstance: new(0)},
 			// Whole-GPU training on GPUs 4-6; GPU 7 idle.
 			{GPU: 4, PID: 77120, UsedMemoryBytes: 71 * gib, SMUtilization: 0.82, MemoryUtilization: 0.5},
 			{GPU: 5, PID: 77121, UsedMemoryBytes: 71 * gib, SMUtilization: 0.81, MemoryUtilization: 0.5},

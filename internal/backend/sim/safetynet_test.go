@@ -45,8 +45,8 @@ func callEveryMethod(t *testing.T, v any, iface reflect.Type, check func(name st
 	t.Helper()
 	rv := reflect.ValueOf(v)
 	n := 0
-	for i := range iface.NumMethod() {
-		name := iface.Method(i).Name
+	for method := range iface.Methods() {
+		name := method.Name
 		m := rv.MethodByName(name)
 		mt := m.Type()
 		args := make([]reflect.Value, mt.NumIn())
@@ -197,8 +197,8 @@ func TestLibrarySpellingsAreDirect(t *testing.T) {
 	dv, sv := reflect.ValueOf(d), reflect.ValueOf(s)
 	modelled, spelled := 0, 0
 	devIface := reflect.TypeFor[nvml.Device]()
-	for i := range devIface.NumMethod() {
-		name := devIface.Method(i).Name
+	for method := range devIface.Methods() {
+		name := method.Name
 		before := *devUnmodelled
 		callZeroArgs(dv.MethodByName(name), reflect.Value{})
 		if *devUnmodelled != before {
@@ -341,8 +341,8 @@ func TestSafetyNetForwarders(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			forwarded, agreeOnSuccess := 0, 0
-			for i := range tc.iface.NumMethod() {
-				name := tc.iface.Method(i).Name
+			for method := range tc.iface.Methods() {
+				name := method.Name
 				libFn := libv.MethodByName(tc.prefix + name)
 				if !libFn.IsValid() || libFn.Type().NumIn() == 0 || libFn.Type().In(0) != tc.iface {
 					continue

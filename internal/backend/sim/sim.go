@@ -39,6 +39,8 @@ type Sim struct {
 	missingCalls []string // calls the guard refused (guard.go)
 	seed         string   // Config.Seed
 	privileged   bool     // Config.Privileged
+	// live holds the processes of Config.ProcessesFrom; nil without it.
+	live *liveProcesses
 
 	start time.Time // real time at New, origin of the unpinned clock
 	// pinned holds the pinned elapsed time in nanoseconds, or -1.
@@ -92,6 +94,11 @@ func New(cfg Config) (*Sim, error) {
 	if err := s.placeProcesses(&cfg, procs); err != nil {
 		return nil, err
 	}
+	if cfg.ProcessesFrom != "" {
+		if err := s.startProcessesFrom(cfg.ProcessesFrom); err != nil {
+			return nil, err
+		}
+	}
 	return s, nil
 }
 
@@ -114,6 +121,13 @@ func (s *Sim) applyFaults(cfg *Config) error {
 		}
 		if f.ProcessListSize != "" {
 			d.processListSize = f.ProcessListSize
+		}
+		if f.RetiredPagesSize != "" {
+			if !d.model.features.has(featRetiredPages) {
+				return fmt.Errorf("%s: retired_pages_size: gpu %d (%s) has no page retirement (it remaps rows); the v100 profile has",
+					cfg.where("faults", i, f.line), f.GPU, d.model.name)
+			}
+			d.retiredPagesSize = f.RetiredPagesSize
 		}
 		if f.HangAfter != nil {
 			d.hangAfter = f.HangAfter.D()

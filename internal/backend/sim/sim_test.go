@@ -211,7 +211,7 @@ func TestIdleAndBusyClockEvents(t *testing.T) {
 	}
 	busy := handle(t, s, 0)
 	sawCap := false
-	for sec := 0; sec < 600; sec++ {
+	for sec := range 600 {
 		s.SetElapsed(time.Duration(sec) * time.Second)
 		r, _ := busy.GetCurrentClocksEventReasons()
 		if r&nvml.ClocksEventReasonGpuIdle != 0 {

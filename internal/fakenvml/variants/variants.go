@@ -83,7 +83,7 @@ func Select(names string) ([]Variant, error) {
 		names = strings.Join(Default, ",")
 	}
 	var out []Variant
-	for _, n := range strings.Split(names, ",") {
+	for n := range strings.SplitSeq(names, ",") {
 		i := slices.IndexFunc(vs, func(v Variant) bool { return strings.EqualFold(v.Name, strings.TrimSpace(n)) })
 		if i < 0 {
 			names := make([]string, len(vs))

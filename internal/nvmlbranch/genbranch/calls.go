@@ -52,14 +52,35 @@ type callGraph struct {
 
 // readCallGraph parses the non-test Go files of go-nvml's package nvml in dir.
 func readCallGraph(dir string) (*callGraph, error) {
-	files, err := filepath.Glob(filepath.Join(dir, "*.go"))
-	if err != nil {
-		return nil, err
-	}
 	g := &callGraph{
 		calls: map[funcKey][]funcKey{}, cSymbol: map[funcKey]string{},
 		versioned: map[funcKey][]funcKey{}, methods: map[string][]funcKey{},
 		defined: map[funcKey]bool{},
+	}
+	decls, receivers, err := g.readDeclarations(dir)
+	if err != nil {
+		return nil, err
+	}
+	for _, d := range decls {
+		g.addFunction(d, receivers)
+	}
+	g.resolveUntypedCalls()
+	// Only variables that hold functions are versioned symbols.
+	for v, alts := range g.versioned {
+		if !g.defined[alts[0]] {
+			delete(g.versioned, v)
+		}
+	}
+	return g, nil
+}
+
+// readDeclarations parses the package's files: its functions, the
+// receiver types that have methods, and (into g.versioned) the package
+// variables initialised to a function.
+func (g *callGraph) readDeclarations(dir string) ([]*ast.FuncDecl, map[string]bool, error) {
+	files, err := filepath.Glob(filepath.Join(dir, "*.go"))
+	if err != nil {
+		return nil, nil, err
 	}
 	fset := token.NewFileSet()
 	var decls []*ast.FuncDecl
@@ -70,11 +91,11 @@ func readCallGraph(dir string) (*callGraph, error) {
 		}
 		src, err := os.ReadFile(path)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		f, err := parser.ParseFile(fset, path, src, 0)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		for _, d := range f.Decls {
 			switch d := d.(type) {
@@ -84,69 +105,94 @@ func readCallGraph(dir string) (*callGraph, error) {
 					receivers[recvType(d)] = true
 				}
 			case *ast.GenDecl:
-				for _, s := range d.Specs {
-					vs, ok := s.(*ast.ValueSpec)
-					if !ok || len(vs.Names) != 1 || len(vs.Values) != 1 {
-						continue
-					}
-					if id, ok := vs.Values[0].(*ast.Ident); ok {
-						name := funcKey(vs.Names[0].Name)
-						g.versioned[name] = append(g.versioned[name], funcKey(id.Name))
-					}
-				}
+				g.addFunctionVariables(d)
 			}
 		}
 	}
-	for _, d := range decls {
-		key := funcKey(d.Name.Name)
-		if d.Recv != nil {
-			key = funcKey(recvType(d) + "." + d.Name.Name)
-			g.methods[d.Name.Name] = append(g.methods[d.Name.Name], key)
-		}
-		g.defined[key] = true
-		if d.Body == nil {
+	return decls, receivers, nil
+}
+
+// addFunctionVariables records `var nvmlX = nvmlX_v1`-style declarations.
+func (g *callGraph) addFunctionVariables(d *ast.GenDecl) {
+	for _, s := range d.Specs {
+		vs, ok := s.(*ast.ValueSpec)
+		if !ok || len(vs.Names) != 1 || len(vs.Values) != 1 {
 			continue
 		}
-		types := paramTypes(d)
-		ast.Inspect(d.Body, func(n ast.Node) bool {
-			switch n := n.(type) {
-			case *ast.AssignStmt: // nvmlX = nvmlX_v2 in updateVersionedSymbols
-				if len(n.Lhs) == 1 && len(n.Rhs) == 1 {
-					l, lok := n.Lhs[0].(*ast.Ident)
-					r, rok := n.Rhs[0].(*ast.Ident)
-					if lok && rok && g.versioned[funcKey(l.Name)] != nil {
-						g.versioned[funcKey(l.Name)] = append(g.versioned[funcKey(l.Name)], funcKey(r.Name))
-					}
-				}
-			case *ast.CallExpr:
-				switch fn := n.Fun.(type) {
-				case *ast.Ident:
-					g.calls[key] = append(g.calls[key], funcKey(fn.Name))
-				case *ast.SelectorExpr:
-					x, ok := fn.X.(*ast.Ident)
-					if !ok {
-						g.calls[key] = append(g.calls[key], funcKey("?."+fn.Sel.Name))
-						break
-					}
-					if x.Name == "C" {
-						g.cSymbol[key] = fn.Sel.Name
-						break
-					}
-					if t, ok := types[x.Name]; ok {
-						recv := t
-						if !receivers[recv] {
-							recv = "nvml" + t // Device -> nvmlDevice
-						}
-						g.calls[key] = append(g.calls[key], funcKey(recv+"."+fn.Sel.Name))
-						break
-					}
-					g.calls[key] = append(g.calls[key], funcKey("?."+fn.Sel.Name))
-				}
-			}
-			return true
-		})
+		if id, ok := vs.Values[0].(*ast.Ident); ok {
+			name := funcKey(vs.Names[0].Name)
+			g.versioned[name] = append(g.versioned[name], funcKey(id.Name))
+		}
 	}
-	// Calls through a variable of unknown type go to every method of that name.
+}
+
+// addFunction records one function: that it is defined, what its body
+// calls, the C symbol it calls, and versioned-symbol reassignments in it.
+func (g *callGraph) addFunction(d *ast.FuncDecl, receivers map[string]bool) {
+	key := funcKey(d.Name.Name)
+	if d.Recv != nil {
+		key = funcKey(recvType(d) + "." + d.Name.Name)
+		g.methods[d.Name.Name] = append(g.methods[d.Name.Name], key)
+	}
+	g.defined[key] = true
+	if d.Body == nil {
+		return
+	}
+	types := paramTypes(d)
+	ast.Inspect(d.Body, func(n ast.Node) bool {
+		switch n := n.(type) {
+		case *ast.AssignStmt: // nvmlX = nvmlX_v2 in updateVersionedSymbols
+			g.addReassignment(n)
+		case *ast.CallExpr:
+			g.addCall(key, n, types, receivers)
+		}
+		return true
+	})
+}
+
+func (g *callGraph) addReassignment(n *ast.AssignStmt) {
+	if len(n.Lhs) != 1 || len(n.Rhs) != 1 {
+		return
+	}
+	l, lok := n.Lhs[0].(*ast.Ident)
+	r, rok := n.Rhs[0].(*ast.Ident)
+	if lok && rok && g.versioned[funcKey(l.Name)] != nil {
+		g.versioned[funcKey(l.Name)] = append(g.versioned[funcKey(l.Name)], funcKey(r.Name))
+	}
+}
+
+// addCall records what key calls: a function, a C symbol, a method of a
+// parameter's type, or ("?.Name") a method through a value of unknown type.
+func (g *callGraph) addCall(key funcKey, n *ast.CallExpr, types map[string]string, receivers map[string]bool) {
+	switch fn := n.Fun.(type) {
+	case *ast.Ident:
+		g.calls[key] = append(g.calls[key], funcKey(fn.Name))
+	case *ast.SelectorExpr:
+		x, ok := fn.X.(*ast.Ident)
+		var recv string
+		typed := false
+		if ok {
+			recv, typed = types[x.Name]
+		}
+		switch {
+		case !ok:
+			g.calls[key] = append(g.calls[key], funcKey("?."+fn.Sel.Name))
+		case x.Name == "C":
+			g.cSymbol[key] = fn.Sel.Name
+		case typed:
+			if !receivers[recv] {
+				recv = "nvml" + recv // Device -> nvmlDevice
+			}
+			g.calls[key] = append(g.calls[key], funcKey(recv+"."+fn.Sel.Name))
+		default:
+			g.calls[key] = append(g.calls[key], funcKey("?."+fn.Sel.Name))
+		}
+	}
+}
+
+// resolveUntypedCalls sends calls through a variable of unknown type to
+// every method of that name.
+func (g *callGraph) resolveUntypedCalls() {
 	for k, cs := range g.calls {
 		var out []funcKey
 		for _, c := range cs {
@@ -158,13 +204,6 @@ func readCallGraph(dir string) (*callGraph, error) {
 		}
 		g.calls[k] = out
 	}
-	// Only variables that hold functions are versioned symbols.
-	for v, alts := range g.versioned {
-		if !g.defined[alts[0]] {
-			delete(g.versioned, v)
-		}
-	}
-	return g, nil
 }
 
 func recvType(d *ast.FuncDecl) string {
@@ -254,8 +293,8 @@ func methodSymbols(dir string) (map[string][]requirement, error) {
 		if h.prefix != "" {
 			recv = "nvml" + strings.TrimSuffix(h.prefix, ".")
 		}
-		for i := range h.iface.NumMethod() {
-			name := h.iface.Method(i).Name
+		for method := range h.iface.Methods() {
+			name := method.Name
 			k := funcKey(recv + "." + name)
 			if !g.defined[k] {
 				return nil, fmt.Errorf("go-nvml source has no method %s", k)

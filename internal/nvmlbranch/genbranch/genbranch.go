@@ -170,16 +170,18 @@ func Source() ([]byte, error) {
 		return nil, fmt.Errorf("go-nvml %s: %w", version, err)
 	}
 	fmt.Fprintf(&b, "// goNVMLVersion is the go-nvml whose source methodSymbols was read from.\nconst goNVMLVersion = %q\n\n", version)
-	b.WriteString("// methodSymbols: per method of go-nvml's interfaces, the C symbols it calls;\n")
-	b.WriteString("// each inner list holds alternatives (go-nvml uses the newest one the library has).\n")
-	b.WriteString("var methodSymbols = map[string][][]string{\n")
+	b.WriteString("// methodSymbols: per method of go-nvml's interfaces, sorted by name, the C symbols\n")
+	b.WriteString("// it calls; each inner list holds alternatives (go-nvml uses the newest one the\n")
+	b.WriteString("// library has). A slice, not a map: the linker lays it out as data, where a map\n")
+	b.WriteString("// literal would be 130 KB of code run at every start.\n")
+	b.WriteString("var methodSymbols = []methodSymbol{\n")
 	names := make([]string, 0, len(methods))
 	for n := range methods {
 		names = append(names, n)
 	}
 	slices.Sort(names)
 	for _, n := range names {
-		fmt.Fprintf(&b, "%q: {", n)
+		fmt.Fprintf(&b, "{%q, [][]string{", n)
 		for _, req := range methods[n] {
 			b.WriteString("{")
 			for _, s := range req {
@@ -187,7 +189,7 @@ func Source() ([]byte, error) {
 			}
 			b.WriteString("}, ")
 		}
-		b.WriteString("},\n")
+		b.WriteString("}},\n")
 	}
 	b.WriteString("}\n")
 	src, err := format.Source(b.Bytes())

@@ -84,8 +84,66 @@ The node name becomes instance (stable across pod restarts) and node.
 - action: replace
   sourceLabels: [__meta_kubernetes_pod_node_name]
   targetLabel: node
+{{- if ne (include "gpuwatch.targetLabels" .) "dcgm-exporter" }}
 - action: labeldrop
   regex: (pod|namespace|container|service|endpoint)
+{{- end }}
+{{- end }}
+
+{{/*
+targetLabels resolves .Values.monitorTargetLabels: what the target's own
+pod, namespace, container, service and endpoint labels do. "drop": they are
+dropped, so gpuwatch's pod/namespace/container labels (the GPU's owner) reach
+Prometheus intact. "dcgm-exporter": on the DCGM_FI_* series only, the
+outcome of dcgm-exporter's chart (honorLabels: false): the series' own pod,
+namespace and container become exported_pod, exported_namespace and
+exported_container, and the target's take their place; every other series
+ends as with "drop". "auto": dcgm-exporter when compat includes dcgm.
+*/}}
+{{- define "gpuwatch.targetLabels" -}}
+{{- $v := .Values.monitorTargetLabels | default "auto" }}
+{{- if eq $v "auto" }}
+{{- if has "dcgm" (splitList "," .Values.compat) }}dcgm-exporter{{ else }}drop{{ end }}
+{{- else }}{{ $v }}{{ end }}
+{{- end }}
+
+{{/*
+metricRelabelings of a ServiceMonitor or PodMonitor endpoint. With
+monitorTargetLabels dcgm-exporter the target keeps its labels, so Prometheus
+(honorLabels: false) renames every series' pod, namespace and container to
+exported_*, as for dcgm-exporter; these rules undo that on every series but
+the DCGM_FI_* ones: pod, namespace and container back from exported_* (or
+removed, where the series had none), service, endpoint and exported_*
+removed. They run before the monitor's own metricRelabelings.
+*/}}
+{{- define "gpuwatch.metricRelabelings" -}}
+{{- if eq (include "gpuwatch.targetLabels" .) "dcgm-exporter" }}
+- action: replace
+  sourceLabels: [__name__]
+  regex: DCGM_FI_.+
+  targetLabel: gpuwatch_dcgm
+  replacement: "1"
+{{- range list "pod" "namespace" "container" }}
+- action: replace
+  sourceLabels: [gpuwatch_dcgm, exported_{{ . }}]
+  regex: ;(.*)
+  targetLabel: {{ . }}
+- action: replace
+  sourceLabels: [gpuwatch_dcgm]
+  regex: ^$
+  targetLabel: exported_{{ . }}
+  replacement: ""
+{{- end }}
+{{- range list "service" "endpoint" }}
+- action: replace
+  sourceLabels: [gpuwatch_dcgm]
+  regex: ^$
+  targetLabel: {{ . }}
+  replacement: ""
+{{- end }}
+- action: labeldrop
+  regex: gpuwatch_dcgm
+{{- end }}
 {{- end }}
 
 {{/*

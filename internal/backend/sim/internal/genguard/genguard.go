@@ -87,8 +87,8 @@ func carriesHandle(t reflect.Type, seen map[reflect.Type]bool) bool {
 	case reflect.Pointer, reflect.Slice, reflect.Array:
 		return carriesHandle(t.Elem(), seen)
 	case reflect.Struct:
-		for i := range t.NumField() {
-			if carriesHandle(t.Field(i).Type, seen) {
+		for field := range t.Fields() {
+			if carriesHandle(field.Type, seen) {
 				return true
 			}
 		}
@@ -149,8 +149,7 @@ func Source() ([]byte, error) {
 		fmt.Fprintf(&b, "// %s checks every call of %s against the simulated driver branch.\n", tg.wrapper, typeName(tg.t))
 		fmt.Fprintf(&b, "type %s struct {\ng *guard\ninner %s\n}\n\n", tg.wrapper, typeName(tg.t))
 		fmt.Fprintf(&b, "var _ %s = (*%s)(nil)\n\n", typeName(tg.t), tg.wrapper)
-		for i := range tg.t.NumMethod() {
-			m := tg.t.Method(i)
+		for m := range tg.t.Methods() {
 			if err := writeMethod(&b, tg.wrapper, tg.key+m.Name, m, conv); err != nil {
 				return nil, err
 			}

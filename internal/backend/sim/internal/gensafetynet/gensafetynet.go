@@ -178,8 +178,7 @@ func (g *generator) writeTarget(w *bytes.Buffer, t target) error {
 	fmt.Fprintf(w, "// If this does not compile, go-nvml's %s changed. Regenerate:\n", ifaceName)
 	w.WriteString("// go generate ./internal/backend/sim\n")
 	fmt.Fprintf(w, "var _ %s = %s{}\n", ifaceName, t.typeName)
-	for i := range t.iface.NumMethod() {
-		m := t.iface.Method(i)
+	for m := range t.iface.Methods() {
 		if !m.IsExported() {
 			return fmt.Errorf("method %s: unexported, cannot be implemented outside %s", m.Name, t.iface.PkgPath())
 		}
@@ -482,7 +481,7 @@ func comment(text string) string {
 			b.WriteString("//\n")
 		}
 		line := "//"
-		for _, word := range strings.Fields(para) {
+		for word := range strings.FieldsSeq(para) {
 			if len(line)+1+len(word) > 76 && line != "//" {
 				b.WriteString(line + "\n")
 				line = "//"

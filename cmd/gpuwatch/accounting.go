@@ -1,0 +1,89 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"maps"
+	"time"
+
+	"github.com/alecthomas/kingpin/v2"
+
+	"github.com/gpuwatch/gpuwatch/internal/accounting"
+	nvmlbackend "github.com/gpuwatch/gpuwatch/internal/backend/nvml"
+	"github.com/gpuwatch/gpuwatch/internal/pipeline"
+	"github.com/gpuwatch/gpuwatch/internal/snapshot"
+)
+
+// accountingFlags configure the per-owner counters (docs/accounting.md).
+type accountingFlags struct {
+	enabled       bool
+	interval      time.Duration
+	idleThreshold float64
+	hold          time.Duration
+	retention     time.Duration
+}
+
+func (a *accountingFlags) register(app *kingpin.Application) {
+	app.Flag("accounting", "Keep per-owner counters (gpu_process_sm_seconds_total, gpu_process_energy_joules_total, ...) integrated every --accounting.interval, between scrapes. Runs with serve and textfile --interval; needs the processes collector.").
+		Default("true").BoolVar(&a.enabled)
+	app.Flag("accounting.interval", "How often the counters integrate: each tick reads the GPUs' processes, per-process utilization samples and energy counters. The driver keeps only a few seconds of per-process samples: a longer interval holds the last ones for the rest of it.").
+		Default(accounting.DefaultInterval.String()).DurationVar(&a.interval)
+	app.Flag("accounting.idle-threshold", "An allocation whose own processes used less than this share of its GPU's SM time over an interval counts it in gpu_allocation_idle_seconds_total.").
+		Default(fmt.Sprint(accounting.DefaultIdleThreshold)).Float64Var(&a.idleThreshold)
+	app.Flag("accounting.new-owner-hold", "A new owner's counters read 0 this long before they count, so Prometheus stores the 0 first and increase() counts a short job whole; keep it at least your scrape interval.").
+		Default(accounting.DefaultNewOwnerHold.String()).DurationVar(&a.hold)
+	app.Flag("accounting.retention", "How long an ended owner's counters stay exported after it was last seen, so their last value is scraped; then the series go.").
+		Default(accounting.DefaultRetention.String()).DurationVar(&a.retention)
+}
+
+// minAccountingInterval keeps the ticks from costing more than they gain:
+// the driver samples processes every 1/6 s.
+const minAccountingInterval = 500 * time.Millisecond
+
+// startAccounting builds the accounting stage of a long-running command:
+// its own backend reader (which hands every per-process sample once), a
+// pipeline over it with the same attribution, and the ticker. It returns
+// the Accountant, which the scrape pipeline adds as its last enricher; nil
+// when accounting is off or cannot run.
+func (f *commonFlags) startAccounting(logger *slog.Logger, st *stack, enrichers []pipeline.Enricher) (*accounting.Accountant, error) {
+	a := f.accounting
+	if !a.enabled || !f.longRunning() || st.lib == nil || !f.enabledCollectors()[snapshot.GroupProcesses] {
+		return nil, nil
+	}
+	if a.interval < minAccountingInterval {
+		return nil, fmt.Errorf("--accounting.interval=%s: must be at least %s", a.interval, minAccountingInterval)
+	}
+	acct, err := accounting.New(accounting.Options{IdleThreshold: a.idleThreshold, NewOwnerHold: a.hold, Retention: a.retention})
+	if err != nil {
+		return nil, fmt.Errorf("--accounting: %w", err)
+	}
+	groups := accounting.ReaderGroups()
+	// What the operator switched off stays off here too.
+	maps.DeleteFunc(groups, func(g string, _ bool) bool { return !f.enabledCollectors()[g] })
+	opts := nvmlbackend.Options{Groups: groups, Logger: logger, StartTimeout: f.timeout, ProcessSamples: true, GPMOnlyMIG: true}
+	if st.sim != nil {
+		opts.Now, opts.Library = st.sim.Now, "simulator"
+	}
+	reader, err := nvmlbackend.New(st.lib, opts)
+	if err != nil {
+		return nil, fmt.Errorf("starting the accounting's reader: %w", err)
+	}
+	src := pipeline.New(reader, pipeline.Options{Timeout: f.timeout}, enrichers...)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		acct.Run(ctx, src, a.interval, func(err error) {
+			logger.Debug("accounting tick skipped", "err", err)
+		})
+	}()
+	// First among the closers: a tick in flight must end before the
+	// attribution it uses is closed.
+	st.closers = append([]func(){func() {
+		cancel()
+		<-done
+		_ = reader.Close()
+	}}, st.closers...)
+	return acct, nil
+}

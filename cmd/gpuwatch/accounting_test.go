@@ -1,0 +1,66 @@
+package main
+
+import (
+	"context"
+	"log/slog"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/alecthomas/kingpin/v2"
+
+	"github.com/gpuwatch/gpuwatch/internal/testenv"
+)
+
+func stackWith(t *testing.T, args ...string) (*stack, error) {
+	t.Helper()
+	app := kingpin.New("test", "")
+	f := registerCommonFlags(app)
+	if _, err := app.Parse(append([]string{"--backend=sim", "--sim.profile=h100", "--no-attribution"}, args...)); err != nil {
+		t.Fatal(err)
+	}
+	return f.buildStack(slog.New(slog.DiscardHandler))
+}
+
+// Nonsensical accounting flags are refused at start, naming the flag.
+func TestAccountingFlagsChecked(t *testing.T) {
+	for _, c := range []struct{ arg, want string }{
+		{"--accounting.interval=100ms", "--accounting.interval=100ms: must be at least 500ms"},
+		{"--accounting.retention=30s", "--accounting: retention 30s must be longer than the new-owner hold 1m0s"},
+		{"--accounting.idle-threshold=2", "--accounting: idle threshold 2 is not a ratio"},
+	} {
+		st, err := stackWith(t, c.arg)
+		if err == nil {
+			_ = st.Close()
+			t.Errorf("%s accepted", c.arg)
+			continue
+		}
+		if !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: %v, want %q", c.arg, err, c.want)
+		}
+	}
+}
+
+// serve runs the accounting by default: its totals reach the snapshots
+// the outputs render, and --no-accounting leaves them out.
+func TestServeRunsAccounting(t *testing.T) {
+	st, err := stackWith(t, "--accounting.interval=500ms", "--accounting.new-owner-hold=1s")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	testenv.WaitFor(t, 30*time.Second, "the h100's process in the accounting totals", func() bool {
+		s, err := st.pipeline.Snapshot(context.Background())
+		return err == nil && s.Accounting != nil && len(s.Accounting.Owners) == 1 && s.Accounting.Owners[0].Seconds > 0
+	})
+
+	off, err := stackWith(t, "--no-accounting")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer off.Close()
+	s, err := off.pipeline.Snapshot(context.Background())
+	if err != nil || s.Accounting != nil {
+		t.Errorf("--no-accounting: snapshot accounting %+v (err %v), want none", s.Accounting, err)
+	}
+}

@@ -1,0 +1,163 @@
+package accounting
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/gpuwatch/gpuwatch/internal/snapshot"
+)
+
+// Defaults of Options.
+const (
+	// DefaultInterval is the tick. The driver samples each process's
+	// utilization about every 1/6 s and keeps a few seconds of samples: a
+	// tick within that buffer sees every sample, so SM time is an
+	// integral of every sample, not of one sample held for the interval.
+	// Shorter ticks cost CPU (each one reads the processes and the
+	// energy counter of every GPU) and do not gain accuracy.
+	DefaultInterval = 2 * time.Second
+	// DefaultIdleThreshold: an allocation whose own processes used less
+	// than 5 % of its GPU's (or MIG instance's) SM time over an interval
+	// was idle in it. Below 5 %, a job is loading data or waiting on the
+	// CPU, not computing; a notebook left open reads 0–2 %.
+	DefaultIdleThreshold = 0.05
+	// DefaultNewOwnerHold is how long a new owner's totals read 0 before
+	// they count up, so that Prometheus, scraping at any interval up to
+	// this, stores the 0 first and increase() counts all of a short job
+	// (it cannot count a series' first sample). What is accumulated
+	// meanwhile is not lost: it shows at the end of the hold.
+	DefaultNewOwnerHold = time.Minute
+	// DefaultRetention is how long an ended owner's (or allocation's)
+	// totals stay listed after it was last seen, so that its last value
+	// is scraped (after the hold, too) before the series goes.
+	DefaultRetention = 10 * time.Minute
+)
+
+// Options tunes an Accountant. Zero values mean the defaults.
+type Options struct {
+	IdleThreshold float64
+	NewOwnerHold  time.Duration
+	Retention     time.Duration
+}
+
+// Check refuses options that make no sense, naming the option.
+func (o Options) Check() error {
+	switch {
+	case o.IdleThreshold < 0 || o.IdleThreshold > 1 || o.IdleThreshold != o.IdleThreshold:
+		return fmt.Errorf("idle threshold %g is not a ratio between 0 and 1", o.IdleThreshold)
+	case o.NewOwnerHold < 0:
+		return fmt.Errorf("new-owner hold %s is negative", o.NewOwnerHold)
+	case o.Retention < 0:
+		return fmt.Errorf("retention %s is negative", o.Retention)
+	case o.Retention > 0 && o.Retention <= o.withDefaults().NewOwnerHold:
+		return fmt.Errorf("retention %s must be longer than the new-owner hold %s, or an owner that ends within its hold would never show its totals", o.Retention, o.withDefaults().NewOwnerHold)
+	}
+	return nil
+}
+
+func (o Options) withDefaults() Options {
+	if o.IdleThreshold == 0 {
+		o.IdleThreshold = DefaultIdleThreshold
+	}
+	if o.NewOwnerHold == 0 {
+		o.NewOwnerHold = DefaultNewOwnerHold
+	}
+	if o.Retention == 0 {
+		o.Retention = DefaultRetention
+	}
+	return o
+}
+
+// Accountant integrates snapshots into running totals. Observe and Run
+// are for the accounting's own goroutine; Enrich and Totals are safe for
+// concurrent use with them.
+type Accountant struct {
+	opts Options
+
+	mu sync.Mutex
+	st state
+
+	// published is what Enrich hands to outputs: rebuilt at each tick,
+	// never modified after.
+	published atomic.Pointer[snapshot.Accounting]
+}
+
+// New returns an Accountant; it refuses options Check refuses.
+func New(opts Options) (*Accountant, error) {
+	if err := opts.Check(); err != nil {
+		return nil, err
+	}
+	a := &Accountant{opts: opts.withDefaults(), st: newState()}
+	a.published.Store(&snapshot.Accounting{})
+	return a, nil
+}
+
+// Observe integrates one enriched snapshot: the interval since the
+// previous one it observed. The first snapshot only sets the start.
+func (a *Accountant) Observe(s *snapshot.Snapshot) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if !a.st.integrate(s, a.opts) {
+		return
+	}
+	a.st.expire(s.Time, a.opts.Retention)
+	a.published.Store(a.st.view(s.Time, a.opts.NewOwnerHold))
+}
+
+// Enrich hands the totals of the last tick to a snapshot that outputs
+// render (a pipeline.Enricher, last after attribution).
+func (a *Accountant) Enrich(_ context.Context, s *snapshot.Snapshot) {
+	s.Accounting = a.published.Load()
+}
+
+// Totals returns a copy of the running totals without the new-owner hold:
+// every figure as integrated so far. For a checkpoint or a record.
+func (a *Accountant) Totals() *snapshot.Accounting {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.st.view(a.st.last, 0)
+}
+
+// Source gives the accounting its enriched snapshots.
+type Source interface {
+	Snapshot(ctx context.Context) (*snapshot.Snapshot, error)
+}
+
+// Run observes a snapshot from src every interval until ctx ends. A tick
+// whose collection fails is skipped; the next one integrates the whole
+// interval since the last success (energy and samples are not lost: the
+// counter and the driver's sample buffer carry them over).
+func (a *Accountant) Run(ctx context.Context, src Source, interval time.Duration, onError func(error)) {
+	tick := time.NewTicker(interval)
+	defer tick.Stop()
+	for {
+		s, err := src.Snapshot(ctx)
+		switch {
+		case err == nil:
+			a.Observe(s)
+		case errors.Is(ctx.Err(), context.Canceled):
+			return
+		case onError != nil:
+			onError(err)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+	}
+}
+
+// ReaderGroups are the collector groups the accounting's own backend
+// reader reads: processes (with their samples), the energy counter, MIG
+// instances with their GPM activity, and the MIG mode.
+func ReaderGroups() map[string]bool {
+	return map[string]bool{
+		snapshot.GroupInfo: true, snapshot.GroupPower: true, snapshot.GroupProcesses: true,
+		snapshot.GroupMIG: true, snapshot.GroupGPM: true,
+	}
+}

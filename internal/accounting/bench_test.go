@@ -1,0 +1,251 @@
+package accounting
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"runtime"
+	"syscall"
+	"testing"
+	"time"
+
+	nvmlbackend "github.com/gpuwatch/gpuwatch/internal/backend/nvml"
+	"github.com/gpuwatch/gpuwatch/internal/backend/sim"
+	"github.com/gpuwatch/gpuwatch/internal/exporter"
+	"github.com/gpuwatch/gpuwatch/internal/snapshot"
+)
+
+// The cost of accounting on issue 25's fleet: a DGX H100 (GPU 7 in MIG
+// mode) with 256 processes per GPU in 50 containers, each process busy,
+// so every read carries the driver's whole sample buffer (12 samples per
+// process per 2 s tick).
+const (
+	benchGPUs        = 8
+	benchProcsPerGPU = 256
+	benchContainers  = 50
+)
+
+func benchConfig() sim.Config {
+	cfg := sim.Config{Profile: "dgx-h100"}
+	for gpu := range benchGPUs {
+		for i := range benchProcsPerGPU {
+			p := sim.ProcessSpec{GPU: gpu, PID: uint32(200000 + gpu*benchProcsPerGPU + i), UsedMemoryBytes: 256 << 20, SMUtilization: 0.003}
+			if gpu == 7 {
+				p.GPUInstance = intp([8]int{1, 1, 1, 1, 5, 5, 13, 14}[i%8])
+			}
+			cfg.Processes = append(cfg.Processes, p)
+		}
+	}
+	return cfg
+}
+
+// benchOwners gives the fleet's processes owners, as warm attribution
+// would: 50 containers of 5 users.
+func benchOwners(s *snapshot.Snapshot) {
+	for i := range s.Processes {
+		n := int(s.Processes[i].PID) % benchContainers
+		s.Processes[i].Owner = snapshot.Owner{
+			User:      fmt.Sprintf("user%d", n%5),
+			Container: snapshot.Container{Name: fmt.Sprintf("train-%02d", n)},
+		}
+	}
+}
+
+// benchSim is the 2048-process fleet, or with typical the dgx-h100
+// profile's own ten processes (a training job, a fine-tuning job, an
+// inference server, a notebook, a MIG instance).
+func benchSim(b *testing.B, typical bool) *sim.Sim {
+	cfg := benchConfig()
+	if typical {
+		cfg = sim.Config{Profile: "dgx-h100"}
+	}
+	zero := sim.Duration(0)
+	cfg.PinTime = &zero
+	s, err := sim.New(cfg)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return s
+}
+
+func benchReader(b *testing.B, s *sim.Sim, opts nvmlbackend.Options) *nvmlbackend.Reader {
+	opts.Now, opts.Library = s.Now, "simulator"
+	r, err := nvmlbackend.New(s, opts)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = r.Close() })
+	return r
+}
+
+// BenchmarkTick is one whole accounting tick: the accounting's reader
+// (processes, samples, energy, MIG and GPM) and the integration; owners
+// are set as warm attribution sets them. The simulated clock moves 2 s
+// per tick.
+func BenchmarkTick(b *testing.B) {
+	for _, typical := range []bool{false, true} {
+		b.Run(fleetName(typical), func(b *testing.B) { benchmarkTick(b, typical) })
+	}
+}
+
+func fleetName(typical bool) string {
+	if typical {
+		return "dgx-h100"
+	}
+	return "fleet-2048-procs"
+}
+
+func benchmarkTick(b *testing.B, typical bool) {
+	s := benchSim(b, typical)
+	r := benchReader(b, s, nvmlbackend.Options{Groups: ReaderGroups(), ProcessSamples: true, GPMOnlyMIG: true})
+	a, _ := New(Options{})
+	ctx := context.Background()
+	elapsed := time.Duration(0)
+	tick := func() {
+		elapsed += DefaultInterval
+		s.SetElapsed(elapsed)
+		snap, err := r.Read(ctx)
+		if err != nil {
+			b.Fatal(err)
+		}
+		benchOwners(snap)
+		a.Observe(snap)
+	}
+	tick()
+	loopCPU(b, tick)
+	b.ReportMetric(float64(len(a.Totals().Owners)), "owners")
+}
+
+// BenchmarkObserve is the integration alone, on snapshots read before.
+func BenchmarkObserve(b *testing.B) {
+	s := benchSim(b, false)
+	r := benchReader(b, s, nvmlbackend.Options{Groups: ReaderGroups(), ProcessSamples: true, GPMOnlyMIG: true})
+	var snaps []*snapshot.Snapshot
+	for i := range 2 {
+		s.SetElapsed(time.Duration(i+1) * DefaultInterval)
+		snap, err := r.Read(context.Background())
+		if err != nil {
+			b.Fatal(err)
+		}
+		benchOwners(snap)
+		snaps = append(snaps, snap)
+	}
+	a, _ := New(Options{})
+	a.Observe(snaps[0])
+	i := 0
+	loopCPU(b, func() {
+		// Alternate two snapshots, each one tick later than the last.
+		snap := *snaps[i%2]
+		i++
+		snap.Time = snaps[0].Time.Add(time.Duration(i) * DefaultInterval)
+		a.Observe(&snap)
+	})
+}
+
+// BenchmarkScrape is today's scrape of the same fleet, for comparison:
+// a full read (every group), owners set, and the /metrics text.
+func BenchmarkScrape(b *testing.B) {
+	for _, typical := range []bool{false, true} {
+		b.Run(fleetName(typical), func(b *testing.B) { benchmarkScrape(b, typical) })
+	}
+}
+
+func benchmarkScrape(b *testing.B, typical bool) {
+	s := benchSim(b, typical)
+	r := benchReader(b, s, nvmlbackend.Options{Groups: nvmlbackend.AllGroups()})
+	elapsed := time.Duration(0)
+	src := exporter.SourceFunc(func(ctx context.Context) (*snapshot.Snapshot, error) {
+		elapsed += 15 * time.Second
+		s.SetElapsed(elapsed)
+		snap, err := r.Read(ctx)
+		if err == nil {
+			benchOwners(snap)
+		}
+		return snap, err
+	})
+	e, err := exporter.New(src, exporter.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	h := e.TextHandler(nil)
+	req := httptest.NewRequest(http.MethodGet, "/metrics", nil)
+	loopCPU(b, func() {
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, req)
+		if w.Code != 200 {
+			b.Fatal(w.Code)
+		}
+	})
+}
+
+// TestMemoryBoundedByOwners: the totals hold one entry per owner per GPU
+// however long it runs; many ticks of the same owners do not grow the
+// heap.
+func TestMemoryBoundedByOwners(t *testing.T) {
+	if testing.Short() {
+		t.Skip("reads the heap; skipped with -short")
+	}
+	a, _ := New(Options{})
+	start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	snap := func(i int) *snapshot.Snapshot {
+		s := &snapshot.Snapshot{Time: start.Add(time.Duration(i) * time.Second)}
+		for g := range 8 {
+			d := snapshot.Device{Index: g, UUID: fmt.Sprintf("GPU-%d", g), Up: true, Power: snapshot.Power{Energy: snapshot.Some(float64(i) * 300)}}
+			for p := range 256 {
+				pid := uint32(g*256 + p)
+				d.ProcessSamples = append(d.ProcessSamples, snapshot.ProcessSample{PID: pid, TimeMicros: uint64(s.Time.UnixMicro()), SM: 0.003})
+				s.Processes = append(s.Processes, snapshot.Process{GPU: g, GPUUUID: d.UUID, PID: pid,
+					UsedMemory: snapshot.Some[uint64](1 << 28), Owner: snapshot.Owner{User: fmt.Sprintf("u%d", p%50)}})
+			}
+			s.Devices = append(s.Devices, d)
+		}
+		return s
+	}
+	heap := func() uint64 {
+		runtime.GC()
+		var m runtime.MemStats
+		runtime.ReadMemStats(&m)
+		return m.HeapAlloc
+	}
+	for i := range 20 {
+		a.Observe(snap(i))
+	}
+	before := heap()
+	for i := 20; i < 200; i++ {
+		a.Observe(snap(i))
+	}
+	after := heap()
+	if n := len(a.Totals().Owners); n != 8*50 {
+		t.Fatalf("%d owner totals, want 400 (50 owners on each of 8 GPUs)", n)
+	}
+	// A few KiB of noise from the runtime; a leak per tick would be
+	// hundreds of KiB over 180 ticks of 2048 processes.
+	if after > before+256<<10 {
+		t.Errorf("heap grew from %d to %d bytes over 180 ticks of the same owners", before, after)
+	}
+}
+
+// processCPU is this process's user and system CPU time so far. The
+// machines that run benchmarks are shared: CPU time per operation is
+// steadier than wall time, and it counts the reader's goroutines and the
+// garbage collector too.
+func processCPU() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// loopCPU runs op in b.Loop and reports its CPU time per operation.
+func loopCPU(b *testing.B, op func()) {
+	b.ReportAllocs()
+	n := 0
+	start := processCPU()
+	for b.Loop() {
+		op()
+		n++
+	}
+	b.ReportMetric(float64(processCPU()-start)/float64(max(n, 1)), "cpu-ns/op")
+}

@@ -1,0 +1,71 @@
+package accounting
+
+import (
+	"testing"
+	"time"
+
+	"github.com/gpuwatch/gpuwatch/internal/backend/sim"
+	"github.com/gpuwatch/gpuwatch/internal/snapshot"
+)
+
+// A new owner's series first reads 0 (for the hold), then its whole total;
+// an ended owner's stays for the retention, then goes.
+func TestNewOwnerHoldAndRetention(t *testing.T) {
+	cfg := sim.Config{Profile: "h100", Processes: []sim.ProcessSpec{
+		{GPU: 0, PID: 900, UsedMemoryBytes: 1 << 30, SMUtilization: 0.6, Start: dur(10 * time.Second), End: dur(20 * time.Second)},
+	}}
+	opts := Options{NewOwnerHold: 30 * time.Second, Retention: 60 * time.Second}
+	r := newRig(t, cfg, map[uint32]snapshot.Owner{900: {User: "bob"}}, opts)
+	published := func(s *snapshot.Snapshot) *snapshot.OwnerTotal {
+		for i := range s.Accounting.Owners {
+			if s.Accounting.Owners[i].Key.User == "bob" {
+				return &s.Accounting.Owners[i]
+			}
+		}
+		return nil
+	}
+	var firstSeen time.Duration = -1
+	for e := time.Duration(0); e <= 120*time.Second; e += step {
+		r.sim.SetElapsed(e)
+		s := r.tick()
+		o := published(s)
+		switch {
+		case e < 10*time.Second:
+			if o != nil {
+				t.Fatalf("at %s: bob listed before his process started", e)
+			}
+		case o == nil && e <= 18*time.Second+opts.Retention: // last seen at the 18 s tick
+			t.Fatalf("at %s: bob not listed (listed from 10s to 18s, retention %s)", e, opts.Retention)
+		case o != nil && firstSeen < 0:
+			firstSeen = e
+			fallthrough
+		case o != nil && e-firstSeen < opts.NewOwnerHold:
+			if o.Seconds != 0 || o.SMSeconds.Value != 0 || o.EnergyJoules.Value != 0 || !o.SMSeconds.Valid {
+				t.Fatalf("at %s (within the hold): %+v, want present zeros", e, o)
+			}
+		case o != nil:
+			if !within(o.SMSeconds.Value, 10*0.6, 0.01) {
+				t.Fatalf("at %s (after the hold): SM-seconds %.3f, want 6", e, o.SMSeconds.Value)
+			}
+		case e > 22*time.Second+opts.Retention:
+			// gone, as it should be
+		}
+		if o != nil && e > 22*time.Second+opts.Retention {
+			t.Fatalf("at %s: bob still listed %s after his process ended", e, e-20*time.Second)
+		}
+	}
+	if firstSeen != 10*time.Second {
+		t.Errorf("first listed at %s, want 10s", firstSeen)
+	}
+}
+
+func TestOptionsChecked(t *testing.T) {
+	for _, o := range []Options{
+		{IdleThreshold: 1.5}, {IdleThreshold: -0.1}, {NewOwnerHold: -time.Second},
+		{Retention: 30 * time.Second}, // shorter than the default hold
+	} {
+		if _, err := New(o); err == nil {
+			t.Errorf("New(%+v) accepted", o)
+		}
+	}
+}

@@ -1,0 +1,172 @@
+package accounting
+
+import (
+	"time"
+
+	"github.com/gpuwatch/gpuwatch/internal/snapshot"
+)
+
+// smFromSamples integrates the driver's per-process samples of the
+// interval: SM-seconds = Σ samples × sample period. The period is learnt
+// as the smallest gap between two samples of one process (within a read or
+// across two reads): the driver's sample period where it keeps a buffer of
+// samples (about 1/6 s), the tick where it gives one sample per process
+// per read, which then stands for the whole interval. Until a gap is seen
+// (a GPU's first samples), each process's mean sample stands for the
+// interval. When the driver's buffer is shorter than the interval, the
+// samples it still holds stand for all of it (see bufferScale).
+func (st *state) smFromSamples(tk *deviceTick, tr *deviceTrack, pidKey *pidOwners, daemons map[uint32]bool) {
+	if tr == nil {
+		return // not yet tracked: the next tick integrates from here
+	}
+	sums := tr.sums.add(tk.dev.ProcessSamples)
+	last := tr.spareLast
+	clear(last)
+	if last == nil {
+		last = make(map[uint32]uint64, len(sums))
+	}
+	for pid, i := range sums {
+		ps := &tr.sums.list[i]
+		if prev, ok := tr.lastSample[pid]; ok && ps.first > prev {
+			ps.sinceLastRead = ps.first - prev
+			if gap := ps.first - prev; ps.minGap == 0 || gap < ps.minGap {
+				ps.minGap = gap
+			}
+		}
+		if ps.minGap > 0 && (tr.period == 0 || time.Duration(ps.minGap)*time.Microsecond < tr.period) {
+			tr.period = time.Duration(ps.minGap) * time.Microsecond
+		}
+		last[pid] = ps.last
+	}
+	tr.spareLast, tr.lastSample = tr.lastSample, last
+	period := tr.period.Seconds()
+	scale := tr.bufferScale(period, tk.dt)
+	var server float64
+	for pid, i := range sums {
+		ps := &tr.sums.list[i]
+		w := ps.sm * period * scale
+		if period == 0 {
+			w = ps.sm / float64(ps.n) * tk.dt
+		}
+		if daemons[pid] {
+			server += w
+			continue
+		}
+		k, ok := pidKey.get(pid)
+		if !ok && tr.pidOwner != nil {
+			k, ok = tr.pidOwner.get(pid)
+		}
+		if !ok {
+			continue // a process that lived and ended between two ticks: no owner known
+		}
+		tk.sm[k] += w
+	}
+	if server > 0 {
+		tk.shareMPSServer(server)
+	}
+}
+
+// pidSum is one process's samples in one read.
+type pidSum struct {
+	sm           float64
+	n            int
+	first, last  uint64 // oldest and newest sample time, µs
+	prev, minGap uint64 // the previous sample's time; the smallest gap
+	// sinceLastRead is the gap from its newest sample of the previous
+	// read to its oldest of this one (0: not sampled in the previous read).
+	sinceLastRead uint64
+}
+
+// pidSums are one read's samples summed per process, kept by the device
+// for reuse from one read to the next.
+type pidSums struct {
+	index map[uint32]int32
+	list  []pidSum
+}
+
+// add sums the samples per process in one pass (owners are then looked up
+// once per process: an owner key hashes ten strings) and returns the
+// index of each process's sum in list.
+func (sums *pidSums) add(samples []snapshot.ProcessSample) map[uint32]int32 {
+	if sums.index == nil {
+		sums.index = map[uint32]int32{}
+	}
+	clear(sums.index)
+	sums.list = sums.list[:0]
+	for i := range samples {
+		smp := &samples[i]
+		j, ok := sums.index[smp.PID]
+		if !ok {
+			j = int32(len(sums.list))
+			sums.list = append(sums.list, pidSum{first: smp.TimeMicros, last: smp.TimeMicros, prev: smp.TimeMicros})
+			sums.index[smp.PID] = j
+		}
+		ps := &sums.list[j]
+		if ok {
+			// The driver orders one process's samples by time, either way.
+			gap := max(smp.TimeMicros, ps.prev) - min(smp.TimeMicros, ps.prev)
+			if gap > 0 && (ps.minGap == 0 || gap < ps.minGap) {
+				ps.minGap = gap
+			}
+			ps.prev = smp.TimeMicros
+			ps.first, ps.last = min(ps.first, smp.TimeMicros), max(ps.last, smp.TimeMicros)
+		}
+		ps.sm += smp.SM
+		ps.n++
+	}
+	return sums.index
+}
+
+// bufferScale is how many times the interval is longer than what the
+// samples of this read cover, when the driver's buffer ran out before the
+// previous read: every process sampled in both reads (busy throughout)
+// shows a gap of more than a period between its last sample then and its
+// first now. Then the samples held stand for the whole interval.
+// Otherwise (a process that started or paused shows a gap alone) 1.
+func (tr *deviceTrack) bufferScale(period, dt float64) float64 {
+	if period == 0 {
+		return 1
+	}
+	var oldest, newest uint64
+	continuing := 0
+	for i := range tr.sums.list {
+		ps := &tr.sums.list[i]
+		if ps.sinceLastRead == 0 {
+			continue
+		}
+		continuing++
+		if float64(ps.sinceLastRead)/1e6 <= 1.5*period {
+			return 1 // this process's samples reach back to the last read
+		}
+		if oldest == 0 || ps.first < oldest {
+			oldest = ps.first
+		}
+		newest = max(newest, ps.last)
+	}
+	if continuing == 0 {
+		return 1
+	}
+	covered := float64(newest-oldest)/1e6 + period
+	return max(1, dt/covered)
+}
+
+// shareMPSServer gives the SM time the driver reported for the MPS server
+// to the MPS clients on the GPU, in proportion to their own SM time, or
+// equally when they have none.
+func (tk *deviceTick) shareMPSServer(server float64) {
+	var clients []snapshot.OwnerKey
+	var own float64
+	for k, p := range tk.present {
+		if p.mpsClient {
+			clients = append(clients, k)
+			own += tk.sm[k]
+		}
+	}
+	for _, k := range clients {
+		if own > 0 {
+			tk.sm[k] += server * tk.sm[k] / own
+		} else {
+			tk.sm[k] += server / float64(len(clients))
+		}
+	}
+}

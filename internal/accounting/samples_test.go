@@ -1,0 +1,47 @@
+package accounting
+
+import (
+	"testing"
+	"time"
+
+	"github.com/gpuwatch/gpuwatch/internal/snapshot"
+)
+
+// nvml.h describes GetProcessUtilization as one sample per process, the
+// most recent: a driver that keeps no buffer. Each sample then stands for
+// the whole interval (the gap between one process's samples), not for a
+// buffered driver's 1/6 s.
+func TestOneSamplePerProcessPerRead(t *testing.T) {
+	a, err := New(Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	const interval = 5 * time.Second
+	for i := range 25 {
+		now := start.Add(time.Duration(i) * interval)
+		s := &snapshot.Snapshot{
+			Time: now,
+			Devices: []snapshot.Device{{
+				Index: 0, UUID: "GPU-1", Up: true,
+				// Each process's latest sample, taken a little before the read, at
+				// times of their own.
+				ProcessSamples: []snapshot.ProcessSample{
+					{PID: 1, TimeMicros: uint64(now.Add(-300 * time.Millisecond).UnixMicro()), SM: 0.5},
+					{PID: 2, TimeMicros: uint64(now.Add(-100 * time.Millisecond).UnixMicro()), SM: 0.2},
+				},
+			}},
+			Processes: []snapshot.Process{
+				{GPU: 0, GPUUUID: "GPU-1", PID: 1, Owner: snapshot.Owner{User: "a"}},
+				{GPU: 0, GPUUUID: "GPU-1", PID: 2, Owner: snapshot.Owner{User: "b"}},
+			},
+		}
+		a.Observe(s)
+	}
+	for _, o := range a.Totals().Owners {
+		want := map[string]float64{"a": 0.5, "b": 0.2}[o.Key.User] * 24 * interval.Seconds()
+		if !o.SMSeconds.Valid || !within(o.SMSeconds.Value, want, 0.01) {
+			t.Errorf("%s: SM-seconds %+v, want %.1f", o.Key.User, o.SMSeconds, want)
+		}
+	}
+}

@@ -1,0 +1,161 @@
+package accounting
+
+import (
+	"cmp"
+	"slices"
+	"time"
+
+	"github.com/gpuwatch/gpuwatch/internal/snapshot"
+)
+
+// state is the running totals and what the next tick needs of this one.
+type state struct {
+	started bool
+	last    time.Time // snapshot time of the last tick integrated
+
+	owners map[snapshot.OwnerKey]*snapshot.OwnerTotal
+	allocs map[allocKey]*snapshot.AllocationTotal
+	idle   map[string]*snapshot.DeviceEnergy // by GPU UUID
+	devs   map[string]*deviceTrack           // by GPU UUID
+
+	// ownerOrder and allocOrder are the totals sorted by their labels,
+	// rebuilt only when one is added or removed: the outputs see a stable
+	// order without a sort per tick.
+	ownerOrder []*snapshot.OwnerTotal
+	allocOrder []*snapshot.AllocationTotal
+	reorder    bool
+}
+
+// deviceTrack is what one GPU's previous tick left for the next.
+type deviceTrack struct {
+	energy    float64 // the energy counter, joules
+	hasEnergy bool
+	// pidOwner maps the PIDs listed at the previous tick to their owner,
+	// so the samples a process left before it ended still find it.
+	pidOwner *pidOwners
+	// period is the driver's sample period, learnt as the smallest gap
+	// between two samples of one process; 0 until one has been seen.
+	period time.Duration
+	// current holds this tick's maps (pidOwner is its pidKey); spare the
+	// tick's before, free for reuse.
+	current, spare tickMaps
+	// lastSample is each process's newest sample time (µs) of the last read;
+	// spareLast the map before it, for reuse.
+	lastSample, spareLast map[uint32]uint64
+	// sums is the scratch of smFromSamples.
+	sums pidSums
+}
+
+// allocKey identifies an allocation total: its labels.
+type allocKey struct {
+	uuid, mig                           string
+	namespace, pod, container, job, usr string
+	gpu                                 int
+}
+
+func newState() state {
+	return state{
+		owners: map[snapshot.OwnerKey]*snapshot.OwnerTotal{},
+		allocs: map[allocKey]*snapshot.AllocationTotal{},
+		idle:   map[string]*snapshot.DeviceEnergy{},
+		devs:   map[string]*deviceTrack{},
+	}
+}
+
+func (st *state) owner(k snapshot.OwnerKey, now time.Time) *snapshot.OwnerTotal {
+	t := st.owners[k]
+	if t == nil {
+		t = &snapshot.OwnerTotal{Key: k, FirstSeen: now, LastSeen: now}
+		st.owners[k] = t
+		st.reorder = true
+	}
+	return t
+}
+
+// expire drops the totals of owners and allocations not seen for longer
+// than retention.
+func (st *state) expire(now time.Time, retention time.Duration) {
+	for k, t := range st.owners {
+		if now.Sub(t.LastSeen) > retention {
+			delete(st.owners, k)
+			st.reorder = true
+		}
+	}
+	for k, t := range st.allocs {
+		if now.Sub(t.LastSeen) > retention {
+			delete(st.allocs, k)
+			st.reorder = true
+		}
+	}
+}
+
+// sortOrders rebuilds the sorted orders after totals came or went.
+func (st *state) sortOrders() {
+	if !st.reorder {
+		return
+	}
+	st.reorder = false
+	st.ownerOrder = st.ownerOrder[:0]
+	for _, t := range st.owners {
+		st.ownerOrder = append(st.ownerOrder, t)
+	}
+	slices.SortFunc(st.ownerOrder, func(x, y *snapshot.OwnerTotal) int { return compareOwnerKeys(&x.Key, &y.Key) })
+	st.allocOrder = st.allocOrder[:0]
+	for _, t := range st.allocs {
+		st.allocOrder = append(st.allocOrder, t)
+	}
+	slices.SortFunc(st.allocOrder, func(x, y *snapshot.AllocationTotal) int { return compareAllocations(x, y) })
+}
+
+// view copies the totals for outputs. Totals first seen less than hold
+// before now read 0 (see DefaultNewOwnerHold), keeping which figures are
+// present.
+func (st *state) view(now time.Time, hold time.Duration) *snapshot.Accounting {
+	acc := &snapshot.Accounting{
+		Time:        now,
+		Owners:      make([]snapshot.OwnerTotal, 0, len(st.owners)),
+		Allocations: make([]snapshot.AllocationTotal, 0, len(st.allocs)),
+		IdleEnergy:  make([]snapshot.DeviceEnergy, 0, len(st.idle)),
+	}
+	st.sortOrders()
+	for _, t := range st.ownerOrder {
+		c := *t
+		if now.Sub(c.FirstSeen) < hold {
+			c.Seconds = 0
+			c.SMSeconds.Value, c.MemoryByteSeconds.Value, c.EnergyJoules.Value = 0, 0, 0
+		}
+		acc.Owners = append(acc.Owners, c)
+	}
+	for _, t := range st.allocOrder {
+		c := *t
+		if now.Sub(c.FirstSeen) < hold {
+			c.Seconds, c.IdleSeconds.Value = 0, 0
+		}
+		acc.Allocations = append(acc.Allocations, c)
+	}
+	for _, e := range st.idle {
+		acc.IdleEnergy = append(acc.IdleEnergy, *e)
+	}
+	slices.SortFunc(acc.IdleEnergy, func(x, y snapshot.DeviceEnergy) int { return x.GPU - y.GPU })
+	return acc
+}
+
+func compareOwnerKeys(x, y *snapshot.OwnerKey) int {
+	if c := cmp.Compare(x.GPU, y.GPU); c != 0 {
+		return c
+	}
+	return cmp.Or(
+		cmp.Compare(x.GPUUUID, y.GPUUUID), cmp.Compare(x.MIGUUID, y.MIGUUID),
+		cmp.Compare(x.Namespace, y.Namespace), cmp.Compare(x.Pod, y.Pod), cmp.Compare(x.SlurmJob, y.SlurmJob),
+		cmp.Compare(x.User, y.User), cmp.Compare(x.Container, y.Container),
+		cmp.Compare(x.ComposeProject, y.ComposeProject), cmp.Compare(x.ComposeService, y.ComposeService),
+	)
+}
+
+func compareAllocations(x, y *snapshot.AllocationTotal) int {
+	return cmp.Or(
+		cmp.Compare(x.GPU, y.GPU), cmp.Compare(x.GPUUUID, y.GPUUUID), cmp.Compare(x.MIGUUID, y.MIGUUID),
+		cmp.Compare(x.Namespace, y.Namespace), cmp.Compare(x.Pod, y.Pod), cmp.Compare(x.Container, y.Container),
+		cmp.Compare(x.SlurmJob, y.SlurmJob), cmp.Compare(x.User, y.User),
+	)
+}

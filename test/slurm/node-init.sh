@@ -1,0 +1,66 @@
+#!/bin/sh
+# node-init.sh ROLE NAME DIR GPUS — PID 1 of one node of a multi-node test
+# Slurm (internal/testenv/slurmcluster.go starts it inside new UTS, mount,
+# PID and cgroup namespaces, in the node's network namespace).
+#
+# ROLE is ctl (munged + slurmctld) or node (munged + slurmd). DIR is the
+# cluster's directory: DIR/slurm.conf, DIR/munge.key and DIR/hosts are
+# shared; DIR/nodes/NAME is this node's own and is mounted over DIR/node, the
+# path slurm.conf names for per-node files (munge socket, spool, pid, logs).
+# GPUS character devices /dev/nvidia0.. back the node's gres File= lines.
+#
+# Everything mounted here lives in this node's mount namespace only, and
+# every process it starts in its PID namespace: when this PID 1 dies, the
+# kernel ends them all.
+set -eu
+ROLE=$1 NAME=$2 DIR=$3 GPUS=$4
+
+hostname "$NAME"
+mount --bind "$DIR/hosts" /etc/hosts
+mount --bind "$DIR/nodes/$NAME" "$DIR/node"
+
+# A private /dev: the few devices daemons and jobs use, and the GPUs'.
+mount -t tmpfs -o mode=755 nodedev /dev
+mknod -m 666 /dev/null c 1 3
+mknod -m 666 /dev/zero c 1 5
+mknod -m 666 /dev/full c 1 7
+mknod -m 666 /dev/random c 1 8
+mknod -m 666 /dev/urandom c 1 9
+mknod -m 666 /dev/tty c 5 0
+ln -s /proc/self/fd /dev/fd
+ln -s /proc/self/fd/0 /dev/stdin
+ln -s /proc/self/fd/1 /dev/stdout
+ln -s /proc/self/fd/2 /dev/stderr
+mkdir /dev/shm /dev/pts
+mount -t tmpfs -o mode=1777 shm /dev/shm
+i=0
+while [ "$i" -lt "$GPUS" ]; do
+	mknod -m 666 "/dev/nvidia$i" c 195 "$i"
+	i=$((i + 1))
+done
+
+# cgroup v1 freezer for proctrack/cgroup, mounted inside this cgroup
+# namespace so that its root is this node's own subtree.
+mount -t tmpfs -o mode=755 nodecgroup /sys/fs/cgroup
+mkdir /sys/fs/cgroup/freezer
+mount -t cgroup -o freezer freezer /sys/fs/cgroup/freezer
+
+# Daemons get no terminal and no pipe of the harness's.
+munged -f -S "$DIR/node/munge/munge.sock" --key-file="$DIR/munge.key" \
+	--log-file="$DIR/node/munged.log" --pid-file="$DIR/node/munged.pid" \
+	--seed-file="$DIR/node/munged.seed" </dev/null >>"$DIR/node/daemons.out" 2>&1
+case "$ROLE" in
+ctl) slurmctld -i -f "$DIR/slurm.conf" </dev/null >>"$DIR/node/daemons.out" 2>&1 ;;
+node) slurmd -f "$DIR/slurm.conf" -N "$NAME" </dev/null >>"$DIR/node/daemons.out" 2>&1 ;;
+*)
+	echo "node-init.sh: unknown role $ROLE" >&2
+	exit 2
+	;;
+esac
+: >"$DIR/node/started"
+
+# Stay PID 1, reaping what is orphaned to us (wait returns on any child).
+while :; do
+	sleep 3600 &
+	wait $! || true
+done
