@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"path/filepath"
 	"strings"
+	"time"
 
+	"github.com/gpuwatch/gpuwatch/internal/backend/sim"
 	"github.com/gpuwatch/gpuwatch/internal/slurm"
 )
 
@@ -70,18 +72,23 @@ func (s *SlurmCommands) Run(_ context.Context, path string, args ...string) ([]b
 // Demo marks the demo's Slurm: its commands need not be on PATH.
 func (s *SlurmCommands) Demo() {}
 
-// showJob is one job as `scontrol show job -d -o` prints it.
+// demoJobRunTime is how long every demo job has run when the simulated
+// clock starts: its StartTime is that long before sim.Epoch.
+const demoJobRunTime = 2*time.Hour + 13*time.Minute + 7*time.Second
+
+// showJob is one job as `scontrol show job -d -o` prints it (StartTime in
+// local time, as scontrol prints it).
 func (s *SlurmCommands) showJob(j Workload) string {
 	n := len(j.GPUs)
 	cpus := 8 * n
 	return fmt.Sprintf("JobId=%s JobName=%s UserId=%s(%d) GroupId=%s(%d) MCS_label=N/A Priority=4294901700 Nice=0 Account=%s QOS=normal "+
-		"JobState=RUNNING Reason=None Dependency=(null) Requeue=1 Restarts=0 BatchFlag=1 Reboot=0 ExitCode=0:0 RunTime=02:13:07 "+
+		"JobState=RUNNING Reason=None Dependency=(null) Requeue=1 Restarts=0 BatchFlag=1 Reboot=0 ExitCode=0:0 RunTime=02:13:07 StartTime=%s "+
 		"TimeLimit=1-00:00:00 Partition=%s NodeList=%s BatchHost=%s NumNodes=1 NumCPUs=%d NumTasks=%d CPUs/Task=8 "+
 		"TRES=cpu=%d,mem=%dG,node=1,billing=%d,gres/gpu=%d Socks/Node=* JOB_GRES=gpu:%d "+
 		"Nodes=%s CPU_IDs=0-%d Mem=%d GRES=gpu:%d(IDX:%s) MinCPUsNode=8 Features=(null) "+
 		"Command=/home/%s/jobs/%s.sbatch WorkDir=/home/%s\n",
 		j.JobID, j.JobName, j.User.Name, j.User.UID, j.User.Name, j.User.UID, j.Account,
-		j.Partition, s.node, s.node, cpus, n, cpus, 64*n, cpus, n, n,
+		sim.Epoch.Add(-demoJobRunTime).Local().Format("2006-01-02T15:04:05"), j.Partition, s.node, s.node, cpus, n, cpus, 64*n, cpus, n, n,
 		s.node, cpus-1, 65536*n, n, joinInts(j.GPUs),
 		j.User.Name, j.JobName, j.User.Name)
 }

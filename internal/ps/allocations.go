@@ -3,6 +3,7 @@ package ps
 import (
 	"cmp"
 	"slices"
+	"time"
 
 	"github.com/gpuwatch/gpuwatch/internal/snapshot"
 )
@@ -23,6 +24,9 @@ type Allocation struct {
 
 	Pod   *snapshot.Pod      `json:"pod,omitempty"`
 	Slurm *snapshot.SlurmJob `json:"slurm,omitempty"`
+	// StartTime is when the workload got the GPU (a Slurm job's start);
+	// absent when its source does not say (the kubelet does not).
+	StartTime *time.Time `json:"start_time,omitempty"`
 }
 
 // NewAllocations lists s's allocations on the filter's GPUs, in GPU order,
@@ -55,9 +59,16 @@ func NewAllocations(s *snapshot.Snapshot, f Filter) []Allocation {
 
 func newAllocation(s *snapshot.Snapshot, a snapshot.Allocation) Allocation {
 	out := Allocation{GPU: a.GPU, GPUUUID: a.GPUUUID, MIGUUID: a.MIGUUID}
-	if up(s, a) {
-		idle := !busy(s, a)
-		out.Idle = &idle
+	// On a GPU that is up, a process seen there makes it busy; only a
+	// GPU whose whole process list was read can be called idle.
+	if d := device(s, a); d != nil && d.Up {
+		if busy(s, a) {
+			idle := false
+			out.Idle = &idle
+		} else if d.ProcessesUnknown == "" && !s.Driver.Unavailable(snapshot.GroupProcesses) {
+			idle := true
+			out.Idle = &idle
+		}
 	}
 	if a.MIGUUID != "" {
 		for _, d := range s.Devices {
@@ -77,18 +88,21 @@ func newAllocation(s *snapshot.Snapshot, a snapshot.Allocation) Allocation {
 		job := a.Slurm
 		out.Slurm = &job
 	}
+	if !a.Start.IsZero() {
+		start := a.Start.UTC()
+		out.StartTime = &start
+	}
 	return out
 }
 
-// up says whether a's GPU is in the snapshot and up: only then are its
-// processes known.
-func up(s *snapshot.Snapshot, a snapshot.Allocation) bool {
+// device is a's GPU in the snapshot, nil when it is not there.
+func device(s *snapshot.Snapshot, a snapshot.Allocation) *snapshot.Device {
 	for i := range s.Devices {
 		if d := &s.Devices[i]; sameGPU(d.Index, d.UUID, a) {
-			return d.Up
+			return d
 		}
 	}
-	return false
+	return nil
 }
 
 // sameGPU matches a GPU to a's by UUID when both have one, else by index.

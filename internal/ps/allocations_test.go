@@ -3,6 +3,7 @@ package ps
 import (
 	"bytes"
 	"encoding/json"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -33,7 +34,8 @@ func allocSnapshot() *snapshot.Snapshot {
 			{GPU: 0, GPUUUID: "GPU-0", Slurm: job42},
 			// GPU 3 fell off the bus: whether job 42 runs there is unknown.
 			{GPU: 3, GPUUUID: "GPU-3", Slurm: job42},
-			{GPU: 5, GPUUUID: "GPU-5", Slurm: snapshot.SlurmJob{JobID: "4225", User: "alice", Account: "nlp", Partition: "gpu"}},
+			{GPU: 5, GPUUUID: "GPU-5", Slurm: snapshot.SlurmJob{JobID: "4225", User: "alice", Account: "nlp", Partition: "gpu"},
+				Start: time.Date(2026, 1, 1, 0, 0, 0, 0, time.FixedZone("CET", 3600))},
 			{GPU: 6, GPUUUID: "GPU-6", Pod: snapshot.Pod{Namespace: "inference", Name: "vllm-0", Container: "vllm"}},
 			// A time-sliced GPU is listed once per replica; shown once.
 			{GPU: 6, GPUUUID: "GPU-6", Pod: snapshot.Pod{Namespace: "inference", Name: "vllm-0", Container: "vllm"}},
@@ -102,6 +104,7 @@ func TestJSONCarriesAllocations(t *testing.T) {
 			Slurm   map[string]string `json:"slurm"`
 			Pod     map[string]string `json:"pod"`
 			Command *string           `json:"command"`
+			Start   *string           `json:"start_time"`
 		} `json:"allocations"`
 	}
 	if err := json.Unmarshal(b.Bytes(), &doc); err != nil {
@@ -135,6 +138,20 @@ func TestJSONCarriesAllocations(t *testing.T) {
 	if a := doc.Allocations[2]; a.UUID != "GPU-5" || a.Slurm["user"] != "alice" || a.Slurm["account"] != "nlp" {
 		t.Errorf("job 4225's allocation: %+v", a)
 	}
+	// The start when the source gives one (Slurm), in UTC; absent, never
+	// a made-up time, when it does not (the kubelet).
+	for i, a := range doc.Allocations {
+		got, want := "absent", "absent"
+		if a.Start != nil {
+			got = *a.Start
+		}
+		if i == 2 {
+			want = "2025-12-31T23:00:00Z"
+		}
+		if got != want {
+			t.Errorf("allocation %d: start_time %s, want %s", i, got, want)
+		}
+	}
 	if a := doc.Allocations[4]; a.MIGUUID != "MIG-7a" || a.GI == nil || *a.GI != 2 {
 		t.Errorf("the MIG allocation lost its instance: %+v", a)
 	}
@@ -144,5 +161,41 @@ func TestJSONCarriesAllocations(t *testing.T) {
 	}
 	if !strings.Contains(empty.String(), `"allocations": []`) {
 		t.Errorf("no allocations not rendered as []: %s", empty.String())
+	}
+}
+
+// TestAllocationNotIdleWhenProcessesUnknown: a GPU whose process list
+// could not be read (or a driver without the process functions) has no
+// process rows, but that does not make its allocation idle: idle is left
+// out, and a process that was read still makes it busy.
+func TestAllocationNotIdleWhenProcessesUnknown(t *testing.T) {
+	job := snapshot.SlurmJob{JobID: "4225", User: "alice"}
+	s := &snapshot.Snapshot{
+		Devices: []snapshot.Device{
+			{Index: 0, UUID: "GPU-0", Up: true, ProcessesUnknown: "insufficient_size"},
+			{Index: 1, UUID: "GPU-1", Up: true, ProcessesUnknown: "insufficient_size"},
+			{Index: 2, UUID: "GPU-2", Up: true},
+		},
+		Processes:   []snapshot.Process{{GPU: 1, GPUUUID: "GPU-1", PID: 10}},
+		Allocations: []snapshot.Allocation{{GPU: 0, GPUUUID: "GPU-0", Slurm: job}, {GPU: 1, GPUUUID: "GPU-1", Slurm: job}, {GPU: 2, GPUUUID: "GPU-2", Slurm: job}},
+	}
+	idle := func(allocs []Allocation) []string {
+		var out []string
+		for _, a := range allocs {
+			if a.Idle == nil {
+				out = append(out, "absent")
+			} else {
+				out = append(out, strconv.FormatBool(*a.Idle))
+			}
+		}
+		return out
+	}
+	if got, want := idle(NewAllocations(s, Filter{})), []string{"absent", "false", "true"}; !slices.Equal(got, want) {
+		t.Errorf("idle = %v, want %v: unknown, busy by a process read, idle", got, want)
+	}
+	s.Driver.Limits = []snapshot.DriverLimit{{Group: snapshot.GroupProcesses, Unavailable: true}}
+	s.Processes = nil
+	if got, want := idle(NewAllocations(s, Filter{})), []string{"absent", "absent", "absent"}; !slices.Equal(got, want) {
+		t.Errorf("with a driver that lists no processes, idle = %v, want %v", got, want)
 	}
 }

@@ -24,6 +24,8 @@ type GPUAllocation struct {
 	GPU  int
 	Type string // "" when Slurm names none
 	Job  snapshot.SlurmJob
+	// Start is when the job started, zero when Slurm did not say.
+	Start time.Time
 }
 
 // JobLookupOptions configure a JobLookup. Zero values mean defaults.
@@ -252,7 +254,7 @@ func (l *JobLookup) Allocations(ctx context.Context, node string) ([]GPUAllocati
 				continue
 			}
 			for _, idx := range a.Indexes {
-				out = append(out, GPUAllocation{Node: node, GPU: idx, Type: a.Type, Job: sj})
+				out = append(out, GPUAllocation{Node: node, GPU: idx, Type: a.Type, Job: sj, Start: j.Start})
 			}
 		}
 	}
@@ -307,7 +309,7 @@ func ToSnapshotAllocations(allocs []GPUAllocation, devices []snapshot.Device) []
 	}
 	out := make([]snapshot.Allocation, 0, len(allocs))
 	for _, a := range allocs {
-		out = append(out, snapshot.Allocation{GPU: a.GPU, GPUUUID: uuid[a.GPU], Slurm: a.Job})
+		out = append(out, snapshot.Allocation{GPU: a.GPU, GPUUUID: uuid[a.GPU], Slurm: a.Job, Start: a.Start})
 	}
 	return out
 }

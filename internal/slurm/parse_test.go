@@ -6,6 +6,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 )
 
 func readFixture(t testing.TB, parts ...string) []byte {
@@ -194,9 +195,18 @@ func TestParseScontrolJobs(t *testing.T) {
 	j := jobByID(t, jobs, "2")
 	want := Job{ID: "2", Name: "train", User: "root", Account: "physics", Partition: "gpu", State: "RUNNING", Reason: "None",
 		Nodes: []string{"vm"}, NodeCount: 1, CPUs: 1, GPUs: []GPUCount{{"h100", 1}},
-		GPUAlloc: []NodeGPUs{{Node: "vm", Type: "h100", Count: 1, Indexes: []int{0}}}}
+		GPUAlloc: []NodeGPUs{{Node: "vm", Type: "h100", Count: 1, Indexes: []int{0}}},
+		Start:    time.Date(2026, 11, 21, 13, 1, 57, 0, time.Local)}
 	if !reflect.DeepEqual(j, want) {
 		t.Errorf("job 2:\n got %+v\nwant %+v", j, want)
+	}
+	if j := jobByID(t, jobs, "3"); !j.Start.IsZero() {
+		t.Errorf("pending job 3 (StartTime=Unknown) started at %v", j.Start)
+	}
+	// A pending job's StartTime is the scheduler's forecast: not a start.
+	forecast, err := ParseScontrolJobs([]byte("JobId=7 JobName=x UserId=bob(1001) JobState=PENDING Reason=Resources StartTime=2026-11-22T10:00:00 NumNodes=1\n"))
+	if err != nil || len(forecast) != 1 || !forecast[0].Start.IsZero() {
+		t.Errorf("pending job with a forecast StartTime: %+v, %v; want no start", forecast, err)
 	}
 	// A multi-node job: one Nodes=/GRES= group per node layout, a job name
 	// with spaces, and a hostlist in Nodes=.

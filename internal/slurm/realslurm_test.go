@@ -120,6 +120,14 @@ func TestRealSlurm(t *testing.T) {
 	}
 	allocs, err := l.Allocations(ctx, node)
 	wantAllocs := []GPUAllocation{{Node: node, GPU: 0, Type: "h100", Job: wantJob}}
+	if len(allocs) == 1 {
+		// The job started during this test: scontrol's StartTime, read in
+		// local time, is a moment ago.
+		if ago := time.Since(allocs[0].Start); ago < -time.Minute || ago > 10*time.Minute {
+			t.Errorf("Allocations(%s): job started %v (%v ago); want a moment ago", node, allocs[0].Start, ago)
+		}
+		allocs[0].Start = time.Time{}
+	}
 	if err != nil || len(allocs) != 1 || allocs[0] != wantAllocs[0] {
 		t.Errorf("Allocations(%s) = %+v, %v; want %+v", node, allocs, err, wantAllocs)
 	}

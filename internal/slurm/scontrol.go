@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // ParseScontrolJobs reads `scontrol show job -d -o [JOBID]`: one line per
@@ -89,6 +90,9 @@ func parseScontrolJobLine(text string) (Job, error) {
 		return Job{}, err
 	}
 	r.job.GPUs = gpus
+	if r.job.State == "PENDING" {
+		r.job.Start = time.Time{} // a forecast, not a start
+	}
 	return r.job, nil
 }
 
@@ -111,6 +115,7 @@ var plainJobFields = map[string]func(r *scontrolJobReader, val string){
 	"Partition":   func(r *scontrolJobReader, v string) { r.job.Partition = v },
 	"JobState":    func(r *scontrolJobReader, v string) { r.job.State = strings.ToUpper(v) },
 	"Reason":      func(r *scontrolJobReader, v string) { r.job.Reason = v },
+	"StartTime":   func(r *scontrolJobReader, v string) { r.job.Start = localTime(v) },
 	"NumNodes":    func(r *scontrolJobReader, v string) { r.job.NodeCount = leadingInt(v) }, // "1", or "1-2" while pending
 	"NumCPUs":     func(r *scontrolJobReader, v string) { r.job.CPUs = leadingInt(v) },
 	"TRES":        func(r *scontrolJobReader, v string) { r.tres = v },
@@ -170,4 +175,15 @@ func leadingInt(v string) int {
 	n, _, _ := strings.Cut(v, "-")
 	i, _ := strconv.Atoi(n)
 	return i
+}
+
+// localTime reads a time as scontrol prints it: local time without a zone
+// ("2026-11-21T13:01:57"); zero for "Unknown", "None" or anything else.
+// scontrol runs as gpuwatch's child, in gpuwatch's time zone.
+func localTime(v string) time.Time {
+	t, err := time.ParseInLocation("2006-01-02T15:04:05", v, time.Local)
+	if err != nil {
+		return time.Time{}
+	}
+	return t
 }

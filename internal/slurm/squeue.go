@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // Job is one job as squeue, scontrol or the JSON API report it, reduced to
@@ -30,6 +31,10 @@ type Job struct {
 	// GPUAlloc is, per node, the GPUs the job holds with their indexes
 	// when Slurm reports them (gres_detail / scontrol -d GRES=).
 	GPUAlloc []NodeGPUs
+	// Start is when the job started (scontrol's StartTime); zero when
+	// Slurm gives none, or for a job that has not started (its StartTime
+	// is then a forecast).
+	Start time.Time
 }
 
 // HoldsResources says whether the job's allocation is live: it has

@@ -402,4 +402,7 @@ type Allocation struct {
 	// Exactly one of Pod and Slurm is set.
 	Pod   Pod
 	Slurm SlurmJob
+	// Start is when the workload got the GPU (a Slurm job's start); zero
+	// when the source does not say (the kubelet does not).
+	Start time.Time
 }

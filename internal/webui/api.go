@@ -53,6 +53,11 @@ type DeviceDoc struct {
 	Health          Health   `json:"health"`
 	MIGMode         string   `json:"mig_mode,omitempty"`
 	MIGInstances    []MIGDoc `json:"mig_instances,omitempty"`
+	// ProcessesUnknown says why the GPU's processes could not be listed
+	// ("not_supported", "insufficient_size", ...): the processes listed
+	// for it are then none or only some, and no process does not mean
+	// idle. Left out when they were listed.
+	ProcessesUnknown string `json:"processes_unknown,omitempty"`
 }
 
 // Clock is one clock domain.
@@ -106,7 +111,7 @@ func newDeviceDoc(d *snapshot.Device) DeviceDoc {
 		UtilizationGPU: ptr(d.Utilization.GPU), UtilizationMemory: ptr(d.Utilization.Memory),
 		MemoryTotalBytes: ptr(d.Memory.Total), MemoryUsedBytes: ptr(d.Memory.Used),
 		TemperatureC: ptr(d.Temperature.GPU), PowerWatts: ptr(d.Power.Usage), PowerLimitWatts: ptr(d.Power.EnforcedLimit),
-		ThrottleReasons: []string{}, MIGMode: d.Info.MIGMode,
+		ThrottleReasons: []string{}, MIGMode: d.Info.MIGMode, ProcessesUnknown: d.ProcessesUnknown,
 		Health: Health{
 			XIDEvents: ptr(d.XIDEvents), XIDLastCode: ptr(d.XIDLastCode),
 			ECCVolatileUncorrected: ptr(d.ECC.VolatileUncorrected), ECCAggregateUncorrected: ptr(d.ECC.AggregateUncorrected),

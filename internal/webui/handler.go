@@ -12,6 +12,7 @@ import (
 	"io/fs"
 	"net/http"
 	"strconv"
+	"strings"
 
 	"github.com/gpuwatch/gpuwatch/internal/ps"
 )
@@ -34,9 +35,15 @@ func Handler(rec *Recorder, opts Options) http.Handler {
 	mux := http.NewServeMux()
 	static, _ := fs.Sub(assets, "assets")
 	mux.Handle("GET /assets/", http.StripPrefix("/assets/", http.FileServerFS(static)))
+	// Every URL on the page is relative to it, so the page also works
+	// behind a reverse proxy that serves gpuwatch under a path prefix.
+	pageData := struct {
+		Options
+		RelTelemetryPath string
+	}{opts, "./" + strings.TrimLeft(opts.TelemetryPath, "/")}
 	mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "text/html; charset=utf-8")
-		_ = page.Execute(w, opts)
+		_ = page.Execute(w, pageData)
 	})
 	mux.HandleFunc("GET /api/v1/snapshot", func(w http.ResponseWriter, r *http.Request) {
 		s, err := rec.Latest()

@@ -8,6 +8,7 @@ import (
 	"math"
 	"net/http"
 	"net/http/httptest"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -245,21 +246,43 @@ func TestOwnersAgeOutAndAreBounded(t *testing.T) {
 func TestPage(t *testing.T) {
 	rec := newTestRecorder(t, &fakeSource{}, time.Second, time.Minute)
 	code, body := get(t, Handler(rec, Options{TelemetryPath: "/m", Simulated: true}), "/")
-	if code != 200 || !strings.Contains(body, `href="/m"`) || !strings.Contains(body, "sim-banner") {
+	if code != 200 || !strings.Contains(body, `href="./m"`) || !strings.Contains(body, "sim-banner") {
 		t.Errorf("page: %d %s", code, body)
 	}
 	if strings.Contains(body, "/debug/pprof") {
 		t.Error("pprof link shown while pprof is off")
 	}
 	_, body = get(t, Handler(rec, Options{TelemetryPath: "/m", Pprof: true}), "/")
-	if !strings.Contains(body, `href="/debug/pprof/"`) || strings.Contains(body, "sim-banner") {
+	if !strings.Contains(body, `href="debug/pprof/"`) || strings.Contains(body, "sim-banner") {
 		t.Error("pprof link missing with pprof on, or simulator banner shown for a real backend")
 	}
 	if code, _ := get(t, Handler(rec, Options{}), "/nothing-here"); code != 404 {
 		t.Errorf("unknown path: %d, want 404", code)
 	}
-	if code, body := get(t, Handler(rec, Options{}), "/assets/app.js"); code != 200 || !strings.Contains(body, "/api/v1/snapshot") {
+	if code, body := get(t, Handler(rec, Options{}), "/assets/app.js"); code != 200 || !strings.Contains(body, `"api/v1/snapshot"`) {
 		t.Errorf("app.js: %d", code)
+	}
+}
+
+// TestPageURLsAreRelative: behind a reverse proxy that serves gpuwatch
+// under a path prefix (/gpu/), a URL starting with "/" would leave the
+// prefix; every link, asset and API call of the page is relative to it.
+func TestPageURLsAreRelative(t *testing.T) {
+	rec := newTestRecorder(t, &fakeSource{}, time.Second, time.Minute)
+	_, page := get(t, Handler(rec, Options{TelemetryPath: "/custom/metrics", Pprof: true}), "/")
+	if !strings.Contains(page, `href="./custom/metrics"`) {
+		t.Errorf("the metrics link is not relative:\n%s", page)
+	}
+	absolute := regexp.MustCompile(`(href|src)="/`)
+	if m := absolute.FindAllString(page, -1); len(m) > 0 {
+		t.Errorf("the page has absolute URLs %q:\n%s", m, page)
+	}
+	js, err := assets.ReadFile("assets/app.js")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m := regexp.MustCompile(`"/(api|assets)/`).FindAllString(string(js), -1); len(m) > 0 {
+		t.Errorf("app.js asks for absolute paths %q", m)
 	}
 }
 
@@ -352,5 +375,28 @@ func TestAPIsCarryAllocations(t *testing.T) {
 		if path == "/api/v1/processes" && len(doc.Processes) != 2 {
 			t.Errorf("%s: %d processes, want the 2 processes only", path, len(doc.Processes))
 		}
+	}
+}
+
+// TestSnapshotSaysProcessesUnknown: a GPU whose process list could not be
+// read says why, so the page does not take "no process" for idle; a GPU
+// whose list was read leaves the field out.
+func TestSnapshotSaysProcessesUnknown(t *testing.T) {
+	snap := testSnapshot(time.Unix(1000, 0))
+	snap.Devices[0].ProcessesUnknown = "insufficient_size"
+	snap.Devices = append(snap.Devices, snapshot.Device{Index: 2, UUID: "GPU-2", Up: true})
+	rec := newTestRecorder(t, &fakeSource{snap: snap}, time.Second, time.Minute)
+	_, body := get(t, Handler(rec, Options{}), "/api/v1/snapshot")
+	var doc struct {
+		Devices []map[string]any `json:"devices"`
+	}
+	if err := json.Unmarshal([]byte(body), &doc); err != nil {
+		t.Fatal(err)
+	}
+	if got := doc.Devices[0]["processes_unknown"]; got != "insufficient_size" {
+		t.Errorf("GPU 0: processes_unknown = %v, want insufficient_size", got)
+	}
+	if got, ok := doc.Devices[2]["processes_unknown"]; ok {
+		t.Errorf("GPU 2, whose processes were listed: processes_unknown = %v, want it left out", got)
 	}
 }

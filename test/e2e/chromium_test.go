@@ -103,3 +103,15 @@ func (b *browser) screenshot(t *testing.T, path string) {
 	}
 	t.Logf("screenshot: %s", path)
 }
+
+// screenshotViewport saves what the screen shows (the first screen,
+// unless the page was scrolled) as a PNG.
+func (b *browser) screenshotViewport(t *testing.T, path string) {
+	t.Helper()
+	var png []byte
+	b.run(t, chromedp.CaptureScreenshot(&png))
+	if err := os.WriteFile(path, png, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("screenshot: %s", path)
+}

@@ -208,6 +208,11 @@ func TestDemoShowsIdleAllocation(t *testing.T) {
 		if found["idle"] != true || job["job_id"] != "4225" || job["user"] != "alice" {
 			t.Errorf("%s: GPU 5's allocation is %v, want idle, job 4225 of alice", what, found)
 		}
+		// The demo's scontrol says the job started 2:13:07 before the
+		// simulated clock's 2026-01-01T00:00:00Z.
+		if found["start_time"] != "2025-12-31T21:46:53Z" {
+			t.Errorf("%s: GPU 5's allocation started %v, want 2025-12-31T21:46:53Z", what, found["start_time"])
+		}
 		if len(doc.Allocations) < 7 {
 			t.Errorf("%s: %d allocations, want the demo's 7 (6 Slurm GPUs, 1 pod)", what, len(doc.Allocations))
 		}

@@ -3,7 +3,6 @@ package e2e
 import (
 	"encoding/json"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -18,8 +17,8 @@ import (
 // simulated DGX H100 whose GPU 3 falls off the bus after a few seconds,
 // and checks what a user sees: eight GPU cards, the MIG instances, the
 // processes with their owners, charts that gain points, the lost GPU
-// turning "down", and no console error. The screenshot lands in
-// $UI_SCREENSHOT_DIR (or the test's temp dir).
+// turning "down", and no console error. (TestLivePageOwnersFirst takes
+// the screenshots.)
 func TestLivePage(t *testing.T) {
 	cfg := filepath.Join(t.TempDir(), "sim.yaml")
 	writeFile(t, cfg, "profile: dgx-h100\nfaults:\n  - {gpu: 3, lost_after: 4s}\n")
@@ -54,11 +53,12 @@ func TestLivePage(t *testing.T) {
 		}
 	}
 
-	// Who holds each GPU, idle or not: job 4225 of alice holds GPU 5 and
-	// runs nothing there.
+	// Who holds each GPU, idle or not, and since when: job 4225 of alice
+	// holds GPU 5 and runs nothing there; the demo's jobs started 2 h 13
+	// min before the simulated clock did.
 	var idle, held string
 	b.run(t, visibleText(`article.card[data-gpu="5"] .alloc`, &idle), visibleText(`article.card[data-gpu="0"] .alloc`, &held))
-	if idle != "Idle, held by job 4225 of alice" || held != "Held by job 4211 of alice" {
+	if idle != "Idle, held by job 4225 of alice for 2 h" || held != "Held by job 4211 of alice for 2 h" {
 		t.Errorf("GPU 5 says %q, GPU 0 says %q; want the idle job 4225 and the running 4211, both of alice", idle, held)
 	}
 
@@ -83,18 +83,9 @@ func TestLivePage(t *testing.T) {
 		t.Errorf("%d GPUs shown up after GPU 3 was lost, want 7", up)
 	}
 	// A lost GPU's processes are unknown: its job holds it, idle or not.
-	if lost != "Held by job 4211 of alice" {
+	if lost != "Held by job 4211 of alice for 2 h" {
 		t.Errorf("the lost GPU 3 says %q, want who holds it and no claim that it is idle", lost)
 	}
-
-	dir := os.Getenv("UI_SCREENSHOT_DIR")
-	if dir == "" {
-		dir = t.TempDir()
-	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	b.screenshot(t, filepath.Join(dir, "ui-dgx-h100.png"))
 
 	// On a phone the page reflows into one column: nothing wider than the
 	// screen but the process table, which scrolls inside its own box.
@@ -108,7 +99,6 @@ func TestLivePage(t *testing.T) {
 	if overflow > 0 {
 		t.Errorf("at 390 px the page is %d px wider than the screen", overflow)
 	}
-	b.screenshot(t, filepath.Join(dir, "ui-phone.png"))
 	if errs := b.consoleErrors(); len(errs) > 0 {
 		t.Errorf("console errors:\n%s", strings.Join(errs, "\n"))
 	}
