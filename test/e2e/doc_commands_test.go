@@ -377,8 +377,8 @@ func slurmGpuwatch(t *testing.T) string {
 	return strings.TrimPrefix(base, "http://")
 }
 
-// demoOwners is an owner of the dgx-h100 demo for each documented --by.
-var demoOwners = map[string]string{"namespace": "inference", "pod": "vllm-0", "account": "ml-research", "user": "alice"}
+// demoReportOwners is an owner of the dgx-h100 demo for each documented --by.
+var demoReportOwners = map[string]string{"namespace": "inference", "pod": "vllm-0", "account": "ml-research", "user": "alice"}
 
 // checkDocReport holds a report's output (or its --output file) to its
 // --format and --by: a report of that format naming an owner of the demo.
@@ -397,7 +397,7 @@ func checkDocReport(t *testing.T, s *docSandbox, c testenv.DocCommand, out strin
 			by = v
 		}
 	}
-	owner, ok := demoOwners[by]
+	owner, ok := demoReportOwners[by]
 	if !ok {
 		t.Fatalf("%s: the test knows no demo owner for --by=%s; add one", c, by)
 	}
