@@ -74,11 +74,11 @@ type counterReport struct {
 		Owner     map[string]string `json:"owner"`
 		Allocated float64           `json:"allocated_gpu_hours"`
 		Used      float64           `json:"used_gpu_hours"`
-		Energy    float64           `json:"energy_kwh"`
+		Energy    float64           `json:"energy_kwh_summed"`
 		CO2e      *float64          `json:"co2e_kg"`
 	} `json:"rows"`
 	Fleet struct {
-		Energy float64  `json:"energy_kwh"`
+		Energy float64  `json:"energy_kwh_summed"`
 		CO2e   *float64 `json:"co2e_kg"`
 	} `json:"fleet"`
 }
