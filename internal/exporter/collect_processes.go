@@ -49,8 +49,27 @@ func containerLabel(c *snapshot.Container) string {
 }
 
 func collectProcesses(em *emitter, s *snapshot.Snapshot, pidLabels bool) {
-	// Map device index → position of the device, for devices that are up.
-	// Processes of a down or unknown device are not reported.
+	byIndex := upDevicePositions(em, s)
+	counts, aggs := aggregateOwners(em, s, byIndex, pidLabels)
+	// A driver that cannot list processes gets no count, rather than 0,
+	// and so does a GPU whose list could not be read.
+	for i := range s.Devices {
+		d := &s.Devices[i]
+		if d.Up && d.ProcessesUnknown == "" && !s.Driver.Unavailable(snapshot.GroupProcesses) {
+			em.setDevice(d)
+			em.dev(mProcesses, float64(counts[i]))
+		}
+	}
+	for i := range aggs {
+		emitOwner(em, &s.Devices[aggs[i].key.dev], &aggs[i], pidLabels)
+	}
+	collectAllocations(em, s)
+	collectAccounting(em, s)
+}
+
+// upDevicePositions maps a GPU index to its position in s.Devices, -1 for
+// a GPU that is down or unknown: their processes are not reported.
+func upDevicePositions(em *emitter, s *snapshot.Snapshot) []int32 {
 	byIndex := em.devByIndex[:0]
 	for i := range s.Devices {
 		d := &s.Devices[i]
@@ -63,7 +82,12 @@ func collectProcesses(em *emitter, s *snapshot.Snapshot, pidLabels bool) {
 		byIndex[d.Index] = int32(i)
 	}
 	em.devByIndex = byIndex
+	return byIndex
+}
 
+// aggregateOwners counts the processes of each up GPU (by position) and
+// sums them per owner, reusing the emitter's buffers.
+func aggregateOwners(em *emitter, s *snapshot.Snapshot, byIndex []int32, pidLabels bool) ([]int, []ownerAgg) {
 	counts := em.procCounts[:0]
 	for range s.Devices {
 		counts = append(counts, 0)
@@ -78,79 +102,97 @@ func collectProcesses(em *emitter, s *snapshot.Snapshot, pidLabels bool) {
 		}
 		dev := int(byIndex[p.GPU])
 		counts[dev]++
-		o := &p.Owner
-		k := ownerKey{
-			dev:       dev,
-			user:      o.User,
-			container: containerLabel(&o.Container),
-			// Compose labels let PromQL sum per compose service without
-			// joining an info series on the container name, which is
-			// not unique across hosts.
-			composeProject: o.Container.ComposeProject,
-			composeService: o.Container.ComposeService,
-			pod:            o.Pod.Name,
-			namespace:      o.Pod.Namespace,
-			slurmJob:       o.Slurm.JobID,
-		}
-		if pidLabels {
-			k.pid, k.command = p.PID, o.Command
-		}
+		k := ownerKeyOf(dev, p, pidLabels)
 		j, ok := index[k]
 		if !ok {
 			j = len(aggs)
 			index[k] = j
 			aggs = append(aggs, ownerAgg{key: k})
 		}
-		a := &aggs[j]
-		if v, ok := p.UsedMemory.Get(); ok && !a.memoryOverflow {
-			// A sum that overflows 64 bits is no amount of memory:
-			// the owner's series is left out rather than wrapped.
-			a.memory, ok = validate.Sum(a.memory, v)
-			a.hasMemory, a.memoryOverflow = ok, !ok
-		}
-		if v, ok := p.SMUtilization.Get(); ok {
-			a.sm += v
-			a.hasSM = true
-		}
-		if v, ok := p.MemoryUtilization.Get(); ok {
-			a.memUtil += v
-			a.hasMemUt = true
-		}
+		aggs[j].add(p)
 	}
 	em.procCounts, em.procAggs = counts, aggs
+	return counts, aggs
+}
 
-	// A driver that cannot list processes gets no count, rather than 0,
-	// and so does a GPU whose list could not be read.
-	for i := range s.Devices {
-		d := &s.Devices[i]
-		if d.Up && d.ProcessesUnknown == "" && !s.Driver.Unavailable(snapshot.GroupProcesses) {
-			em.setDevice(d)
-			em.dev(mProcesses, float64(counts[i]))
-		}
+func ownerKeyOf(dev int, p *snapshot.Process, pidLabels bool) ownerKey {
+	o := &p.Owner
+	k := ownerKey{
+		dev:       dev,
+		user:      o.User,
+		container: containerLabel(&o.Container),
+		// Compose labels let PromQL sum per compose service without
+		// joining an info series on the container name, which is not
+		// unique across hosts.
+		composeProject: o.Container.ComposeProject,
+		composeService: o.Container.ComposeService,
+		pod:            o.Pod.Name,
+		namespace:      o.Pod.Namespace,
+		slurmJob:       o.Slurm.JobID,
 	}
-	for i := range aggs {
-		a := &aggs[i]
-		d := &s.Devices[a.key.dev]
-		em.lv[0], em.lv[1] = itoa(d.Index), d.UUID
-		em.lv[2], em.lv[3], em.lv[4], em.lv[5] = a.key.user, a.key.container, a.key.composeProject, a.key.composeService
-		em.lv[6], em.lv[7], em.lv[8] = a.key.pod, a.key.namespace, a.key.slurmJob
-		n := 9
-		if pidLabels {
-			em.lv[9], em.lv[10] = strconv.FormatUint(uint64(a.key.pid), 10), a.key.command
-			n = 11
-		}
-		// em.emit may repair invalid UTF-8 in em.lv in place; the
-		// repaired values serve the next metric just as well.
-		if a.hasMemory && em.on(mProcMemory) {
-			em.emit(mProcMemory, float64(a.memory), em.lv[:n])
-		}
-		if a.hasSM && em.on(mProcSM) {
-			em.emit(mProcSM, a.sm, em.lv[:n])
-		}
-		if a.hasMemUt && em.on(mProcMemUtil) {
-			em.emit(mProcMemUtil, a.memUtil, em.lv[:n])
-		}
+	if pidLabels {
+		k.pid, k.command = p.PID, o.Command
 	}
-	collectAllocations(em, s)
-	collectAccounting(em, s)
+	return k
+}
+
+// add sums one process's readings into its owner's.
+func (a *ownerAgg) add(p *snapshot.Process) {
+	if v, ok := p.UsedMemory.Get(); ok && !a.memoryOverflow {
+		// A sum that overflows 64 bits is no amount of memory: the
+		// owner's series is left out rather than wrapped.
+		a.memory, ok = validate.Sum(a.memory, v)
+		a.hasMemory, a.memoryOverflow = ok, !ok
+	}
+	if v, ok := p.SMUtilization.Get(); ok {
+		a.sm += v
+		a.hasSM = true
+	}
+	if v, ok := p.MemoryUtilization.Get(); ok {
+		a.memUtil += v
+		a.hasMemUt = true
+	}
+}
+
+// The positions of the gpu_process_* labels, in the catalog's order
+// (ownerLabels, then pid and command with PID labels on).
+const (
+	labelGPU = iota
+	labelUUID
+	labelUser
+	labelContainer
+	labelComposeProject
+	labelComposeService
+	labelPod
+	labelNamespace
+	labelSlurmJob
+	labelPID     // with PID labels only
+	labelCommand // with PID labels only
+
+	ownerLabelCount = labelPID
+	pidLabelCount   = labelCommand + 1
+)
+
+// emitOwner writes one owner's gpu_process_* series on device d.
+func emitOwner(em *emitter, d *snapshot.Device, a *ownerAgg, pidLabels bool) {
+	lv := em.lv[:ownerLabelCount]
+	lv[labelGPU], lv[labelUUID] = itoa(d.Index), d.UUID
+	lv[labelUser], lv[labelContainer] = a.key.user, a.key.container
+	lv[labelComposeProject], lv[labelComposeService] = a.key.composeProject, a.key.composeService
+	lv[labelPod], lv[labelNamespace], lv[labelSlurmJob] = a.key.pod, a.key.namespace, a.key.slurmJob
+	if pidLabels {
+		lv = em.lv[:pidLabelCount]
+		lv[labelPID], lv[labelCommand] = strconv.FormatUint(uint64(a.key.pid), 10), a.key.command
+	}
+	// em.emit may repair invalid UTF-8 in lv in place; the repaired
+	// values serve the next metric just as well.
+	if a.hasMemory && em.on(mProcMemory) {
+		em.emit(mProcMemory, float64(a.memory), lv)
+	}
+	if a.hasSM && em.on(mProcSM) {
+		em.emit(mProcSM, a.sm, lv)
+	}
+	if a.hasMemUt && em.on(mProcMemUtil) {
+		em.emit(mProcMemUtil, a.memUtil, lv)
+	}
 }
