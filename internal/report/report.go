@@ -177,7 +177,6 @@ func Build(ctx context.Context, q Querier, opts Options) (*Report, error) {
 	rng := opts.To.Sub(opts.From)
 	window := "[" + promDuration(rng) + ":" + promDuration(opts.Step) + "]"
 	qs := buildQueries(dim, rng, opts.Step, opts.IdleBelow)
-	stepHours := opts.Step.Hours()
 	r.From, r.To, r.Step = opts.From, opts.To, promDuration(opts.Step)
 	if rules, ok := shippedRules[dim.name]; ok && !opts.RawOnly {
 		present, err := run(rulesPresentQuery(rules, promDuration(rng)))
@@ -189,119 +188,25 @@ func Build(ctx context.Context, q Querier, opts Options) (*Report, error) {
 		}
 	}
 	r.Fleet.GPUs = gpus
-	if r.Fleet.GPUsWithoutUtilization, err = count(run, qs.fleetUnmeasured); err != nil {
+	if err := r.fillFleet(run, qs, opts.Step); err != nil {
 		return nil, err
-	}
-	if r.Fleet.MeanUtilizationPerGPU, err = optional(run, qs.fleetUtil, r); err != nil {
-		return nil, err
-	}
-	idle, err := count(run, qs.fleetIdleSteps)
-	if err != nil {
-		return nil, err
-	}
-	r.Fleet.IdleGPUHours = float64(idle) * stepHours
-	if r.Fleet.EnergyKWhSummed, err = optional(run, qs.fleetWattSteps, r); err != nil {
-		return nil, err
-	}
-	if r.Fleet.EnergyKWhSummed != nil {
-		*r.Fleet.EnergyKWhSummed = wattStepsToKWh(*r.Fleet.EnergyKWhSummed, opts.Step)
 	}
 
-	rows := map[string]*Row{}
-	var order []string
-	rowOf := func(m model.Metric) *Row {
-		owner := ownerOf(m, dim.labels)
-		key := ownerKey(owner, dim.labels)
-		row, ok := rows[key]
-		if !ok {
-			row = &Row{Owner: owner}
-			rows[key] = row
-			order = append(order, key)
-		}
-		return row
-	}
-	// A count of steps can only be a whole number: anything else is a
-	// server that answers nonsense, and the report stops.
-	steps := func(query string, set func(*Row, float64)) error {
-		v, err := run(query)
-		if err != nil {
-			return err
-		}
-		for _, s := range v {
-			f := float64(s.Value)
-			if math.IsNaN(f) || math.IsInf(f, 0) || f < 0 {
-				return fmt.Errorf("query %s: the server answered %v for %s, where a number of steps is due", query, f, s.Metric)
-			}
-			set(rowOf(s.Metric), f)
-		}
-		return nil
-	}
-	// A measured figure the server gives as NaN or ±Inf is absent for that
-	// owner, and a note says so.
-	measured := func(query string, set func(*Row, *float64)) error {
-		v, err := run(query)
-		if err != nil {
-			return err
-		}
-		for _, s := range v {
-			f := float64(s.Value)
-			row := rowOf(s.Metric)
-			if math.IsNaN(f) || math.IsInf(f, 0) {
-				r.Notes = append(r.Notes, fmt.Sprintf("the server answered %v for %s: shown as n/a (query: %s)", f, s.Metric, query))
-				continue
-			}
-			set(row, &f)
-		}
-		return nil
-	}
-	scale := func(k float64) func(*float64) *float64 {
-		return func(v *float64) *float64 { x := *v * k; return &x }
-	}
-	hoursOf, kwhOf := scale(stepHours), scale(opts.Step.Seconds()/3.6e6)
-	for _, st := range []struct {
-		query string
-		set   func(*Row, float64)
-	}{
-		{qs.allocSteps, func(r *Row, v float64) { r.AllocatedGPUHours = v * stepHours }},
-		{qs.measuredSteps, func(r *Row, v float64) { r.measuredSteps = v }},
-		{qs.idleSteps, func(r *Row, v float64) { r.IdleAllocatedGPUHours = v * stepHours }},
-		{qs.jobSteps, func(r *Row, v float64) { r.DurationHours = v * stepHours }},
-	} {
-		if st.query == "" {
-			continue
-		}
-		if err := steps(st.query, st.set); err != nil {
-			return nil, err
-		}
-	}
-	for _, m := range []struct {
-		query string
-		set   func(*Row, *float64)
-	}{
-		{qs.usedSteps, func(r *Row, v *float64) { r.UsedGPUHours = hoursOf(v) }},
-		{qs.p95Util, func(r *Row, v *float64) { r.P95UtilizationPerGPU = v }},
-		{qs.memPeak, func(r *Row, v *float64) { r.PeakMemoryBytesSummed = v }},
-		{qs.memMean, func(r *Row, v *float64) { r.MeanMemoryBytesSummed = v }},
-		{qs.wattSteps, func(r *Row, v *float64) { r.EnergyKWhSummed = kwhOf(v) }},
-	} {
-		if err := measured(m.query, m.set); err != nil {
-			return nil, err
-		}
-	}
-	// A counter's figure: as measured() reads it, always present.
-	figure := func(query string, set func(*Row, float64)) error {
-		return measured(query, func(row *Row, v *float64) { set(row, *v) })
-	}
-	at := func(query string, ts time.Time) (model.Vector, error) { return instant(ctx, q, query, ts) }
-	if err := useCounters(r, dim, opts, rows, at, figure); err != nil {
+	rows := &rowSet{report: r, run: run, dim: dim, rows: map[string]*Row{}}
+	if err := rows.fill(qs, opts.Step); err != nil {
 		return nil, err
 	}
-	if len(rows) == 0 {
+	at := func(query string, ts time.Time) (model.Vector, error) { return instant(ctx, q, query, ts) }
+	if err := useCounters(r, dim, opts, rows.rows, at, rows.figure); err != nil {
+		return nil, err
+	}
+	if len(rows.rows) == 0 {
 		return nil, fmt.Errorf("%w for --by=%s between %s and %s: %s", ErrNoData, opts.By,
 			opts.From.Format(time.RFC3339), opts.To.Format(time.RFC3339), missingSeriesHint(dim))
 	}
-	for _, k := range order {
-		row := rows[k]
+	stepHours := opts.Step.Hours()
+	for _, k := range rows.order {
+		row := rows.rows[k]
 		row.finish(stepHours)
 		r.Rows = append(r.Rows, *row)
 	}
@@ -315,6 +220,133 @@ func Build(ctx context.Context, q Querier, opts Options) (*Report, error) {
 	r.Totals = totals(r.Rows, stepHours)
 	applyCarbon(r, opts.CarbonIntensity)
 	return r, nil
+}
+
+// fillFleet reads the fleet line's figures: GPUs without a utilization
+// reading, mean utilization per GPU, idle GPU-hours and energy.
+func (r *Report) fillFleet(run func(string) (model.Vector, error), qs queries, step time.Duration) error {
+	var err error
+	if r.Fleet.GPUsWithoutUtilization, err = count(run, qs.fleetUnmeasured); err != nil {
+		return err
+	}
+	if r.Fleet.MeanUtilizationPerGPU, err = optional(run, qs.fleetUtil, r); err != nil {
+		return err
+	}
+	idle, err := count(run, qs.fleetIdleSteps)
+	if err != nil {
+		return err
+	}
+	r.Fleet.IdleGPUHours = float64(idle) * step.Hours()
+	if r.Fleet.EnergyKWhSummed, err = optional(run, qs.fleetWattSteps, r); err != nil {
+		return err
+	}
+	if r.Fleet.EnergyKWhSummed != nil {
+		*r.Fleet.EnergyKWhSummed = wattStepsToKWh(*r.Fleet.EnergyKWhSummed, step)
+	}
+	return nil
+}
+
+// rowSet gathers the report's rows, one per owner, from queries that each
+// give one figure for every owner.
+type rowSet struct {
+	report *Report
+	run    func(string) (model.Vector, error)
+	dim    dimension
+	rows   map[string]*Row
+	order  []string // owner keys in the order first seen
+}
+
+func (rs *rowSet) rowOf(m model.Metric) *Row {
+	owner := ownerOf(m, rs.dim.labels)
+	key := ownerKey(owner, rs.dim.labels)
+	row, ok := rs.rows[key]
+	if !ok {
+		row = &Row{Owner: owner}
+		rs.rows[key] = row
+		rs.order = append(rs.order, key)
+	}
+	return row
+}
+
+// steps reads a count of steps per owner. It can only be a whole number:
+// anything else is a server that answers nonsense, and the report stops.
+func (rs *rowSet) steps(query string, set func(*Row, float64)) error {
+	v, err := rs.run(query)
+	if err != nil {
+		return err
+	}
+	for _, s := range v {
+		f := float64(s.Value)
+		if math.IsNaN(f) || math.IsInf(f, 0) || f < 0 {
+			return fmt.Errorf("query %s: the server answered %v for %s, where a number of steps is due", query, f, s.Metric)
+		}
+		set(rs.rowOf(s.Metric), f)
+	}
+	return nil
+}
+
+// measured reads a measured figure per owner; one the server gives as NaN
+// or ±Inf is absent for that owner, and a note says so.
+func (rs *rowSet) measured(query string, set func(*Row, *float64)) error {
+	v, err := rs.run(query)
+	if err != nil {
+		return err
+	}
+	for _, s := range v {
+		f := float64(s.Value)
+		row := rs.rowOf(s.Metric)
+		if math.IsNaN(f) || math.IsInf(f, 0) {
+			rs.report.Notes = append(rs.report.Notes, fmt.Sprintf("the server answered %v for %s: shown as n/a (query: %s)", f, s.Metric, query))
+			continue
+		}
+		set(row, &f)
+	}
+	return nil
+}
+
+// figure reads an accounting counter's figure per owner, as measured does.
+func (rs *rowSet) figure(query string, set func(*Row, float64)) error {
+	return rs.measured(query, func(row *Row, v *float64) { set(row, *v) })
+}
+
+// fill reads every per-owner figure of the sampled series.
+func (rs *rowSet) fill(qs queries, step time.Duration) error {
+	stepHours := step.Hours()
+	scale := func(k float64) func(*float64) *float64 {
+		return func(v *float64) *float64 { x := *v * k; return &x }
+	}
+	hoursOf, kwhOf := scale(stepHours), scale(step.Seconds()/3.6e6)
+	for _, st := range []struct {
+		query string
+		set   func(*Row, float64)
+	}{
+		{qs.allocSteps, func(r *Row, v float64) { r.AllocatedGPUHours = v * stepHours }},
+		{qs.measuredSteps, func(r *Row, v float64) { r.measuredSteps = v }},
+		{qs.idleSteps, func(r *Row, v float64) { r.IdleAllocatedGPUHours = v * stepHours }},
+		{qs.jobSteps, func(r *Row, v float64) { r.DurationHours = v * stepHours }},
+	} {
+		if st.query == "" {
+			continue
+		}
+		if err := rs.steps(st.query, st.set); err != nil {
+			return err
+		}
+	}
+	for _, m := range []struct {
+		query string
+		set   func(*Row, *float64)
+	}{
+		{qs.usedSteps, func(r *Row, v *float64) { r.UsedGPUHours = hoursOf(v) }},
+		{qs.p95Util, func(r *Row, v *float64) { r.P95UtilizationPerGPU = v }},
+		{qs.memPeak, func(r *Row, v *float64) { r.PeakMemoryBytesSummed = v }},
+		{qs.memMean, func(r *Row, v *float64) { r.MeanMemoryBytesSummed = v }},
+		{qs.wattSteps, func(r *Row, v *float64) { r.EnergyKWhSummed = kwhOf(v) }},
+	} {
+		if err := rs.measured(m.query, m.set); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // finish derives the mean utilization per GPU and the unmeasured hours from
