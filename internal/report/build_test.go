@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/prometheus/common/model"
 )
 
 // fakeAPI answers each query with the first answer whose key the query
@@ -98,5 +100,42 @@ func TestNaNCountIsAnErrorNamingTheQuery(t *testing.T) {
 	})
 	if _, err := buildFrom(t, srv); err == nil || !strings.Contains(err.Error(), "query sum by (namespace) (count_over_time(") {
 		t.Errorf("a NaN step count: error %v, want one naming the query", err)
+	}
+}
+
+// warningQuerier adds one warning to every answer, as a server that hit a
+// query limit or got partial data from a remote store does.
+type warningQuerier struct {
+	Querier
+	warning string
+}
+
+func (w warningQuerier) Query(ctx context.Context, query string, ts time.Time) (model.Value, []string, error) {
+	v, _, err := w.Querier.Query(ctx, query, ts)
+	return v, []string{w.warning}, err
+}
+
+// The server's warnings are the report's notes, naming the query, not
+// dropped: the figures built on them may be incomplete.
+func TestServerWarningsBecomeNotes(t *testing.T) {
+	srv := fakeAPI(t, [][2]string{
+		{"count(group by (instance, uuid) (max_over_time(gpu_up[", "4"},
+		{"count(group by (instance, uuid) (count_over_time(gpu_up[", "4"},
+		{"count(group by (instance, uuid) (max_over_time(gpu_up[24h])) unless", ""},
+		{"", "1"},
+	})
+	api, err := NewClient(ClientOptions{URL: srv.URL})
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now().Truncate(time.Hour)
+	r, err := Build(context.Background(), warningQuerier{api, "partial data: store eu-1 did not answer"},
+		Options{From: now.Add(-24 * time.Hour), To: now, By: "namespace", IdleBelow: 0.05, RawOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	notes := strings.Join(r.Notes, "\n")
+	if !strings.Contains(notes, "the server warned: partial data: store eu-1 did not answer (query: count(group by (instance, uuid)") {
+		t.Errorf("notes %q: want each warning with its query", r.Notes)
 	}
 }

@@ -133,6 +133,22 @@ type Querier interface {
 	Query(ctx context.Context, query string, ts time.Time) (model.Value, []string, error)
 }
 
+// warningsAsNotes is a Querier whose server warnings (a query that hit a
+// limit, partial data from a federated or remote store) become the report's
+// notes, naming the query: figures built on them may be incomplete.
+type warningsAsNotes struct {
+	Querier
+	r *Report
+}
+
+func (w warningsAsNotes) Query(ctx context.Context, query string, ts time.Time) (model.Value, []string, error) {
+	v, warnings, err := w.Querier.Query(ctx, query, ts)
+	for _, warning := range warnings {
+		w.r.Notes = append(w.r.Notes, fmt.Sprintf("the server warned: %s (query: %s)", warning, query))
+	}
+	return v, warnings, err
+}
+
 // Validate checks the options and fills the step.
 func (o *Options) Validate() error {
 	if o.From.IsZero() || o.To.IsZero() {
@@ -166,8 +182,9 @@ func Build(ctx context.Context, q Querier, opts Options) (*Report, error) {
 		return nil, err
 	}
 	dim, _ := lookupDimension(opts.By)
-	run := func(query string) (model.Vector, error) { return instant(ctx, q, query, opts.To) }
 	r := &Report{By: opts.By, IdleBelow: opts.IdleBelow, Labels: dim.labels, Sources: "raw series"}
+	q = warningsAsNotes{q, r}
+	run := func(query string) (model.Vector, error) { return instant(ctx, q, query, opts.To) }
 
 	// The fleet first: it says whether gpuwatch's series are there at all.
 	gpus, err := findData(ctx, q, &opts, r)
