@@ -98,7 +98,7 @@ func (f *commonFlags) simHint() string {
 }
 
 // buildStack opens the backend the flags name and wires the outputs to it.
-func (f *commonFlags) buildStack(logger *slog.Logger) (*stack, error) {
+func (f *commonFlags) buildStack(logger *slog.Logger) (_ *stack, err error) {
 	if err := f.check(); err != nil {
 		return nil, err
 	}
@@ -111,6 +111,12 @@ func (f *commonFlags) buildStack(logger *slog.Logger) (*stack, error) {
 		return nil, fmt.Errorf("--compat: %w", err)
 	}
 	st := &stack{reader: none.Reader{}, sources: sourceReport{hints: map[string]string{}}}
+	// A step that fails closes what the steps before it opened.
+	defer func() {
+		if err != nil {
+			_ = st.Close()
+		}
+	}()
 	if f.backend != "none" {
 		reader, simulated, lib, err := f.openReader(logger)
 		if err != nil {
@@ -120,13 +126,13 @@ func (f *commonFlags) buildStack(logger *slog.Logger) (*stack, error) {
 	}
 	enrichers, err := f.enrichers(logger, st)
 	if err != nil {
-		_ = st.Close()
 		return nil, err
 	}
-	if acct, err := f.startAccounting(logger, st, enrichers); err != nil {
-		_ = st.Close()
+	acct, err := f.startAccounting(logger, st, enrichers)
+	if err != nil {
 		return nil, err
-	} else if acct != nil {
+	}
+	if acct != nil {
 		enrichers = append(enrichers, acct) // last: it reads nothing of the snapshot
 	}
 	watcher := healthlog.New(healthlog.Options{Logger: logger, Hints: st.sources.hints})
@@ -156,12 +162,10 @@ func (f *commonFlags) buildStack(logger *slog.Logger) (*stack, error) {
 		HostnameLowerCase: f.hostnameLabel == exporter.DCGMHostnameLabelLower,
 	})
 	if err != nil {
-		_ = st.Close()
 		return nil, err
 	}
 	cluster, err := f.slurm.collector(logger)
 	if err != nil {
-		_ = st.Close()
 		return nil, err
 	}
 	if cluster != nil {
