@@ -257,26 +257,6 @@ func (r *Recorder) windowMilli() int64 {
 	return int64(r.samples) * r.interval.Milliseconds()
 }
 
-// OwnerOf names who a process belongs to, most specific first: Slurm
-// job, pod, compose service, container, user.
-func OwnerOf(o snapshot.Owner) (kind, name string) {
-	switch {
-	case o.Slurm.JobID != "":
-		return "slurm_job", o.Slurm.JobID
-	case o.Pod.Name != "":
-		return "pod", o.Pod.Namespace + "/" + o.Pod.Name
-	case o.Container.ComposeService != "":
-		return "compose_service", o.Container.ComposeProject + "/" + o.Container.ComposeService
-	case o.Container.Name != "":
-		return "container", o.Container.Name
-	case o.User != "":
-		return "user", o.User
-	case o.UID != "":
-		return "user", "uid " + o.UID
-	}
-	return "unknown", ""
-}
-
 // Latest is the newest good snapshot (nil before the first) and the
 // latest collection's error.
 func (r *Recorder) Latest() (*snapshot.Snapshot, error) {
@@ -286,21 +266,3 @@ func (r *Recorder) Latest() (*snapshot.Snapshot, error) {
 }
 
 func nan() reading { return readingOf(snapshot.Opt[float64]{}) }
-
-// CheckFlags refuses an interval or history length that makes no sense.
-func CheckFlags(interval, history time.Duration) error {
-	switch {
-	case interval <= 0:
-		return fmt.Errorf("--ui.interval=%s: must be positive", interval)
-	case interval < 100*time.Millisecond:
-		return fmt.Errorf("--ui.interval=%s: must be at least 100ms", interval)
-	case history < interval:
-		return fmt.Errorf("--ui.history=%s: must be at least --ui.interval (%s)", history, interval)
-	case history/interval > maxSamples:
-		return fmt.Errorf("--ui.history=%s at --ui.interval=%s is %d samples per GPU; at most %d", history, interval, history/interval, maxSamples)
-	}
-	return nil
-}
-
-// maxSamples bounds the history per GPU: 1 day at 1 s (2 MB per GPU).
-const maxSamples = 86400
