@@ -165,41 +165,43 @@ func jsonUnsupported(err error) bool {
 }
 
 func (c *Collector) fetchJobs(ctx context.Context) (any, error) {
-	if !c.squeueText.Load() {
-		out, err := c.opts.Runner.Run(ctx, c.opts.SqueuePath, "--json")
-		if err == nil {
-			return ParseSqueueJSON(out)
-		}
-		if c.opts.Format == "json" || !jsonUnsupported(err) {
-			return nil, err
-		}
-		c.opts.Logger.Info("squeue does not know --json; using formatted output", "err", err)
-		c.squeueText.Store(true)
-	}
-	out, err := c.opts.Runner.Run(ctx, c.opts.SqueuePath, SqueueFormattedArgs...)
-	if err != nil {
-		return nil, err
-	}
-	return ParseSqueueFormatted(out)
+	return fetchListing(ctx, c, listing[Job]{"squeue", c.opts.SqueuePath, SqueueFormattedArgs, ParseSqueueJSON, ParseSqueueFormatted, &c.squeueText})
 }
 
 func (c *Collector) fetchNodes(ctx context.Context) (any, error) {
-	if !c.sinfoText.Load() {
-		out, err := c.opts.Runner.Run(ctx, c.opts.SinfoPath, "--json")
+	return fetchListing(ctx, c, listing[NodeRecord]{"sinfo", c.opts.SinfoPath, SinfoFormattedArgs, ParseSinfoJSON, ParseSinfoFormatted, &c.sinfoText})
+}
+
+// listing is a Slurm command that lists records as JSON (Slurm >= 21.08)
+// or, on an older Slurm, as formatted text.
+type listing[T any] struct {
+	name, path         string
+	textArgs           []string
+	fromJSON, fromText func([]byte) ([]T, error)
+	// text is set once the command turned out not to know --json (or
+	// --slurm.format=text asked for text): it is not asked again.
+	text *atomic.Bool
+}
+
+// fetchListing runs l with --json, falling back for good to the formatted
+// text when this Slurm does not know --json (unless --slurm.format=json).
+func fetchListing[T any](ctx context.Context, c *Collector, l listing[T]) (any, error) {
+	if !l.text.Load() {
+		out, err := c.opts.Runner.Run(ctx, l.path, "--json")
 		if err == nil {
-			return ParseSinfoJSON(out)
+			return l.fromJSON(out)
 		}
 		if c.opts.Format == "json" || !jsonUnsupported(err) {
 			return nil, err
 		}
-		c.opts.Logger.Info("sinfo does not know --json; using formatted output", "err", err)
-		c.sinfoText.Store(true)
+		c.opts.Logger.Info(l.name+" does not know --json; using formatted output", "err", err)
+		l.text.Store(true)
 	}
-	out, err := c.opts.Runner.Run(ctx, c.opts.SinfoPath, SinfoFormattedArgs...)
+	out, err := c.opts.Runner.Run(ctx, l.path, l.textArgs...)
 	if err != nil {
 		return nil, err
 	}
-	return ParseSinfoFormatted(out)
+	return l.fromText(out)
 }
 
 func (c *Collector) fetchDiag(ctx context.Context) (any, error) {
