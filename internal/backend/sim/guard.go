@@ -89,6 +89,24 @@ func (g *guard) check(method string) {
 	}
 }
 
+// wrapper is a guarded handle: what it wraps.
+type wrapper[H any] interface{ wrapped() H }
+
+// unwrap is the simulator's own handle behind a guarded one (h itself when
+// it is not guarded).
+func unwrap[H any](h H) H {
+	if w, ok := any(h).(wrapper[H]); ok {
+		return w.wrapped()
+	}
+	return h
+}
+
+func (w *guardedDevice) wrapped() nvml.Device                   { return w.inner }
+func (w *guardedGpuInstance) wrapped() nvml.GpuInstance         { return w.inner }
+func (w *guardedComputeInstance) wrapped() nvml.ComputeInstance { return w.inner }
+func (w *guardedEventSet) wrapped() nvml.EventSet               { return w.inner }
+func (w *guardedGpmSample) wrapped() nvml.GpmSample             { return w.inner }
+
 // wrap returns the one wrapper of h, making it on first sight.
 func wrap[H comparable, W any](g *guard, cache map[H]*W, h H, make func(H) *W) *W {
 	g.mu.Lock()
@@ -111,12 +129,7 @@ func (g *guard) wrapDevice(d nvml.Device) nvml.Device {
 	return wrap(g, g.devices, d, func(d nvml.Device) *guardedDevice { return &guardedDevice{g: g, inner: d} })
 }
 
-func (g *guard) unwrapDevice(d nvml.Device) nvml.Device {
-	if w, ok := d.(*guardedDevice); ok {
-		return w.inner
-	}
-	return d
-}
+func (g *guard) unwrapDevice(d nvml.Device) nvml.Device { return unwrap(d) }
 
 func (g *guard) wrapGpuInstance(gi nvml.GpuInstance) nvml.GpuInstance {
 	if gi == nil {
@@ -125,12 +138,7 @@ func (g *guard) wrapGpuInstance(gi nvml.GpuInstance) nvml.GpuInstance {
 	return wrap(g, g.gpuInstances, gi, func(gi nvml.GpuInstance) *guardedGpuInstance { return &guardedGpuInstance{g: g, inner: gi} })
 }
 
-func (g *guard) unwrapGpuInstance(gi nvml.GpuInstance) nvml.GpuInstance {
-	if w, ok := gi.(*guardedGpuInstance); ok {
-		return w.inner
-	}
-	return gi
-}
+func (g *guard) unwrapGpuInstance(gi nvml.GpuInstance) nvml.GpuInstance { return unwrap(gi) }
 
 func (g *guard) wrapComputeInstance(ci nvml.ComputeInstance) nvml.ComputeInstance {
 	if ci == nil {
@@ -142,10 +150,7 @@ func (g *guard) wrapComputeInstance(ci nvml.ComputeInstance) nvml.ComputeInstanc
 }
 
 func (g *guard) unwrapComputeInstance(ci nvml.ComputeInstance) nvml.ComputeInstance {
-	if w, ok := ci.(*guardedComputeInstance); ok {
-		return w.inner
-	}
-	return ci
+	return unwrap(ci)
 }
 
 func (g *guard) wrapEventSet(es nvml.EventSet) nvml.EventSet {
@@ -155,12 +160,7 @@ func (g *guard) wrapEventSet(es nvml.EventSet) nvml.EventSet {
 	return wrap(g, g.eventSets, es, func(es nvml.EventSet) *guardedEventSet { return &guardedEventSet{g: g, inner: es} })
 }
 
-func (g *guard) unwrapEventSet(es nvml.EventSet) nvml.EventSet {
-	if w, ok := es.(*guardedEventSet); ok {
-		return w.inner
-	}
-	return es
-}
+func (g *guard) unwrapEventSet(es nvml.EventSet) nvml.EventSet { return unwrap(es) }
 
 func (g *guard) wrapGpmSample(s nvml.GpmSample) nvml.GpmSample {
 	if s == nil {
@@ -169,12 +169,7 @@ func (g *guard) wrapGpmSample(s nvml.GpmSample) nvml.GpmSample {
 	return wrap(g, g.gpmSamples, s, func(s nvml.GpmSample) *guardedGpmSample { return &guardedGpmSample{g: g, inner: s} })
 }
 
-func (g *guard) unwrapGpmSample(s nvml.GpmSample) nvml.GpmSample {
-	if w, ok := s.(*guardedGpmSample); ok {
-		return w.inner
-	}
-	return s
-}
+func (g *guard) unwrapGpmSample(s nvml.GpmSample) nvml.GpmSample { return unwrap(s) }
 
 func (g *guard) wrapEventData(e nvml.EventData) nvml.EventData {
 	e.Device = g.wrapDevice(e.Device)
