@@ -100,60 +100,40 @@ type cGpuInstanceInfo struct {
 
 //export nvmlGpuInstanceGetInfo
 func nvmlGpuInstanceGetInfo(gpuInstance C.uintptr_t, info unsafe.Pointer) C.int {
-	if lib() == nil {
-		return uninitialized
-	}
-	gi, ok := lookup[nvml.GpuInstance](gpuInstance)
-	if !ok {
-		return invalidArgument
-	}
-	v, r := gi.GetInfo()
-	return put(info, cGpuInstanceInfo{
-		Device: uintptr(handles.handle(v.Device)), ID: v.Id, ProfileID: v.ProfileId, Placement: v.Placement,
-	}, r)
+	return onHandle(gpuInstance, func(gi nvml.GpuInstance) C.int {
+		v, r := gi.GetInfo()
+		return put(info, cGpuInstanceInfo{
+			Device: uintptr(handles.handle(v.Device)), ID: v.Id, ProfileID: v.ProfileId, Placement: v.Placement,
+		}, r)
+	})
 }
 
 //export nvmlGpuInstanceGetComputeInstanceProfileInfo
 func nvmlGpuInstanceGetComputeInstanceProfileInfo(gpuInstance C.uintptr_t, profile, engProfile C.uint, info unsafe.Pointer) C.int {
-	if lib() == nil {
-		return uninitialized
-	}
-	gi, ok := lookup[nvml.GpuInstance](gpuInstance)
-	if !ok {
-		return invalidArgument
-	}
-	v, r := gi.GetComputeInstanceProfileInfo(int(profile), int(engProfile))
-	return put(info, v, r)
+	return onHandle(gpuInstance, func(gi nvml.GpuInstance) C.int {
+		v, r := gi.GetComputeInstanceProfileInfo(int(profile), int(engProfile))
+		return put(info, v, r)
+	})
 }
 
 //export nvmlGpuInstanceGetComputeInstances
 func nvmlGpuInstanceGetComputeInstances(gpuInstance C.uintptr_t, profileID C.uint, computeInstances, count unsafe.Pointer) C.int {
-	if lib() == nil {
-		return uninitialized
-	}
-	gi, ok := lookup[nvml.GpuInstance](gpuInstance)
-	if !ok {
-		return invalidArgument
-	}
-	cis, r := gi.GetComputeInstances(&nvml.ComputeInstanceProfileInfo{Id: uint32(profileID)})
-	hs := make([]C.uintptr_t, len(cis))
-	for i, ci := range cis {
-		hs[i] = handles.handle(ci)
-	}
-	return putList(count, computeInstances, hs, r)
+	return onHandle(gpuInstance, func(gi nvml.GpuInstance) C.int {
+		cis, r := gi.GetComputeInstances(&nvml.ComputeInstanceProfileInfo{Id: uint32(profileID)})
+		hs := make([]C.uintptr_t, len(cis))
+		for i, ci := range cis {
+			hs[i] = handles.handle(ci)
+		}
+		return putList(count, computeInstances, hs, r)
+	})
 }
 
 //export nvmlGpuInstanceGetComputeInstanceById
 func nvmlGpuInstanceGetComputeInstanceById(gpuInstance C.uintptr_t, id C.uint, computeInstance unsafe.Pointer) C.int {
-	if lib() == nil {
-		return uninitialized
-	}
-	gi, ok := lookup[nvml.GpuInstance](gpuInstance)
-	if !ok {
-		return invalidArgument
-	}
-	ci, r := gi.GetComputeInstanceById(int(id))
-	return putHandle(computeInstance, ci, r)
+	return onHandle(gpuInstance, func(gi nvml.GpuInstance) C.int {
+		ci, r := gi.GetComputeInstanceById(int(id))
+		return putHandle(computeInstance, ci, r)
+	})
 }
 
 // cComputeInstanceInfo is nvmlComputeInstanceInfo_t.
@@ -167,18 +147,13 @@ type cComputeInstanceInfo struct {
 
 //export nvmlComputeInstanceGetInfo_v2
 func nvmlComputeInstanceGetInfo_v2(computeInstance C.uintptr_t, info unsafe.Pointer) C.int {
-	if lib() == nil {
-		return uninitialized
-	}
-	ci, ok := lookup[nvml.ComputeInstance](computeInstance)
-	if !ok {
-		return invalidArgument
-	}
-	v, r := ci.GetInfo()
-	return put(info, cComputeInstanceInfo{
-		Device: uintptr(handles.handle(v.Device)), GpuInstance: uintptr(handles.handle(v.GpuInstance)),
-		ID: v.Id, ProfileID: v.ProfileId, Placement: v.Placement,
-	}, r)
+	return onHandle(computeInstance, func(ci nvml.ComputeInstance) C.int {
+		v, r := ci.GetInfo()
+		return put(info, cComputeInstanceInfo{
+			Device: uintptr(handles.handle(v.Device)), GpuInstance: uintptr(handles.handle(v.GpuInstance)),
+			ID: v.Id, ProfileID: v.ProfileId, Placement: v.Placement,
+		}, r)
+	})
 }
 
 //export nvmlComputeInstanceGetInfo

@@ -63,15 +63,19 @@ const (
 
 // onDevice runs f with the device behind handle h: INVALID_ARGUMENT for
 // a handle this library did not hand out, UNINITIALIZED before nvmlInit.
-func onDevice(h C.uintptr_t, f func(nvml.Device) C.int) C.int {
+func onDevice(h C.uintptr_t, f func(nvml.Device) C.int) C.int { return onHandle(h, f) }
+
+// onHandle calls f with the simulator's handle of type T behind h, or
+// answers as NVML does without a library or with a handle it never gave.
+func onHandle[T any](h C.uintptr_t, f func(T) C.int) C.int {
 	if lib() == nil {
 		return uninitialized
 	}
-	d, ok := lookup[nvml.Device](h)
+	v, ok := lookup[T](h)
 	if !ok {
 		return invalidArgument
 	}
-	return f(d)
+	return f(v)
 }
 
 // put stores v at p on success, as an NVML getter fills its out-parameter.
