@@ -341,75 +341,82 @@ func (c *Config) validateShape() error {
 		}
 	}
 	for i, p := range c.Processes {
-		at := c.where("processes", i, p.line)
-		if p.PID == 0 {
-			return fmt.Errorf("%s: pid must be set and non-zero", at)
-		}
-		if p.GPU < 0 {
-			return fmt.Errorf("%s: gpu %d is negative", at, p.GPU)
-		}
-		if !(p.SMUtilization >= 0 && p.SMUtilization <= 1) { // NaN fails both
-			return fmt.Errorf("%s: sm_utilization %g is not a ratio between 0 and 1", at, p.SMUtilization)
-		}
-		if !(p.MemoryUtilization >= 0 && p.MemoryUtilization <= 1) {
-			return fmt.Errorf("%s: memory_utilization %g is not a ratio between 0 and 1", at, p.MemoryUtilization)
-		}
-		switch p.Type {
-		case "", "compute", "graphics", "compute+graphics", "mps", "compute+mps":
-		default:
-			return fmt.Errorf("%s: type %q is not \"compute\", \"graphics\", \"compute+graphics\", \"mps\" or \"compute+mps\"", at, p.Type)
-		}
-		if p.ComputeInstance != nil && p.GPUInstance == nil {
-			return fmt.Errorf("%s: compute_instance needs gpu_instance", at)
-		}
-		if err := p.validateLife(); err != nil {
-			return fmt.Errorf("%s: %w", at, err)
+		if err := p.validate(); err != nil {
+			return fmt.Errorf("%s: %w", c.where("processes", i, p.line), err)
 		}
 	}
 	for i, f := range c.Faults {
-		at := c.where("faults", i, f.line)
-		if f.GPU < 0 {
-			return fmt.Errorf("%s: gpu %d is negative", at, f.GPU)
-		}
-		if f.LostAfter == nil && len(f.Unsupported) == 0 && f.XID == 0 && f.HangAfter == nil && !f.MIGModePending &&
-			!f.LostHandle && f.ProcessListSize == "" && f.RetiredPagesSize == "" && !f.sick() {
-			if f.At != nil {
-				return fmt.Errorf("%s: 'at' needs an 'xid'", at)
-			}
-			if f.HangFor != nil {
-				return fmt.Errorf("%s: 'hang_for' needs a 'hang_after'", at)
-			}
-			return fmt.Errorf("%s: a fault needs lost_after, unsupported, xid, hang_after, mig_mode_pending, process_list_size, retired_pages_size, %s", at, sickKeys)
-		}
-		if f.LostHandle && f.LostAfter == nil {
-			return fmt.Errorf("%s: 'lost_handle' needs a 'lost_after'", at)
-		}
-		switch f.ProcessListSize {
-		case "", ProcessListDoubling, ProcessListOneMore:
-		default:
-			return fmt.Errorf("%s: process_list_size %q is not %q or %q", at, f.ProcessListSize, ProcessListDoubling, ProcessListOneMore)
-		}
-		switch f.RetiredPagesSize {
-		case "", RetiredPagesDoubling, RetiredPagesOneMore:
-		default:
-			return fmt.Errorf("%s: retired_pages_size %q is not %q or %q", at, f.RetiredPagesSize, RetiredPagesDoubling, RetiredPagesOneMore)
-		}
-		if f.HangFor != nil && f.HangAfter == nil {
-			return fmt.Errorf("%s: 'hang_for' needs a 'hang_after'", at)
-		}
-		if f.At != nil && f.XID == 0 {
-			return fmt.Errorf("%s: 'at' needs a non-zero 'xid'", at)
-		}
-		for _, name := range f.Unsupported {
-			if _, err := featureByName(name); err != nil {
-				return fmt.Errorf("%s: %w", at, err)
-			}
-		}
-		if err := f.checkSick(); err != nil {
-			return fmt.Errorf("%s: %w", at, err)
+		if err := f.validate(); err != nil {
+			return fmt.Errorf("%s: %w", c.where("faults", i, f.line), err)
 		}
 	}
 	return nil
+}
+
+// validate checks one process entry on its own (its GPU and MIG instance
+// are checked against the profile when it is placed).
+func (p *ProcessSpec) validate() error {
+	if p.PID == 0 {
+		return errors.New("pid must be set and non-zero")
+	}
+	if p.GPU < 0 {
+		return fmt.Errorf("gpu %d is negative", p.GPU)
+	}
+	if !(p.SMUtilization >= 0 && p.SMUtilization <= 1) { // NaN fails both
+		return fmt.Errorf("sm_utilization %g is not a ratio between 0 and 1", p.SMUtilization)
+	}
+	if !(p.MemoryUtilization >= 0 && p.MemoryUtilization <= 1) {
+		return fmt.Errorf("memory_utilization %g is not a ratio between 0 and 1", p.MemoryUtilization)
+	}
+	switch p.Type {
+	case "", "compute", "graphics", "compute+graphics", "mps", "compute+mps":
+	default:
+		return fmt.Errorf("type %q is not \"compute\", \"graphics\", \"compute+graphics\", \"mps\" or \"compute+mps\"", p.Type)
+	}
+	if p.ComputeInstance != nil && p.GPUInstance == nil {
+		return errors.New("compute_instance needs gpu_instance")
+	}
+	return p.validateLife()
+}
+
+// validate checks one fault entry on its own: it names a fault, and the
+// keys that need another key have it.
+func (f *Fault) validate() error {
+	if f.GPU < 0 {
+		return fmt.Errorf("gpu %d is negative", f.GPU)
+	}
+	if f.LostAfter == nil && len(f.Unsupported) == 0 && f.XID == 0 && f.HangAfter == nil && !f.MIGModePending &&
+		!f.LostHandle && f.ProcessListSize == "" && f.RetiredPagesSize == "" && !f.sick() {
+		if f.At != nil {
+			return errors.New("'at' needs an 'xid'")
+		}
+		if f.HangFor != nil {
+			return errors.New("'hang_for' needs a 'hang_after'")
+		}
+		return fmt.Errorf("a fault needs lost_after, unsupported, xid, hang_after, mig_mode_pending, process_list_size, retired_pages_size, %s", sickKeys)
+	}
+	if f.LostHandle && f.LostAfter == nil {
+		return errors.New("'lost_handle' needs a 'lost_after'")
+	}
+	for _, size := range []struct{ key, value string }{{"process_list_size", f.ProcessListSize}, {"retired_pages_size", f.RetiredPagesSize}} {
+		switch size.value {
+		case "", ProcessListDoubling, ProcessListOneMore:
+		default:
+			return fmt.Errorf("%s %q is not %q or %q", size.key, size.value, ProcessListDoubling, ProcessListOneMore)
+		}
+	}
+	if f.HangFor != nil && f.HangAfter == nil {
+		return errors.New("'hang_for' needs a 'hang_after'")
+	}
+	if f.At != nil && f.XID == 0 {
+		return errors.New("'at' needs a non-zero 'xid'")
+	}
+	for _, name := range f.Unsupported {
+		if _, err := featureByName(name); err != nil {
+			return err
+		}
+	}
+	return f.checkSick()
 }
 
 // validateLife checks a process's start, end and utilization schedule.
