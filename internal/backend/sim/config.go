@@ -379,14 +379,19 @@ func (p *ProcessSpec) validate() error {
 	return p.validateLife()
 }
 
+// namesAFault says whether the entry asks for any fault at all.
+func (f *Fault) namesAFault() bool {
+	return f.LostAfter != nil || len(f.Unsupported) > 0 || f.XID != 0 || f.HangAfter != nil || f.MIGModePending ||
+		f.LostHandle || f.ProcessListSize != "" || f.RetiredPagesSize != "" || f.sick()
+}
+
 // validate checks one fault entry on its own: it names a fault, and the
 // keys that need another key have it.
 func (f *Fault) validate() error {
 	if f.GPU < 0 {
 		return fmt.Errorf("gpu %d is negative", f.GPU)
 	}
-	if f.LostAfter == nil && len(f.Unsupported) == 0 && f.XID == 0 && f.HangAfter == nil && !f.MIGModePending &&
-		!f.LostHandle && f.ProcessListSize == "" && f.RetiredPagesSize == "" && !f.sick() {
+	if !f.namesAFault() {
 		if f.At != nil {
 			return errors.New("'at' needs an 'xid'")
 		}
