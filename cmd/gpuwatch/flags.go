@@ -40,6 +40,7 @@ type commonFlags struct {
 	attribution attributionFlags
 	slurm       slurmFlags
 	accounting  accountingFlags
+	journal     journalFlags
 }
 
 func registerCommonFlags(app *kingpin.Application) *commonFlags {
@@ -74,6 +75,7 @@ func registerCommonFlags(app *kingpin.Application) *commonFlags {
 	f.attribution.register(app)
 	f.slurm.register(app)
 	f.accounting.register(app)
+	f.journal.register(app)
 	promslogflag.AddFlags(app, f.log)
 	return f
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/gpuwatch/gpuwatch/internal/backend/sim"
 	"github.com/gpuwatch/gpuwatch/internal/exporter"
 	"github.com/gpuwatch/gpuwatch/internal/healthlog"
+	"github.com/gpuwatch/gpuwatch/internal/jobs"
 	"github.com/gpuwatch/gpuwatch/internal/pipeline"
 	"github.com/gpuwatch/gpuwatch/internal/selfstats"
 	"github.com/gpuwatch/gpuwatch/internal/snapshot"
@@ -40,6 +41,8 @@ type stack struct {
 	// extra are collectors beside the GPU exporter (the Slurm cluster
 	// collector), exported by both /metrics and the textfile.
 	extra []prometheus.Collector
+	// jobs keeps the per-job records; nil when it does not run.
+	jobs *jobs.Recorder
 }
 
 func (s *stack) Close() error {
