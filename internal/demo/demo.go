@@ -21,6 +21,10 @@ type Options struct {
 	GPUs      []GPU
 	// Node is the host's Slurm node name (--slurm.node-name).
 	Node string
+	// Ended, when set, says whether a process has ended for good: a Slurm
+	// job or pod whose processes have all ended leaves squeue, scontrol
+	// and the kubelet's list, as its allocation would. Nil: never.
+	Ended func(pid uint32) bool
 	// Logger receives the servers' errors. Default: discard.
 	Logger *slog.Logger
 }
@@ -93,11 +97,16 @@ func Start(opts Options) (env *Env, err error) {
 	}
 	env.KubeletSocket = filepath.Join(dir, "kubelet.sock")
 	if err := env.serveGRPC(env.KubeletSocket, func(s *grpc.Server) {
-		podresourcesv1.RegisterPodResourcesListerServer(s, NewKubelet(env.Workloads, opts.GPUs))
+		k := NewKubelet(env.Workloads, opts.GPUs)
+		if opts.Ended != nil {
+			k.endWith(env.Workloads, opts.Ended)
+		}
+		podresourcesv1.RegisterPodResourcesListerServer(s, k)
 	}, opts.Logger); err != nil {
 		return nil, err
 	}
 	env.Slurm = NewSlurmCommands(env.Workloads, opts.Node)
+	env.Slurm.ended = opts.Ended
 	return env, nil
 }
 

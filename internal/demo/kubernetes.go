@@ -60,6 +60,8 @@ func (c *CRI) Version(context.Context, *runtimev1.VersionRequest) (*runtimev1.Ve
 type Kubelet struct {
 	podresourcesv1.UnimplementedPodResourcesListerServer
 	resp *podresourcesv1.ListPodResourcesResponse
+	// gone says, per pod in resp, whether it has ended (see Options.Ended).
+	gone []func() bool
 }
 
 // NewKubelet lists one pod per Kubernetes workload.
@@ -90,7 +92,27 @@ func NewKubelet(workloads []Workload, gpus []GPU) *Kubelet {
 
 // List implements podresourcesv1.PodResourcesListerServer.
 func (k *Kubelet) List(context.Context, *podresourcesv1.ListPodResourcesRequest) (*podresourcesv1.ListPodResourcesResponse, error) {
-	return k.resp, nil
+	if k.gone == nil {
+		return k.resp, nil
+	}
+	out := &podresourcesv1.ListPodResourcesResponse{}
+	for i, p := range k.resp.PodResources {
+		if !k.gone[i]() {
+			out.PodResources = append(out.PodResources, p)
+		}
+	}
+	return out, nil
+}
+
+// endWith has pods whose processes have all ended leave the list, as the
+// kubelet drops a pod that completed.
+func (k *Kubelet) endWith(workloads []Workload, ended func(pid uint32) bool) {
+	k.gone = nil
+	for _, w := range workloads {
+		if w.Kind == KindKubernetes {
+			k.gone = append(k.gone, func() bool { return w.ended(ended) })
+		}
+	}
 }
 
 // GetAllocatableResources implements podresourcesv1.PodResourcesListerServer.

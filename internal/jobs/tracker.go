@@ -189,7 +189,9 @@ func (t *Tracker) present(sj snapshot.SlurmJob, pod snapshot.Pod, user string, n
 		j = &job{Key: key, Start: now}
 		t.jobs[key] = j
 	}
-	j.LastSeen = now
+	if now.After(j.LastSeen) { // a clock stepped back (a restart of the simulator) keeps the later end
+		j.LastSeen = now
+	}
 	if sj.JobID != "" {
 		j.Kind = KindSlurm
 		if j.Slurm == nil {

@@ -1,0 +1,224 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/alecthomas/kingpin/v2"
+
+	"github.com/gpuwatch/gpuwatch/internal/jobs"
+	"github.com/gpuwatch/gpuwatch/internal/report"
+	"github.com/gpuwatch/gpuwatch/internal/slurm"
+)
+
+// jobCommand shows one job's (or pod's) GPU use from the job records: the
+// local journal, or every node of a Slurm job through their gpuwatch.
+type jobCommand struct {
+	common     *commonFlags
+	id, pod    string
+	format     string
+	nodeURL    string
+	nodes      string
+	httpConfig string
+	timeout    time.Duration
+	out        io.Writer
+}
+
+func newJobCommand(app *kingpin.Application, common *commonFlags) *jobCommand {
+	c := &jobCommand{common: common, out: os.Stdout}
+	cmd := app.Command("job", "A Slurm job's or a pod's GPU use, per GPU and in total, with efficiency notes, from the job records (docs/jobs.md). "+
+		"On the node it reads --accounting.dir; for a job on several nodes, give --job.node-url. Example: gpuwatch job 4211 --job.node-url=http://{node}:9410")
+	cmd.Arg("JOBID", "Slurm job ID (or the pod's UID).").StringVar(&c.id)
+	cmd.Flag("pod", "Show the pod NAMESPACE/NAME instead of a job.").StringVar(&c.pod)
+	cmd.Flag("output", "Output format: table, json or markdown.").Short('o').Default("table").EnumVar(&c.format, jobs.Formats...)
+	cmd.Flag("job.node-url", "Ask the gpuwatch of every node of the job, at this URL template ({node} is the node name), instead of reading the local journal; e.g. http://{node}:9410.").StringVar(&c.nodeURL)
+	cmd.Flag("job.nodes", "The job's nodes, as a Slurm host list (gpu[01-04]). Default: the job's NodeList from scontrol show job.").StringVar(&c.nodes)
+	cmd.Flag("job.http-config", "YAML file with the HTTP client settings for the nodes' gpuwatch, as for report's --prometheus.http-config: basic_auth, authorization, tls_config, proxy_url.").StringVar(&c.httpConfig)
+	cmd.Flag("job.timeout", "How long to wait for each node's answer.").Default("10s").DurationVar(&c.timeout)
+	return c
+}
+
+func (c *jobCommand) name() string { return "job" }
+
+func (c *jobCommand) run() error {
+	switch {
+	case c.id == "" && c.pod == "":
+		return errors.New("gpuwatch job: give a JOBID or --pod=NAMESPACE/NAME")
+	case c.id != "" && c.pod != "":
+		return errors.New("gpuwatch job: give a JOBID or --pod, not both")
+	case c.pod != "" && !strings.Contains(c.pod, "/"):
+		return fmt.Errorf("--pod=%q: want NAMESPACE/NAME", c.pod)
+	}
+	var recs []jobs.Record
+	var missing []string
+	var err error
+	if c.nodeURL != "" {
+		recs, missing, err = c.fromNodes()
+	} else {
+		recs, err = c.fromLocal()
+	}
+	if err != nil {
+		return err
+	}
+	id := c.id
+	if c.pod != "" {
+		id = c.pod
+	}
+	s, ok := jobs.Summarize(id, recs)
+	if !ok {
+		where := "in " + c.common.journal.dir
+		if c.nodeURL != "" {
+			where = "on its nodes (" + strings.Join(missing, "; ") + ")"
+		}
+		return fmt.Errorf("no record of %s %s", id, where)
+	}
+	if c.pod != "" && s.Pod != nil && s.Pod.UID != "" {
+		s.JobID = s.Pod.UID
+	}
+	s.MissingNodes = missing
+	return jobs.Render(c.out, s, c.format)
+}
+
+// matches says whether a record is the one asked for.
+func (c *jobCommand) matches(r jobs.Record) bool {
+	if c.pod != "" {
+		return jobs.MatchesPod(r, c.pod)
+	}
+	return r.ID == c.id
+}
+
+// fromLocal reads this node's journal and running jobs' checkpoint.
+func (c *jobCommand) fromLocal() ([]jobs.Record, error) {
+	dir := c.common.journal.dir
+	if _, err := os.Stat(dir); err != nil {
+		return nil, fmt.Errorf("--accounting.dir: %w (is gpuwatch serve keeping records here? or use --job.node-url)", err)
+	}
+	all, _, err := jobs.ReadJournal(dir)
+	if err != nil {
+		return nil, err
+	}
+	running, err := jobs.ReadRunning(dir)
+	if err != nil {
+		return nil, err
+	}
+	var out []jobs.Record
+	for _, r := range append(all, running...) {
+		if c.matches(r) {
+			out = append(out, r)
+		}
+	}
+	return out, nil
+}
+
+// fromNodes asks every node of the job, in parallel, for its records.
+func (c *jobCommand) fromNodes() (recs []jobs.Record, missing []string, err error) {
+	if !strings.Contains(c.nodeURL, "{node}") {
+		return nil, nil, fmt.Errorf("--job.node-url=%q: needs {node} where the node name goes", c.nodeURL)
+	}
+	nodes, err := c.jobNodes()
+	if err != nil {
+		return nil, nil, err
+	}
+	rt, err := report.NewRoundTripper(c.httpConfig, "gpuwatch-job")
+	if err != nil {
+		return nil, nil, fmt.Errorf("--job.http-config: %w", err)
+	}
+	client := &http.Client{Transport: rt, Timeout: c.timeout}
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	for _, node := range nodes {
+		wg.Go(func() {
+			got, err := c.askNode(client, node)
+			mu.Lock()
+			defer mu.Unlock()
+			if err != nil {
+				missing = append(missing, fmt.Sprintf("%s: %v", node, err))
+				return
+			}
+			recs = append(recs, got...)
+		})
+	}
+	wg.Wait()
+	slices.Sort(missing)
+	return recs, missing, nil
+}
+
+// jobNodes is --job.nodes, else the job's node list from scontrol.
+func (c *jobCommand) jobNodes() ([]string, error) {
+	if c.nodes != "" {
+		nodes, err := slurm.ExpandHostlist(c.nodes)
+		if err != nil {
+			return nil, fmt.Errorf("--job.nodes=%q: %w", c.nodes, err)
+		}
+		return nodes, nil
+	}
+	if c.pod != "" {
+		return nil, errors.New("--pod with --job.node-url needs --job.nodes: the node the pod ran on")
+	}
+	out, err := slurm.ExecRunner{Timeout: c.timeout}.Run(context.Background(), c.common.slurm.scontrol, "show", "job", "-d", "-o", c.id)
+	if err != nil {
+		return nil, fmt.Errorf("the job's nodes (give --job.nodes once Slurm has forgotten the job): %w", err)
+	}
+	js, err := slurm.ParseScontrolJobs(out)
+	if err != nil {
+		return nil, err
+	}
+	for _, j := range js {
+		if j.ID == c.id && len(j.Nodes) > 0 {
+			return j.Nodes, nil
+		}
+	}
+	return nil, fmt.Errorf("scontrol show job %s lists no nodes (give --job.nodes)", c.id)
+}
+
+// askNode fetches the job's records from one node's /api/v1/jobs.
+func (c *jobCommand) askNode(client *http.Client, node string) ([]jobs.Record, error) {
+	base := strings.TrimRight(strings.ReplaceAll(c.nodeURL, "{node}", url.PathEscape(node)), "/")
+	u := base + "/api/v1/jobs/" + url.PathEscape(c.id)
+	if c.pod != "" {
+		u = base + "/api/v1/jobs?kind=pod&pod=" + url.QueryEscape(c.pod)
+	}
+	resp, err := client.Get(u)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
+	if err != nil {
+		return nil, err
+	}
+	switch resp.StatusCode {
+	case http.StatusOK:
+	case http.StatusNotFound:
+		return nil, errors.New("no record")
+	case http.StatusUnauthorized, http.StatusForbidden:
+		return nil, fmt.Errorf("%s: %s (check --job.http-config's credentials)", u, resp.Status)
+	default:
+		return nil, fmt.Errorf("%s: %s", u, resp.Status)
+	}
+	var doc jobs.ListDoc // JobDoc has the same records field
+	if err := json.Unmarshal(body, &doc); err != nil {
+		return nil, fmt.Errorf("%s: %w", u, err)
+	}
+	var out []jobs.Record
+	for _, r := range doc.Records {
+		if c.matches(r) {
+			r.Node = node // the name the job's node list uses
+			out = append(out, r)
+		}
+	}
+	if len(out) == 0 {
+		return nil, errors.New("no record")
+	}
+	return out, nil
+}
