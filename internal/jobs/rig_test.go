@@ -108,3 +108,31 @@ func near(t *testing.T, what string, got *float64, want, tol float64) {
 		t.Errorf("%s = %.3f, want %.3f ± %.3f", what, *got, want, tol)
 	}
 }
+
+// crashAndRestart drops the recorder without closing it (as a SIGKILL
+// would: nothing but what it already synced survives) and starts a new
+// reader, accountant and recorder on the same simulator and directory.
+func (r *rig) crashAndRestart(opts Options) {
+	r.t.Helper()
+	_ = r.rec.journal.f.Close() // the file descriptor, as the kernel closes it
+	groups := accounting.ReaderGroups()
+	for g := range JournalGroups() {
+		groups[g] = true
+	}
+	reader, err := nvmlbackend.New(r.sim, nvmlbackend.Options{Groups: groups, Now: r.sim.Now, ProcessSamples: true, Library: "simulator"})
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	r.t.Cleanup(func() { _ = reader.Close() })
+	a, err := accounting.New(accounting.Options{})
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	opts.Dir, opts.Node = r.dir, "node1"
+	rec, err := Open(opts)
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	r.t.Cleanup(func() { _ = rec.journal.Close() })
+	r.reader, r.acct, r.rec = reader, a, rec
+}
