@@ -40,11 +40,13 @@ func (j *journalFlags) register(app *kingpin.Application) {
 		Default(fmt.Sprint(jobs.DefaultJournalFiles)).IntVar(&j.files)
 }
 
-// keepsRecords says whether this run keeps job records: a long-running
-// command whose accounting runs, on real GPUs or with a directory the
-// operator named (a simulated fleet's records are not accounting).
+// keepsRecords says whether this run keeps job records: serve on real
+// GPUs, or any long-running command given a directory (a simulated
+// fleet's records are not accounting, and a textfile writer beside serve
+// must not share serve's journal).
 func (f *commonFlags) keepsRecords() bool {
-	return f.journal.records && (f.backend == "nvml" || f.journal.dirSet)
+	serve := f.command == "" || f.command == "serve"
+	return f.journal.records && ((serve && f.backend == "nvml") || f.journal.dirSet)
 }
 
 // startJournal opens the journal and has the accountant's ticker feed it.
@@ -67,6 +69,13 @@ func (f *commonFlags) startJournal(logger *slog.Logger, st *stack, acct *account
 		Dir: j.dir, Node: node, CheckpointInterval: j.checkpoint,
 		JournalMaxBytes: j.maxBytes, JournalFiles: j.files, Logger: logger,
 	})
+	if err != nil && !j.dirSet {
+		// The default directory is missing or read-only (gpuwatch run by
+		// hand, or a unit without StateDirectory=): the counters and
+		// metrics go on; only the records are off.
+		logger.Warn("job records are off: the default --accounting.dir cannot be used; name a writable one, or --no-accounting.records", "err", err)
+		return nil
+	}
 	if err != nil {
 		return fmt.Errorf("--accounting.dir=%s: %w (or --no-accounting.records)", j.dir, err)
 	}

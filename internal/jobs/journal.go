@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strconv"
 	"sync"
+	"syscall"
 )
 
 // JournalName is the journal's file in the accounting directory; rotated
@@ -71,6 +72,13 @@ func (j *Journal) open() error {
 	f, err := os.OpenFile(j.path(0), os.O_RDWR|os.O_CREATE, 0o640)
 	if err != nil {
 		return fmt.Errorf("journal: %w", err)
+	}
+	// One writer per journal: a second gpuwatch on the same directory
+	// would interleave records and checkpoints. The lock goes with the
+	// process, however it ends.
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		_ = f.Close()
+		return fmt.Errorf("journal %s: locked by another gpuwatch (%w)", j.path(0), err)
 	}
 	size, err := cutTornLine(f)
 	if err != nil {

@@ -100,3 +100,22 @@ func TestJournalCutsATornLine(t *testing.T) {
 		t.Fatalf("after reopening: %d records (%v), %d skipped, err %v", len(recs), recs, skipped, err)
 	}
 }
+
+// A second gpuwatch on the same directory is refused, not interleaved.
+func TestJournalHasOneWriter(t *testing.T) {
+	dir := t.TempDir()
+	j, err := OpenJournal(dir, 0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if j2, err := OpenJournal(dir, 0, 0); err == nil {
+		_ = j2.Close()
+		t.Fatal("a second writer opened the journal")
+	}
+	_ = j.Close()
+	j2, err := OpenJournal(dir, 0, 0)
+	if err != nil {
+		t.Fatalf("after the first closed: %v", err)
+	}
+	_ = j2.Close()
+}
