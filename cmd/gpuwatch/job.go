@@ -30,6 +30,9 @@ type jobCommand struct {
 	nodeURL    string
 	nodes      string
 	httpConfig string
+	promURL    string
+	promConfig string
+	lookback   time.Duration
 	timeout    time.Duration
 	out        io.Writer
 }
@@ -44,7 +47,10 @@ func newJobCommand(app *kingpin.Application, common *commonFlags) *jobCommand {
 	cmd.Flag("job.node-url", "Ask the gpuwatch of every node of the job, at this URL template ({node} is the node name), instead of reading the local journal; e.g. http://{node}:9410.").StringVar(&c.nodeURL)
 	cmd.Flag("job.nodes", "The job's nodes, as a Slurm host list (gpu[01-04]). Default: the job's NodeList from scontrol show job.").StringVar(&c.nodes)
 	cmd.Flag("job.http-config", "YAML file with the HTTP client settings for the nodes' gpuwatch, as for report's --prometheus.http-config: basic_auth, authorization, tls_config, proxy_url.").StringVar(&c.httpConfig)
-	cmd.Flag("job.timeout", "How long to wait for each node's answer.").Default("10s").DurationVar(&c.timeout)
+	cmd.Flag("job.timeout", "How long to wait for each node's (or Prometheus's) answer.").Default("10s").DurationVar(&c.timeout)
+	cmd.Flag("prometheus.url", "Read the job from the accounting counters in this Prometheus (or VictoriaMetrics) instead: where the nodes' journals are out of reach. Gives no start or end time.").StringVar(&c.promURL)
+	cmd.Flag("prometheus.http-config", "YAML file with the HTTP client settings for --prometheus.url, as for report.").StringVar(&c.promConfig)
+	cmd.Flag("job.lookback", "With --prometheus.url: how far back the job may have run (the counters' increase over this window ending now).").Default("30d").DurationVar(&c.lookback)
 	return c
 }
 
@@ -62,9 +68,17 @@ func (c *jobCommand) run() error {
 	var recs []jobs.Record
 	var missing []string
 	var err error
-	if c.nodeURL != "" {
+	source := "journal"
+	switch {
+	case c.nodeURL != "" && c.promURL != "":
+		return errors.New("gpuwatch job: --job.node-url or --prometheus.url, not both")
+	case c.nodeURL != "":
+		source = "nodes"
 		recs, missing, err = c.fromNodes()
-	} else {
+	case c.promURL != "":
+		source = "prometheus"
+		recs, err = c.fromPrometheus()
+	default:
 		recs, err = c.fromLocal()
 	}
 	if err != nil {
@@ -77,15 +91,18 @@ func (c *jobCommand) run() error {
 	s, ok := jobs.Summarize(id, recs)
 	if !ok {
 		where := "in " + c.common.journal.dir
-		if c.nodeURL != "" {
+		switch {
+		case c.nodeURL != "":
 			where = "on its nodes (" + strings.Join(missing, "; ") + ")"
+		case c.promURL != "":
+			where = "in " + c.promURL + "'s accounting counters over the last " + c.lookback.String()
 		}
 		return fmt.Errorf("no record of %s %s", id, where)
 	}
 	if c.pod != "" && s.Pod != nil && s.Pod.UID != "" {
 		s.JobID = s.Pod.UID
 	}
-	s.MissingNodes = missing
+	s.MissingNodes, s.Source = missing, source
 	return jobs.Render(c.out, s, c.format)
 }
 
@@ -118,6 +135,30 @@ func (c *jobCommand) fromLocal() ([]jobs.Record, error) {
 		}
 	}
 	return out, nil
+}
+
+// fromPrometheus reads the job from the accounting counters.
+func (c *jobCommand) fromPrometheus() ([]jobs.Record, error) {
+	api, err := report.NewClient(report.ClientOptions{URL: c.promURL, HTTPConfigFile: c.promConfig})
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), c.timeout)
+	defer cancel()
+	recs, err := jobs.FromPrometheus(ctx, api, jobs.PrometheusMatch(c.id, c.pod), c.lookback, time.Now())
+	if err != nil {
+		return nil, err
+	}
+	for i := range recs {
+		r := &recs[i]
+		if c.pod != "" {
+			ns, name, _ := strings.Cut(c.pod, "/")
+			r.Kind, r.ID, r.Pod = jobs.KindPod, c.pod, &jobs.PodIdentity{Namespace: ns, Name: name}
+		} else {
+			r.Kind, r.ID, r.Slurm = jobs.KindSlurm, c.id, &jobs.SlurmIdentity{JobID: c.id}
+		}
+	}
+	return recs, nil
 }
 
 // fromNodes asks every node of the job, in parallel, for its records.

@@ -58,8 +58,12 @@ func renderText(w io.Writer, s Summary, md bool) error {
 	if len(who) > 0 {
 		fmt.Fprintf(&b, "%s\n", strings.Join(who, ", "))
 	}
-	fmt.Fprintf(&b, "%s to %s (%s, %s) on %s\n", s.Start.UTC().Format(time.DateTime), s.End.UTC().Format(time.DateTime),
-		duration(s.End.Sub(s.Start).Seconds()), state, strings.Join(s.Nodes, ", "))
+	if s.Start.IsZero() { // from Prometheus's counters: no times
+		fmt.Fprintf(&b, "on %s (from Prometheus's counters)\n", strings.Join(s.Nodes, ", "))
+	} else {
+		fmt.Fprintf(&b, "%s to %s (%s, %s) on %s\n", s.Start.UTC().Format(time.DateTime), s.End.UTC().Format(time.DateTime),
+			duration(s.End.Sub(s.Start).Seconds()), state, strings.Join(s.Nodes, ", "))
+	}
 	for _, m := range s.MissingNodes {
 		fmt.Fprintf(&b, "no record from %s\n", m)
 	}

@@ -11,12 +11,16 @@ import (
 // Summary is one job's use of GPUs across the nodes it ran on: what
 // `gpuwatch job` shows. Its JSON is a contract (docs/jobs.md).
 type Summary struct {
-	JobID   string         `json:"job_id"`
+	JobID string `json:"job_id"`
+	// Source is where the figures come from: "journal" (this node's),
+	// "nodes" (every node's gpuwatch) or "prometheus" (the counters; no
+	// start or end then).
+	Source  string         `json:"source"`
 	Kind    string         `json:"kind"`
 	Slurm   *SlurmIdentity `json:"slurm,omitempty"`
 	Pod     *PodIdentity   `json:"pod,omitempty"`
-	Start   time.Time      `json:"start"`
-	End     time.Time      `json:"end"`
+	Start   time.Time      `json:"start,omitzero"`
+	End     time.Time      `json:"end,omitzero"`
 	Running bool           `json:"running"`
 	Nodes   []string       `json:"nodes"`
 	// MissingNodes are nodes of the job that had no record of it or did

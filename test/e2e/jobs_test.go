@@ -237,3 +237,59 @@ func TestJobCommandAsksEveryNode(t *testing.T) {
 		t.Errorf("gpuwatch job without credentials: err %v, output:\n%s", err, out)
 	}
 }
+
+// TestJobCommandFromPrometheus: where the nodes are out of reach,
+// `gpuwatch job --prometheus.url` reads the job from the accounting
+// counters a real Prometheus scraped, and finds the journal's figures.
+func TestJobCommandFromPrometheus(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts Prometheus; skipped with -short")
+	}
+	promBin := testenv.RequireTool(t, "prometheus", "prometheus")
+	dir := t.TempDir()
+	simConfig := filepath.Join(dir, "sim.yaml")
+	writeFile(t, simConfig, fmt.Sprintf(jobsSimConfig, "6s", ""))
+	addr := fmt.Sprintf("127.0.0.1:%d", testenv.FreePort(t))
+	promConfig := filepath.Join(dir, "prometheus.yml")
+	writeFile(t, promConfig, fmt.Sprintf("global:\n  scrape_interval: 1s\n  scrape_timeout: 1s\nscrape_configs:\n  - job_name: gpuwatch\n    static_configs:\n      - targets: [%q]\n", addr))
+	promURL := fmt.Sprintf("http://127.0.0.1:%d", testenv.FreePort(t))
+	startProcess(t, promBin, "--config.file="+promConfig, "--storage.tsdb.path="+filepath.Join(dir, "tsdb"), "--web.listen-address="+promURL[len("http://"):])
+	// Prometheus scrapes before gpuwatch starts, so it stores the job's
+	// counters' first 0 within their hold.
+	testenv.WaitFor(t, 60*time.Second, "Prometheus to scrape its (still absent) target", func() bool {
+		return len(promVectorAt(t, promURL, `up{job="gpuwatch"}`, "", "job")) > 0
+	})
+	acctDir := filepath.Join(dir, "acct")
+	gw := startProcess(t, gpuwatchBin, "--web.listen-address="+addr, "--backend=sim", "--sim.config="+simConfig, "--accounting.dir="+acctDir,
+		"--accounting.interval=1s", "--slurm.poll-interval=1s", "--accounting.new-owner-hold=5s", "--accounting.retention=10m")
+	waitForHealthz(t, gw, "http://"+addr)
+
+	var job jobs.Record
+	testenv.WaitFor(t, 60*time.Second, "the Slurm job's record", func() bool {
+		recs, _, _ := jobs.ReadJournal(acctDir)
+		var ok bool
+		job, ok = recordOf(recs, jobs.KindSlurm)
+		return ok
+	})
+	// The counters hold still once the job ended; wait for Prometheus to
+	// have scraped their last values.
+	var s jobs.Summary
+	testenv.WaitFor(t, 60*time.Second, "gpuwatch job --prometheus.url to find the journal's SM-seconds", func() bool {
+		out, err := exec.Command(gpuwatchBin, "job", job.ID, "--prometheus.url="+promURL, "--job.lookback=10m", "-o", "json").CombinedOutput()
+		if err != nil || json.Unmarshal(out, &s) != nil || len(s.GPUs) != 1 || s.GPUs[0].SMSeconds == nil {
+			return false
+		}
+		want := *job.GPUs[0].SMSeconds
+		return *s.GPUs[0].SMSeconds > 0.9*want && *s.GPUs[0].SMSeconds < 1.1*want
+	})
+	g, want := s.GPUs[0], job.GPUs[0]
+	if s.Source != "prometheus" || g.UUID != want.UUID || g.Node != addr || g.Model != want.Model {
+		t.Errorf("from Prometheus: %+v, want GPU %s (%s) on %s", s, want.UUID, want.Model, addr)
+	}
+	if g.MemoryUsedBytesMax == nil || *g.MemoryUsedBytesMax != *want.MemoryUsedBytesMax {
+		t.Errorf("peak memory %v, want the journal's %d", g.MemoryUsedBytesMax, *want.MemoryUsedBytesMax)
+	}
+	if g.EnergyJoules == nil || *g.EnergyJoules < 0.8**want.EnergyJoules || *g.EnergyJoules > 1.2**want.EnergyJoules {
+		t.Errorf("energy %v J, want the journal's %.0f J ± 20 %%", g.EnergyJoules, *want.EnergyJoules)
+	}
+}
