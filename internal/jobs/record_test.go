@@ -128,3 +128,42 @@ func TestRecordsHoldNoCommandLines(t *testing.T) {
 		t.Fatalf("journal:\n%s", data)
 	}
 }
+
+// A pod on a MIG instance: its record names the instance, its profile and
+// size, and has the instance's GPM means; on a MIG GPU without GPM (A100)
+// SM time is absent, not 0, and so are the GPM means.
+func TestRecordOnMIGInstance(t *testing.T) {
+	for _, c := range []struct {
+		profile string
+		gpu     int
+		gpm     bool
+	}{{"dgx-h100", 7, true}, {"dgx-a100-mig", 1, false}} {
+		t.Run(c.profile, func(t *testing.T) {
+			gi, ci := 1, 0
+			cfg := sim.Config{Profile: c.profile, Processes: []sim.ProcessSpec{
+				{GPU: c.gpu, PID: 701, UsedMemoryBytes: 5 << 30, SMUtilization: 0.6, GPUInstance: &gi, ComputeInstance: &ci, End: dur(30 * time.Second)},
+			}}
+			r := newRig(t, cfg, map[uint32]snapshot.Owner{701: podOwner}, nil, Options{})
+			r.run(step, 40*time.Second)
+			recs, _, err := ReadJournal(r.dir)
+			if err != nil || len(recs) != 1 || len(recs[0].GPUs) != 1 {
+				t.Fatalf("journal: %+v %v", recs, err)
+			}
+			g := recs[0].GPUs[0]
+			// GPU instance 1 is a 3g.40gb: its memory, not the whole GPU's 80 GB.
+			if g.MIGUUID == "" || g.MIGProfile != "3g.40gb" || g.Index != c.gpu || g.MemoryTotalBytes == nil || *g.MemoryTotalBytes > 45<<30 || *g.MemoryTotalBytes < 35<<30 {
+				t.Errorf("MIG GPU: %+v (memory %v)", g, g.MemoryTotalBytes)
+			}
+			if g.MemoryUsedBytesMax == nil || *g.MemoryUsedBytesMax != 5<<30 {
+				t.Errorf("peak memory %v", g.MemoryUsedBytesMax)
+			}
+			if c.gpm {
+				if g.SMSeconds == nil || *g.SMSeconds <= 0 || g.GPM == nil || g.GPM.SMActive == nil {
+					t.Errorf("with GPM: SM-seconds %v, GPM %+v", g.SMSeconds, g.GPM)
+				}
+			} else if g.SMSeconds != nil || g.SMUtilizationMean != nil || g.GPM != nil {
+				t.Errorf("without GPM: SM-seconds %v, mean %v, GPM %+v, want absent", g.SMSeconds, g.SMUtilizationMean, g.GPM)
+			}
+		})
+	}
+}
