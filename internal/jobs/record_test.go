@@ -167,3 +167,37 @@ func TestRecordOnMIGInstance(t *testing.T) {
 		})
 	}
 }
+
+// The epilog's end mark ends a job whose allocation Slurm still lists
+// (COMPLETING), once none of its processes is left, and is then removed.
+func TestEndMarkEndsTheJob(t *testing.T) {
+	r := jobRig(t, Options{})
+	// Marked while its process still runs (until 70 s): it goes on.
+	r.run(step, 60*time.Second)
+	if err := MarkEnded(r.dir, "1234"); err != nil {
+		t.Fatal(err)
+	}
+	r.run(step, 68*time.Second)
+	if recs, _, _ := ReadJournal(r.dir); len(recs) != 1 {
+		t.Fatalf("at 68 s: %d records, want the pod's alone: a marked job with a process left has not ended", len(recs))
+	}
+	// The process ends at 70 s; the allocation is listed until 74 s.
+	r.run(step, 70*time.Second)
+	recs, _, _ := ReadJournal(r.dir)
+	if len(recs) != 2 || recs[1].ID != "1234" {
+		t.Fatalf("at 70 s: %+v, want job 1234's record", recs)
+	}
+	if end := recs[1].End; !end.Before(sim.Epoch.Add(70 * time.Second)) {
+		t.Errorf("job ended at %s, want its last process's tick (68 s), not its allocation's end", end)
+	}
+	if _, err := os.Stat(filepath.Join(r.dir, EndedDir, "1234")); !os.IsNotExist(err) {
+		t.Errorf("the end mark is still there: %v", err)
+	}
+	r.run(step, 90*time.Second)
+	if recs, _, _ := ReadJournal(r.dir); len(recs) != 2 {
+		t.Errorf("after the allocation went: %d records, want 2 (no second record of 1234)", len(recs))
+	}
+	if err := MarkEnded(r.dir, "../x"); err == nil {
+		t.Error("MarkEnded accepted a path as a job ID")
+	}
+}

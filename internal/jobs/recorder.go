@@ -74,6 +74,12 @@ func Open(opts Options) (*Recorder, error) {
 		return nil, err
 	}
 	r := &Recorder{opts: opts, journal: j, tracker: NewTracker(opts.Node)}
+	// The epilog (root) writes its marks here; gpuwatch, owner of the
+	// directory, removes them.
+	if err := os.MkdirAll(filepath.Join(opts.Dir, EndedDir), 0o770); err != nil {
+		_ = j.Close()
+		return nil, err
+	}
 	jobs, err := readCheckpoint(filepath.Join(opts.Dir, CheckpointName))
 	if err != nil {
 		_ = j.Close()
@@ -119,10 +125,15 @@ func readCheckpoint(path string) ([]*job, error) {
 func (r *Recorder) Observe(s *snapshot.Snapshot, acc *snapshot.Accounting) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	r.tracker.ended = readEndMarks(r.opts.Dir, time.Now())
 	ended := r.tracker.Observe(s, acc)
 	for _, rec := range ended {
 		if err := r.journal.Append(rec); err != nil {
 			r.opts.Logger.Error("could not journal a job record", "job", rec.ID, "err", err)
+			continue
+		}
+		if rec.Kind == KindSlurm {
+			removeEndMark(r.opts.Dir, rec.ID)
 		}
 	}
 	if r.lastCheckpoint.IsZero() {

@@ -26,6 +26,12 @@ type Tracker struct {
 	prevTime   time.Time
 	// xids is each GPU's XID event count at the previous tick.
 	xids map[string]uint64
+	// ended are the jobs a Slurm epilog marked ended (see EndedDir): their
+	// allocations no longer keep them running.
+	ended map[string]bool
+	// done are jobs recorded on their end mark whose allocation Slurm
+	// still lists: it must not start them again.
+	done map[string]bool
 }
 
 type ownerFigures struct {
@@ -105,7 +111,7 @@ func NewTracker(node string) *Tracker {
 	return &Tracker{
 		node: node, jobs: map[string]*job{},
 		prevOwners: map[snapshot.OwnerKey]ownerFigures{}, prevAllocs: map[allocID]allocFigures{},
-		xids: map[string]uint64{},
+		xids: map[string]uint64{}, done: map[string]bool{},
 	}
 }
 
@@ -135,8 +141,13 @@ func (t *Tracker) Observe(s *snapshot.Snapshot, acc *snapshot.Accounting) []Reco
 			hold(j.Key, p.GPU, gpuID{uuidOf(s, p.GPUUUID, p.GPU), p.MIGUUID})
 		}
 	}
+	stillListed := map[string]bool{}
 	for i := range s.Allocations {
 		a := &s.Allocations[i]
+		if key := jobKey(a.Slurm.JobID, a.Pod.Namespace, a.Pod.Name); t.ended[key] || t.done[key] {
+			stillListed[key] = true
+			continue // its epilog ran: Slurm lists it until the epilog is done
+		}
 		if j := t.present(a.Slurm, a.Pod, a.Slurm.User, now); j != nil {
 			hold(j.Key, a.GPU, gpuID{uuidOf(s, a.GPUUUID, a.GPU), a.MIGUUID})
 		}
@@ -152,11 +163,19 @@ func (t *Tracker) Observe(s *snapshot.Snapshot, acc *snapshot.Accounting) []Reco
 		}
 	}
 	t.prevTime = now
+	for key := range t.done {
+		if !stillListed[key] {
+			delete(t.done, key)
+		}
+	}
 	var ended []Record
 	for key, j := range t.jobs {
 		if _, ok := held[key]; !ok {
 			ended = append(ended, j.record(t.node, false))
 			delete(t.jobs, key)
+			if t.ended[key] && stillListed[key] {
+				t.done[key] = true
+			}
 		}
 	}
 	slices.SortFunc(ended, func(a, b Record) int { return cmp.Compare(a.ID, b.ID) })
