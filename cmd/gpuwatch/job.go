@@ -34,6 +34,8 @@ type jobCommand struct {
 	promConfig string
 	lookback   time.Duration
 	timeout    time.Duration
+	wait       time.Duration
+	admin      bool
 	out        io.Writer
 }
 
@@ -48,6 +50,8 @@ func newJobCommand(app *kingpin.Application, common *commonFlags) *jobCommand {
 	cmd.Flag("job.nodes", "The job's nodes, as a Slurm host list (gpu[01-04]). Default: the job's NodeList from scontrol show job.").StringVar(&c.nodes)
 	cmd.Flag("job.http-config", "YAML file with the HTTP client settings for the nodes' gpuwatch, as for report's --prometheus.http-config: basic_auth, authorization, tls_config, proxy_url.").StringVar(&c.httpConfig)
 	cmd.Flag("job.timeout", "How long to wait for each node's (or Prometheus's) answer.").Default("10s").DurationVar(&c.timeout)
+	cmd.Flag("job.wait", "With --job.node-url: keep asking, every 2s up to this long, until every node has the job's record and none is still running (the EpilogSlurmctld runs beside the nodes' epilogs). 0: ask once.").Default("0s").DurationVar(&c.wait)
+	cmd.Flag("job.admin-comment", "Store the summary in the Slurm job's AdminComment (scontrol update), after what other tools such as jobstats wrote there, instead of printing it: for an EpilogSlurmctld (deploy/slurm).").BoolVar(&c.admin)
 	cmd.Flag("prometheus.url", "Read the job from the accounting counters in this Prometheus (or VictoriaMetrics) instead: where the nodes' journals are out of reach. Gives no start or end time.").StringVar(&c.promURL)
 	cmd.Flag("prometheus.http-config", "YAML file with the HTTP client settings for --prometheus.url, as for report.").StringVar(&c.promConfig)
 	cmd.Flag("job.lookback", "With --prometheus.url: how far back the job may have run (the counters' increase over this window ending now).").Default("30d").DurationVar(&c.lookback)
@@ -74,7 +78,7 @@ func (c *jobCommand) run() error {
 		return errors.New("gpuwatch job: --job.node-url or --prometheus.url, not both")
 	case c.nodeURL != "":
 		source = "nodes"
-		recs, missing, err = c.fromNodes()
+		recs, missing, err = c.fromNodesWaiting()
 	case c.promURL != "":
 		source = "prometheus"
 		recs, err = c.fromPrometheus()
@@ -103,6 +107,9 @@ func (c *jobCommand) run() error {
 		s.JobID = s.Pod.UID
 	}
 	s.MissingNodes, s.Source = missing, source
+	if c.admin {
+		return c.storeAdminComment(s)
+	}
 	return jobs.Render(c.out, s, c.format)
 }
 
@@ -161,18 +168,56 @@ func (c *jobCommand) fromPrometheus() ([]jobs.Record, error) {
 	return recs, nil
 }
 
+// errNoRecord: a node answered that it has no record of the job. That
+// is final: a node that saw the job on its GPUs lists it as running until
+// its record is written.
+var errNoRecord = errors.New("no record")
+
+// fromNodesWaiting asks the nodes until none of them still runs the job
+// or could not be reached, or --job.wait has passed.
+func (c *jobCommand) fromNodesWaiting() ([]jobs.Record, []string, error) {
+	deadline := time.Now().Add(c.wait)
+	for {
+		recs, missing, unreachable, err := c.fromNodes()
+		running := slices.ContainsFunc(recs, func(r jobs.Record) bool { return r.Running })
+		if err != nil || (!unreachable && !running) || time.Now().After(deadline) {
+			return recs, missing, err
+		}
+		time.Sleep(2 * time.Second)
+	}
+}
+
+// storeAdminComment puts the summary in the job's AdminComment, keeping
+// what other tools wrote there.
+func (c *jobCommand) storeAdminComment(s jobs.Summary) error {
+	if c.pod != "" {
+		return errors.New("--job.admin-comment is for Slurm jobs, not pods")
+	}
+	run := slurm.ExecRunner{Timeout: c.timeout}
+	out, err := run.Run(context.Background(), c.common.slurm.scontrol, "show", "job", "-o", c.id)
+	if err != nil {
+		return fmt.Errorf("reading the job's AdminComment: %w", err)
+	}
+	comment := jobs.MergeAdminComment(jobs.AdminCommentOf(string(out)), jobs.AdminComment(s))
+	if _, err := run.Run(context.Background(), c.common.slurm.scontrol, "update", "JobId="+c.id, "AdminComment="+comment); err != nil {
+		return fmt.Errorf("storing the AdminComment: %w", err)
+	}
+	_, err = fmt.Fprintln(c.out, comment)
+	return err
+}
+
 // fromNodes asks every node of the job, in parallel, for its records.
-func (c *jobCommand) fromNodes() (recs []jobs.Record, missing []string, err error) {
+func (c *jobCommand) fromNodes() (recs []jobs.Record, missing []string, unreachable bool, err error) {
 	if !strings.Contains(c.nodeURL, "{node}") {
-		return nil, nil, fmt.Errorf("--job.node-url=%q: needs {node} where the node name goes", c.nodeURL)
+		return nil, nil, false, fmt.Errorf("--job.node-url=%q: needs {node} where the node name goes", c.nodeURL)
 	}
 	nodes, err := c.jobNodes()
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, false, err
 	}
 	rt, err := report.NewRoundTripper(c.httpConfig, "gpuwatch-job")
 	if err != nil {
-		return nil, nil, fmt.Errorf("--job.http-config: %w", err)
+		return nil, nil, false, fmt.Errorf("--job.http-config: %w", err)
 	}
 	client := &http.Client{Transport: rt, Timeout: c.timeout}
 	var mu sync.Mutex
@@ -184,6 +229,7 @@ func (c *jobCommand) fromNodes() (recs []jobs.Record, missing []string, err erro
 			defer mu.Unlock()
 			if err != nil {
 				missing = append(missing, fmt.Sprintf("%s: %v", node, err))
+				unreachable = unreachable || !errors.Is(err, errNoRecord)
 				return
 			}
 			recs = append(recs, got...)
@@ -191,7 +237,7 @@ func (c *jobCommand) fromNodes() (recs []jobs.Record, missing []string, err erro
 	}
 	wg.Wait()
 	slices.Sort(missing)
-	return recs, missing, nil
+	return recs, missing, unreachable, nil
 }
 
 // jobNodes is --job.nodes, else the job's node list from scontrol.
@@ -241,7 +287,7 @@ func (c *jobCommand) askNode(client *http.Client, node string) ([]jobs.Record, e
 	switch resp.StatusCode {
 	case http.StatusOK:
 	case http.StatusNotFound:
-		return nil, errors.New("no record")
+		return nil, errNoRecord
 	case http.StatusUnauthorized, http.StatusForbidden:
 		return nil, fmt.Errorf("%s: %s (check --job.http-config's credentials)", u, resp.Status)
 	default:
@@ -259,7 +305,7 @@ func (c *jobCommand) askNode(client *http.Client, node string) ([]jobs.Record, e
 		}
 	}
 	if len(out) == 0 {
-		return nil, errors.New("no record")
+		return nil, errNoRecord
 	}
 	return out, nil
 }

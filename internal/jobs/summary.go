@@ -37,9 +37,9 @@ type SummaryGPU struct {
 	GPU
 }
 
-// Total sums the job's GPUs: seconds and joules are summed over GPUs,
-// utilization is SM time over allocated time of all GPUs, memory the
-// highest of any one GPU.
+// Total sums the job's GPUs: seconds and joules are summed over GPUs
+// (absent unless every GPU has the figure), utilization is SM time over
+// allocated time of all GPUs, memory the highest of any one GPU.
 type Total struct {
 	GPUs               int      `json:"gpus"`
 	AllocatedSeconds   float64  `json:"allocated_seconds"`
@@ -101,15 +101,18 @@ func Summarize(id string, records []Record) (Summary, bool) {
 
 func total(gpus []SummaryGPU) Total {
 	t := Total{GPUs: len(gpus)}
+	// A sum is given only when every GPU has the figure: a sum of some
+	// would read as the whole.
+	idle, sm, energy, xids := ptr(0.0), ptr(0.0), ptr(0.0), ptr(uint64(0))
 	for _, g := range gpus {
 		t.AllocatedSeconds += g.AllocatedSeconds
-		t.IdleSeconds = addOpt(t.IdleSeconds, g.IdleSeconds)
-		t.SMSeconds = addOpt(t.SMSeconds, g.SMSeconds)
-		t.EnergyJoules = addOpt(t.EnergyJoules, g.EnergyJoules)
-		t.XIDErrors = addOpt(t.XIDErrors, g.XIDErrors)
+		idle, sm, energy, xids = addAll(idle, g.IdleSeconds), addAll(sm, g.SMSeconds), addAll(energy, g.EnergyJoules), addAll(xids, g.XIDErrors)
 		if g.MemoryUsedBytesMax != nil && (t.MemoryUsedBytesMax == nil || *g.MemoryUsedBytesMax > *t.MemoryUsedBytesMax) {
 			t.MemoryUsedBytesMax = ptr(*g.MemoryUsedBytesMax)
 		}
+	}
+	if len(gpus) > 0 {
+		t.IdleSeconds, t.SMSeconds, t.EnergyJoules, t.XIDErrors = idle, sm, energy, xids
 	}
 	if t.SMSeconds != nil && t.AllocatedSeconds > 0 {
 		t.SMUtilizationMean = ptr(min(1, *t.SMSeconds/t.AllocatedSeconds))
@@ -117,12 +120,10 @@ func total(gpus []SummaryGPU) Total {
 	return t
 }
 
-func addOpt[T float64 | uint64](sum, v *T) *T {
-	if v == nil {
-		return sum
-	}
-	if sum == nil {
-		return ptr(*v)
+// addAll adds v to sum; absent once, absent for good.
+func addAll[T float64 | uint64](sum, v *T) *T {
+	if sum == nil || v == nil {
+		return nil
 	}
 	return ptr(*sum + *v)
 }
