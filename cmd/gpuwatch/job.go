@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -187,23 +188,41 @@ func (c *jobCommand) fromNodesWaiting() ([]jobs.Record, []string, error) {
 	}
 }
 
-// storeAdminComment puts the summary in the job's AdminComment, keeping
-// what other tools wrote there.
+// storeAdminComment puts the summary in the job's AdminComment, after
+// what other tools wrote there: in Slurm's accounting database (sacctmgr,
+// with slurmdbd: the copy that outlives the controller, and the only one
+// an ended job takes), else in the controller (scontrol update, which
+// Slurm refuses once the job has ended).
 func (c *jobCommand) storeAdminComment(s jobs.Summary) error {
 	if c.pod != "" {
 		return errors.New("--job.admin-comment is for Slurm jobs, not pods")
 	}
+	ctx := context.Background()
 	run := slurm.ExecRunner{Timeout: c.timeout}
-	out, err := run.Run(context.Background(), c.common.slurm.scontrol, "show", "job", "-o", c.id)
-	if err != nil {
-		return fmt.Errorf("reading the job's AdminComment: %w", err)
+	var existing string
+	if out, err := run.Run(ctx, c.common.slurm.scontrol, "show", "job", "-o", c.id); err == nil {
+		existing = jobs.AdminCommentOf(string(out))
+	} else if out, err := run.Run(ctx, c.sacctmgrNear("sacct"), "-n", "-X", "-P", "-j", c.id, "-o", "AdminComment"); err == nil {
+		existing = strings.TrimSpace(string(out))
 	}
-	comment := jobs.MergeAdminComment(jobs.AdminCommentOf(string(out)), jobs.AdminComment(s))
-	if _, err := run.Run(context.Background(), c.common.slurm.scontrol, "update", "JobId="+c.id, "AdminComment="+comment); err != nil {
-		return fmt.Errorf("storing the AdminComment: %w", err)
+	comment := jobs.MergeAdminComment(existing, jobs.AdminComment(s))
+	_, dbErr := run.Run(ctx, c.sacctmgrNear("sacctmgr"), "-i", "update", "job", "where", "jobid="+c.id, "set", "AdminComment="+comment)
+	if dbErr != nil {
+		if _, err := run.Run(ctx, c.common.slurm.scontrol, "update", "JobId="+c.id, "AdminComment="+comment); err != nil {
+			return fmt.Errorf("storing the AdminComment: sacctmgr: %v; scontrol: %w", dbErr, err)
+		}
 	}
-	_, err = fmt.Fprintln(c.out, comment)
+	_, err := fmt.Fprintln(c.out, comment)
 	return err
+}
+
+// sacctmgrNear is a Slurm command beside --slurm.scontrol-path (same
+// directory), or on PATH.
+func (c *jobCommand) sacctmgrNear(name string) string {
+	if dir := filepath.Dir(c.common.slurm.scontrol); dir != "." {
+		return filepath.Join(dir, name)
+	}
+	return name
 }
 
 // fromNodes asks every node of the job, in parallel, for its records.

@@ -12,6 +12,8 @@
 #   GPUWATCH_NODE_URL        each node's gpuwatch, {node} the node name (http://{node}:9410)
 #   GPUWATCH_HTTP_CONFIG     client settings (TLS, basic_auth) for it, as report's; optional
 #   GPUWATCH_WAIT            how long to wait for the nodes' records (60s)
+#   GPUWATCH_SCONTROL        scontrol (found on PATH, which slurmctld gives its
+#                            epilogs almost empty: /usr/bin and /usr/local/bin are added)
 #
 # It exits 0 whatever happens (a failing EpilogSlurmctld only logs, but
 # there is nothing to retry); what went wrong goes to slurmctld's log.
@@ -21,6 +23,9 @@
 GPUWATCH=${GPUWATCH:-/usr/bin/gpuwatch}
 URL=${GPUWATCH_NODE_URL:-'http://{node}:9410'}
 WAIT=${GPUWATCH_WAIT:-60s}
+PATH=${PATH:+$PATH:}/usr/local/bin:/usr/bin:/bin
+export PATH
+SCONTROL=${GPUWATCH_SCONTROL:-scontrol}
 
 case "${SLURM_JOB_ID:-}" in
 '' | *[!0-9_]*) exit 0 ;;
@@ -28,9 +33,9 @@ esac
 [ -n "${SLURM_JOB_NODELIST:-}" ] || exit 0
 
 set -- job "$SLURM_JOB_ID" --job.node-url="$URL" --job.nodes="$SLURM_JOB_NODELIST" \
-	--job.wait="$WAIT" --job.admin-comment
+	--job.wait="$WAIT" --job.admin-comment --slurm.scontrol-path="$SCONTROL"
 if [ -n "${GPUWATCH_HTTP_CONFIG:-}" ]; then
 	set -- "$@" --job.http-config="$GPUWATCH_HTTP_CONFIG"
 fi
-"$GPUWATCH" "$@" >/dev/null 2>&1 || echo "gpuwatch EpilogSlurmctld: no GPU summary for job $SLURM_JOB_ID" >&2
+"$GPUWATCH" "$@" >/dev/null || echo "gpuwatch EpilogSlurmctld: no GPU summary for job $SLURM_JOB_ID" >&2
 exit 0

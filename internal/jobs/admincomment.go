@@ -12,7 +12,7 @@ const AdminCommentPrefix = "gpuwatch1:"
 // in the job's AdminComment, so that Slurm's accounting (sacct -o
 // AdminComment, with slurmdbd) keeps it after Prometheus forgot:
 //
-//	gpuwatch1:gpus=2;alloc_h=2.00;sm=34%;idle=50%;mem_max=3GiB;energy_wh=610;xid=0;per_gpu=gpu01/0:sm83%:idle0%:mem60GiB,gpu01/2:...
+//	gpuwatch1:gpus=2;alloc_s=7200;sm=34%;idle=50%;mem_max=3GiB;energy_wh=610;xid=0;per_gpu=gpu01/0:sm83%:idle0%:mem60GiB,gpu01/2:...
 //
 // Absent figures are left out, never written as 0. It holds no space, so
 // another tool's text beside it stays whole.
@@ -21,7 +21,7 @@ func AdminComment(s Summary) string {
 	add := func(k, v string) { parts = append(parts, k+"="+v) }
 	t := s.Total
 	add("gpus", fmt.Sprint(t.GPUs))
-	add("alloc_h", fmt.Sprintf("%.2f", t.AllocatedSeconds/3600))
+	add("alloc_s", fmt.Sprintf("%.0f", t.AllocatedSeconds))
 	if t.SMUtilizationMean != nil {
 		add("sm", fmt.Sprintf("%.0f%%", 100**t.SMUtilizationMean))
 	}
