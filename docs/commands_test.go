@@ -196,8 +196,10 @@ func repoPath(w string) (string, bool) {
 		strings.Contains(w, "://") || strings.Contains(w, "=") || strings.Contains(w, "VERSION") || !strings.Contains(w, "/") {
 		return "", false
 	}
+	// A path into the checkout starts with one of its top directories (a
+	// stray file at the top, such as a binary that go build left, is none).
 	top := strings.Split(strings.TrimPrefix(w, "./"), "/")[0]
-	if _, err := os.Stat(filepath.Join("..", top)); err != nil && top != "bin" {
+	if st, err := os.Stat(filepath.Join("..", top)); (err != nil || !st.IsDir()) && top != "bin" {
 		return "", false
 	}
 	return filepath.Clean(w), true

@@ -11,6 +11,7 @@ import (
 
 	"github.com/gpuwatch/gpuwatch/internal/accounting"
 	nvmlbackend "github.com/gpuwatch/gpuwatch/internal/backend/nvml"
+	"github.com/gpuwatch/gpuwatch/internal/jobs"
 	"github.com/gpuwatch/gpuwatch/internal/pipeline"
 	"github.com/gpuwatch/gpuwatch/internal/snapshot"
 )
@@ -60,14 +61,24 @@ func (f *commonFlags) startAccounting(logger *slog.Logger, st *stack, enrichers 
 	}
 	groups := accounting.ReaderGroups()
 	// What the operator switched off stays off here too.
+	records := f.keepsRecords()
+	if records {
+		maps.Copy(groups, jobs.JournalGroups())
+	}
 	maps.DeleteFunc(groups, func(g string, _ bool) bool { return !f.enabledCollectors()[g] })
-	opts := nvmlbackend.Options{Groups: groups, Logger: logger, StartTimeout: f.timeout, ProcessSamples: true, GPMOnlyMIG: true}
+	opts := nvmlbackend.Options{Groups: groups, Logger: logger, StartTimeout: f.timeout, ProcessSamples: true, GPMOnlyMIG: !records}
 	if st.sim != nil {
 		opts.Now, opts.Library = st.sim.Now, "simulator"
 	}
 	reader, err := nvmlbackend.New(st.lib, opts)
 	if err != nil {
 		return nil, fmt.Errorf("starting the accounting's reader: %w", err)
+	}
+	if records {
+		if err := f.startJournal(logger, st, acct); err != nil {
+			_ = reader.Close()
+			return nil, err
+		}
 	}
 	src := pipeline.New(reader, pipeline.Options{Timeout: f.timeout}, enrichers...)
 	ctx, cancel := context.WithCancel(context.Background())

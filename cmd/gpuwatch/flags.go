@@ -43,6 +43,7 @@ type commonFlags struct {
 	// hostnameLabel names the host label of the dcgm series.
 	hostnameLabel string
 	accounting    accountingFlags
+	journal       journalFlags
 }
 
 func registerCommonFlags(app *kingpin.Application) *commonFlags {
@@ -79,6 +80,7 @@ func registerCommonFlags(app *kingpin.Application) *commonFlags {
 	f.attribution.register(app)
 	f.slurm.register(app)
 	f.accounting.register(app)
+	f.journal.register(app)
 	promslogflag.AddFlags(app, f.log)
 	return f
 }

@@ -72,6 +72,7 @@ func newApp() (*kingpin.Application, []command) {
 		newPsCommand(app, cfg),
 		newDoctorCommand(app, cfg, serve),
 		newReportCommand(app),
+		newJobCommand(app, cfg),
 	}
 }
 

@@ -17,6 +17,7 @@ import (
 	"github.com/prometheus/exporter-toolkit/web/kingpinflag"
 
 	"github.com/gpuwatch/gpuwatch/internal/configfile"
+	"github.com/gpuwatch/gpuwatch/internal/jobs"
 	"github.com/gpuwatch/gpuwatch/internal/server"
 	"github.com/gpuwatch/gpuwatch/internal/webui"
 )
@@ -113,6 +114,10 @@ func (c *serveCommand) run() error {
 		// and tells the start log what was found.
 		go func() { _, _ = st.pipeline.Snapshot(context.Background()) }()
 	}
+	var jobsAPI http.Handler
+	if st.jobs != nil {
+		jobsAPI = jobs.Handler(st.jobs)
+	}
 	handler, err := server.Handler(server.Options{
 		TelemetryPath:       c.telemetryPath,
 		Metrics:             st.metricsHandler(),
@@ -122,6 +127,7 @@ func (c *serveCommand) run() error {
 		MaxRequestsInFlight: c.maxRequests,
 		Pprof:               c.pprof,
 		UI:                  ui,
+		Jobs:                jobsAPI,
 	})
 	if err != nil {
 		return err

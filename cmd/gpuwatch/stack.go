@@ -22,6 +22,7 @@ import (
 	"github.com/gpuwatch/gpuwatch/internal/backend/sim"
 	"github.com/gpuwatch/gpuwatch/internal/exporter"
 	"github.com/gpuwatch/gpuwatch/internal/healthlog"
+	"github.com/gpuwatch/gpuwatch/internal/jobs"
 	"github.com/gpuwatch/gpuwatch/internal/pipeline"
 	"github.com/gpuwatch/gpuwatch/internal/selfstats"
 	"github.com/gpuwatch/gpuwatch/internal/snapshot"
@@ -43,6 +44,8 @@ type stack struct {
 	// extra are collectors beside the GPU exporter (the Slurm cluster
 	// collector), exported by both /metrics and the textfile.
 	extra []prometheus.Collector
+	// jobs keeps the per-job records; nil when it does not run.
+	jobs *jobs.Recorder
 }
 
 func (s *stack) Close() error {

@@ -84,6 +84,9 @@ type Accountant struct {
 	// published is what Enrich hands to outputs: rebuilt at each tick,
 	// never modified after.
 	published atomic.Pointer[snapshot.Accounting]
+
+	// afterTick is told of every tick Run integrated (see AfterTick).
+	afterTick func(s *snapshot.Snapshot, totals *snapshot.Accounting)
 }
 
 // New returns an Accountant; it refuses options Check refuses.
@@ -139,6 +142,9 @@ func (a *Accountant) Run(ctx context.Context, src Source, interval time.Duration
 		switch {
 		case err == nil:
 			a.Observe(s)
+			if a.afterTick != nil {
+				a.afterTick(s, a.Totals())
+			}
 		case errors.Is(ctx.Err(), context.Canceled):
 			return
 		case onError != nil:

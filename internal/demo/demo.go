@@ -22,6 +22,10 @@ type Options struct {
 	IdleGPUInstances []GPUInstance
 	// Node is the host's Slurm node name (--slurm.node-name).
 	Node string
+	// Ended, when set, says whether a process has ended for good: a Slurm
+	// job or pod whose processes have all ended leaves squeue, scontrol
+	// and the kubelet's list, as its allocation would. Nil: never.
+	Ended func(pid uint32) bool
 	// Logger receives the servers' errors. Default: discard.
 	Logger *slog.Logger
 }
@@ -91,10 +95,15 @@ func Start(opts Options) (env *Env, err error) {
 		return nil, err
 	}
 	env.KubeletSocket = filepath.Join(dir, "kubelet.sock")
-	if err := env.serveGRPC(env.KubeletSocket, NewKubelet(env.Workloads, opts.GPUs).Methods()); err != nil {
+	k := NewKubelet(env.Workloads, opts.GPUs)
+	if opts.Ended != nil {
+		k.endWith(env.Workloads, opts.Ended)
+	}
+	if err := env.serveGRPC(env.KubeletSocket, k.Methods()); err != nil {
 		return nil, err
 	}
 	env.Slurm = NewSlurmCommands(env.Workloads, opts.Node)
+	env.Slurm.ended = opts.Ended
 	return env, nil
 }
 

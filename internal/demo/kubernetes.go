@@ -66,7 +66,10 @@ func (c *CRI) version(context.Context, []byte) ([]byte, error) {
 // the Kubernetes workloads holds, by GPU UUID under nvidia.com/gpu (the
 // device plugin), or as a device of NVIDIA's DRA driver in a resource claim.
 type Kubelet struct {
-	resp []byte // the encoded List answer
+	pods []kubeapi.PodResources
+	resp []byte // the encoded List answer while no pod has ended
+	// gone says, per pod, whether it has ended (see Options.Ended).
+	gone []func() bool
 }
 
 // NewKubelet lists one pod per Kubernetes workload.
@@ -101,12 +104,36 @@ func NewKubelet(workloads []Workload, gpus []GPU) *Kubelet {
 			Name: w.PodName, Namespace: w.PodNamespace, Containers: []kubeapi.ContainerResources{c},
 		})
 	}
-	return &Kubelet{resp: kubeapi.EncodeListPodResourcesResponse(pods)}
+	return &Kubelet{pods: pods, resp: kubeapi.EncodeListPodResourcesResponse(pods)}
 }
 
 // Methods are the calls the demo's kubelet answers.
 func (k *Kubelet) Methods() map[string]grpcunix.Handler {
-	return map[string]grpcunix.Handler{
-		kubeapi.MethodList: func(context.Context, []byte) ([]byte, error) { return k.resp, nil },
+	return map[string]grpcunix.Handler{kubeapi.MethodList: k.list}
+}
+
+// list answers List: every pod, or, with Options.Ended, the pods that
+// have not ended.
+func (k *Kubelet) list(context.Context, []byte) ([]byte, error) {
+	if k.gone == nil {
+		return k.resp, nil
+	}
+	var pods []kubeapi.PodResources
+	for i, p := range k.pods {
+		if !k.gone[i]() {
+			pods = append(pods, p)
+		}
+	}
+	return kubeapi.EncodeListPodResourcesResponse(pods), nil
+}
+
+// endWith has pods whose processes have all ended leave the list, as the
+// kubelet drops a pod that completed.
+func (k *Kubelet) endWith(workloads []Workload, ended func(pid uint32) bool) {
+	k.gone = nil
+	for _, w := range workloads {
+		if w.Kind == KindKubernetes {
+			k.gone = append(k.gone, func() bool { return w.ended(ended) })
+		}
 	}
 }

@@ -23,6 +23,8 @@ import (
 type SlurmCommands struct {
 	node string
 	jobs []Workload
+	// ended says whether a process has ended for good (Options.Ended).
+	ended func(pid uint32) bool
 }
 
 var _ slurm.CommandRunner = (*SlurmCommands)(nil)
@@ -47,7 +49,9 @@ func (s *SlurmCommands) Run(_ context.Context, path string, args ...string) ([]b
 		var b strings.Builder
 		if args[2] == s.node {
 			for _, j := range s.jobs {
-				b.WriteString(j.JobID + "\n")
+				if !j.ended(s.ended) {
+					b.WriteString(j.JobID + "\n")
+				}
 			}
 		}
 		return []byte(b.String()), nil
@@ -60,7 +64,7 @@ func (s *SlurmCommands) Run(_ context.Context, path string, args ...string) ([]b
 		return []byte(fmt.Sprintf("NodeName=%s Arch=x86_64 CPUTot=224 State=MIXED Gres=gpu:8 Partitions=gpu\n", s.node)), nil
 	case cmd == "scontrol" && len(args) == 5 && args[0] == "show" && args[1] == "job" && args[2] == "-d" && args[3] == "-o":
 		for _, j := range s.jobs {
-			if j.JobID == args[4] {
+			if j.JobID == args[4] && !j.ended(s.ended) {
 				return []byte(s.showJob(j)), nil
 			}
 		}

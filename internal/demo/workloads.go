@@ -203,3 +203,17 @@ func hexID(parts ...string) string {
 	}
 	return hex.EncodeToString(h.Sum(nil))
 }
+
+// ended says whether every process of the workload has ended for good
+// (false for one without processes: an idle allocation stays).
+func (w *Workload) ended(ended func(pid uint32) bool) bool {
+	if ended == nil || len(w.Processes) == 0 {
+		return false
+	}
+	for _, p := range w.Processes {
+		if !ended(p.PID) {
+			return false
+		}
+	}
+	return true
+}

@@ -65,22 +65,9 @@ func NewClient(o ClientOptions) (Querier, error) {
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return nil, fmt.Errorf("--prometheus.url=%q: want http://HOST:PORT or https://HOST:PORT", RedactURL(o.URL))
 	}
-	cfg := config.DefaultHTTPClientConfig
-	if o.HTTPConfigFile != "" {
-		data, err := configfile.Read(o.HTTPConfigFile)
-		if err != nil {
-			return nil, err
-		}
-		c, err := config.LoadHTTPConfig(string(data))
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", o.HTTPConfigFile, err)
-		}
-		c.SetDirectory(filepath.Dir(o.HTTPConfigFile))
-		cfg = *c
-	}
-	rt, err := config.NewRoundTripperFromConfig(cfg, "gpuwatch-report")
+	rt, err := NewRoundTripper(o.HTTPConfigFile, "gpuwatch-report")
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", o.HTTPConfigFile, err)
+		return nil, err
 	}
 	pause := o.RetryPause
 	if pause <= 0 {
@@ -181,6 +168,30 @@ func formatBytes(n int64) string {
 		return fmt.Sprintf("%dKiB", n>>10)
 	}
 	return fmt.Sprintf("%dB", n)
+}
+
+// NewRoundTripper is the HTTP transport of a Prometheus-style HTTP client
+// configuration file (basic_auth, authorization, tls_config, proxy_url);
+// an empty path is the default configuration. `report` and `job` share it.
+func NewRoundTripper(httpConfigFile, name string) (http.RoundTripper, error) {
+	cfg := config.DefaultHTTPClientConfig
+	if httpConfigFile != "" {
+		data, err := configfile.Read(httpConfigFile)
+		if err != nil {
+			return nil, err
+		}
+		c, err := config.LoadHTTPConfig(string(data))
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", httpConfigFile, err)
+		}
+		c.SetDirectory(filepath.Dir(httpConfigFile))
+		cfg = *c
+	}
+	rt, err := config.NewRoundTripperFromConfig(cfg, name)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", httpConfigFile, err)
+	}
+	return rt, nil
 }
 
 // retrying retries requests that failed for a reason that may pass: a

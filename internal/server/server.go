@@ -39,6 +39,9 @@ type Options struct {
 	// elsewhere (the live page, its assets and /api/v1/) in place of the
 	// generic landing page.
 	UI http.Handler
+	// Jobs, when set, serves /api/v1/jobs and /api/v1/jobs/ID (the job
+	// records, internal/jobs), with or without the UI.
+	Jobs http.Handler
 }
 
 // Handler builds the exporter's HTTP handler.
@@ -75,6 +78,10 @@ func Handler(opts Options) (http.Handler, error) {
 		mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
 		mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
 		mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	}
+	if opts.Jobs != nil {
+		mux.Handle("/api/v1/jobs", opts.Jobs)
+		mux.Handle("/api/v1/jobs/", opts.Jobs)
 	}
 	if opts.UI != nil {
 		mux.Handle("/", opts.UI)

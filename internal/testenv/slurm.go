@@ -27,6 +27,13 @@ type Slurm struct {
 // they are started one at a time: a lock file is held until cleanup.
 func StartSlurm(t *testing.T, fakeGPUs int) *Slurm {
 	t.Helper()
+	return StartSlurmWith(t, fakeGPUs, "")
+}
+
+// StartSlurmWith is StartSlurm with lines added to slurm.conf (Epilog=,
+// EpilogSlurmctld=, ...).
+func StartSlurmWith(t *testing.T, fakeGPUs int, extraConf string) *Slurm {
+	t.Helper()
 	if testing.Short() {
 		t.Skip("-short: real Slurm not started")
 	}
@@ -45,7 +52,7 @@ func StartSlurm(t *testing.T, fakeGPUs int) *Slurm {
 	cmd := exec.CommandContext(ctx, filepath.Join(scripts, "start.sh"), dir)
 	cmd.Env = append(os.Environ(),
 		"SLURMCTLD_PORT="+strconv.Itoa(FreePort(t)), "SLURMD_PORT="+strconv.Itoa(FreePort(t)),
-		"FAKE_GPUS="+strconv.Itoa(fakeGPUs))
+		"FAKE_GPUS="+strconv.Itoa(fakeGPUs), "SLURM_EXTRA_CONF="+extraConf)
 	t.Cleanup(func() {
 		stop := exec.Command(filepath.Join(scripts, "stop.sh"), dir)
 		if out, err := stop.CombinedOutput(); err != nil {

@@ -107,6 +107,7 @@ var valuesCases = []valuesCase{
 	{name: "no-attribution", knownArgs: true, set: []string{
 		"attribution.enabled=false", "service.enabled=false", "podMonitor.enabled=true", "dashboards.enabled=false",
 	}},
+	{name: "job-journal-in-emptydir", knownArgs: true, set: []string{"accounting.hostPath="}},
 }
 
 // helmArgs are the --set-string flags of a case.

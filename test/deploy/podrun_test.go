@@ -49,7 +49,8 @@ func TestDaemonSetCommandLineServes(t *testing.T) {
 			uuid := simGPU0UUID(t)
 			kubeletDir := shortTempDir(t)
 			serveKubelet(t, filepath.Join(kubeletDir, "kubelet.sock"), uuid)
-			hostPaths := map[string]string{"/var/lib/kubelet/pod-resources": kubeletDir}
+			// The job journal's hostPath (DirectoryOrCreate) is a fresh directory.
+			hostPaths := map[string]string{"/var/lib/kubelet/pod-resources": kubeletDir, "/var/lib/gpuwatch": shortTempDir(t)}
 			if u := c.existingSecret; u != nil {
 				secrets[u.name] = u.secret()
 			}
@@ -134,6 +135,10 @@ func mountVolumes(t *testing.T, root string, pod corev1.PodSpec, secrets map[str
 				if err := os.WriteFile(filepath.Join(dst, name), []byte(content), 0o600); err != nil {
 					t.Fatal(err)
 				}
+			}
+		case v.EmptyDir != nil:
+			if err := os.MkdirAll(dst, 0o755); err != nil {
+				t.Fatal(err)
 			}
 		default:
 			t.Fatalf("volume %q: no way to lay out %+v", m.Name, v.VolumeSource)

@@ -125,7 +125,12 @@ func checkDaemonSet(t *testing.T, c valuesCase, ds *appsv1.DaemonSet) {
 			t.Errorf("volumeMount %q names no volume", m.Name)
 			continue
 		}
-		if v.HostPath != nil && !m.ReadOnly {
+		// The one writable host path: the job journal's own directory.
+		journal := m.Name == "accounting" && m.MountPath == "/var/lib/gpuwatch"
+		if v.HostPath != nil && journal && (v.HostPath.Path == "/" || !strings.Contains(v.HostPath.Path, "gpuwatch")) {
+			t.Errorf("the job journal is mounted writable from %s, not a directory of its own", v.HostPath.Path)
+		}
+		if v.HostPath != nil && !m.ReadOnly && !journal {
 			t.Errorf("host path %s is mounted writable at %s", v.HostPath.Path, m.MountPath)
 		}
 	}

@@ -7,6 +7,7 @@
 #   SLURMCTLD_PORT  controller port (default 16817)
 #   SLURMD_PORT     slurmd port      (default 16818)
 #   FAKE_GPUS       number of fake GPUs of type h100 (default 2)
+#   SLURM_EXTRA_CONF  lines appended to slurm.conf (e.g. Epilog=...)
 #
 # On success it prints `SLURM_CONF=DIR/slurm.conf`; every client command
 # (sbatch, squeue, sinfo, scontrol, sdiag) must run with that variable.
@@ -96,6 +97,9 @@ NodeName=$NODE NodeAddr=127.0.0.1 CPUs=2 RealMemory=2000 Gres=gpu:h100:$GPUS Sta
 PartitionName=gpu Nodes=$NODE Default=YES MaxTime=INFINITE State=UP
 PartitionName=debug Nodes=$NODE MaxTime=60 State=UP
 EOF
+if [ -n "${SLURM_EXTRA_CONF:-}" ]; then
+	printf '%s\n' "$SLURM_EXTRA_CONF" >>"$DIR/slurm.conf"
+fi
 
 export SLURM_CONF="$DIR/slurm.conf"
 # -i: ignore state left in StateSaveLocation by an earlier run of the same DIR.

@@ -20,6 +20,28 @@ func (s *Sim) Processes() []HostProcess {
 	return out
 }
 
+// ProcessEnded says whether process pid has ended for good: its
+// configured end has passed (false for an unknown PID or one that never
+// ends).
+func (s *Sim) ProcessEnded(pid uint32) bool {
+	e := s.elapsed()
+	for _, d := range s.devices {
+		for _, p := range d.processes {
+			if p.pid == pid && (p.end < 0 || e < p.end) {
+				return false
+			}
+		}
+	}
+	for _, d := range s.devices {
+		for _, p := range d.processes {
+			if p.pid == pid {
+				return true
+			}
+		}
+	}
+	return false
+}
+
 // GPUUUIDs lists the simulated GPUs' UUIDs by index.
 func (s *Sim) GPUUUIDs() []string {
 	out := make([]string, len(s.devices))

@@ -1,0 +1,175 @@
+package jobs
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+	"time"
+)
+
+// Formats of Render.
+var Formats = []string{"table", "json", "markdown"}
+
+// Render writes the summary as a table, JSON or Markdown.
+func Render(w io.Writer, s Summary, format string) error {
+	switch format {
+	case "json":
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		return enc.Encode(s)
+	case "table":
+		return renderText(w, s, false)
+	case "markdown":
+		return renderText(w, s, true)
+	}
+	return fmt.Errorf("unknown format %q (want table, json or markdown)", format)
+}
+
+var columns = []string{"NODE", "GPU", "MODEL", "ALLOCATED", "SM UTIL MEAN", "SM UTIL MAX", "PEAK MEMORY", "ENERGY", "IDLE", "XIDS", "THROTTLED"}
+
+func renderText(w io.Writer, s Summary, md bool) error {
+	var b strings.Builder
+	title := "Job " + s.JobID
+	if s.Kind == KindPod && s.Pod != nil {
+		title = fmt.Sprintf("Pod %s/%s", s.Pod.Namespace, s.Pod.Name)
+	}
+	var who []string
+	if id := s.Slurm; id != nil {
+		for _, kv := range [][2]string{{"user", id.User}, {"account", id.Account}, {"partition", id.Partition}, {"name", id.JobName}} {
+			if kv[1] != "" {
+				who = append(who, kv[0]+" "+kv[1])
+			}
+		}
+	}
+	if p := s.Pod; p != nil && p.UID != "" {
+		who = append(who, "uid "+p.UID)
+	}
+	state := "ended"
+	if s.Running {
+		state = "running"
+	}
+	if md {
+		fmt.Fprintf(&b, "## %s\n\n", title)
+	} else {
+		fmt.Fprintf(&b, "%s\n", title)
+	}
+	if len(who) > 0 {
+		fmt.Fprintf(&b, "%s\n", strings.Join(who, ", "))
+	}
+	if s.Start.IsZero() { // from Prometheus's counters: no times
+		fmt.Fprintf(&b, "on %s (from Prometheus's counters)\n", strings.Join(s.Nodes, ", "))
+	} else {
+		fmt.Fprintf(&b, "%s to %s (%s, %s) on %s\n", s.Start.UTC().Format(time.DateTime), s.End.UTC().Format(time.DateTime),
+			duration(s.End.Sub(s.Start).Seconds()), state, strings.Join(s.Nodes, ", "))
+	}
+	for _, m := range s.MissingNodes {
+		fmt.Fprintf(&b, "no record from %s\n", m)
+	}
+	b.WriteString("\n")
+	rows := [][]string{}
+	for _, g := range s.GPUs {
+		gpu := fmt.Sprint(g.Index)
+		if g.MIGUUID != "" {
+			gpu += " " + g.MIGProfile
+		}
+		rows = append(rows, []string{
+			g.Node, gpu, strings.TrimPrefix(g.Model, "NVIDIA "), duration(g.AllocatedSeconds),
+			percent(g.SMUtilizationMean), percent(g.SMUtilizationMax), memory(g.MemoryUsedBytesMax, g.MemoryTotalBytes),
+			energy(g.EnergyJoules), share(g.IdleSeconds, g.AllocatedSeconds), count(g.XIDErrors), share(g.ThrottleSeconds, g.AllocatedSeconds),
+		})
+	}
+	t := s.Total
+	rows = append(rows, []string{
+		"total", fmt.Sprintf("%d GPUs", t.GPUs), "", duration(t.AllocatedSeconds), percent(t.SMUtilizationMean), "",
+		memory(t.MemoryUsedBytesMax, nil), energy(t.EnergyJoules), share(t.IdleSeconds, t.AllocatedSeconds), count(t.XIDErrors), "",
+	})
+	if md {
+		b.WriteString("| " + strings.Join(columns, " | ") + " |\n|" + strings.Repeat(" --- |", len(columns)) + "\n")
+		for _, r := range rows {
+			b.WriteString("| " + strings.Join(r, " | ") + " |\n")
+		}
+	} else {
+		tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
+		fmt.Fprintln(tw, strings.Join(columns, "\t"))
+		for _, r := range rows {
+			fmt.Fprintln(tw, strings.Join(r, "\t"))
+		}
+		if err := tw.Flush(); err != nil {
+			return err
+		}
+	}
+	b.WriteString("\nALLOCATED, IDLE and ENERGY are per GPU, summed in the total; SM UTIL is SM time over allocated time.\n")
+	if len(s.Notes) == 0 {
+		b.WriteString("\nNo efficiency problems found.\n")
+	} else {
+		b.WriteString("\nNotes:\n")
+		for _, n := range s.Notes {
+			b.WriteString("- " + n + "\n")
+		}
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// The cells: "-" is absent, never 0.
+func percent(v *float64) string {
+	if v == nil {
+		return "-"
+	}
+	return fmt.Sprintf("%.0f %%", 100**v)
+}
+
+func share(v *float64, of float64) string {
+	if v == nil || of <= 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%.0f %%", 100**v/of)
+}
+
+func count(v *uint64) string {
+	if v == nil {
+		return "-"
+	}
+	return fmt.Sprint(*v)
+}
+
+func memory(used, total *uint64) string {
+	switch {
+	case used == nil:
+		return "-"
+	case total == nil:
+		return Bytes(*used)
+	}
+	return Bytes(*used) + " of " + Bytes(*total)
+}
+
+func energy(j *float64) string {
+	if j == nil {
+		return "-"
+	}
+	wh := *j / 3600
+	switch {
+	case wh >= 1000:
+		return fmt.Sprintf("%.2f kWh", wh/1000)
+	case wh >= 100:
+		return fmt.Sprintf("%.0f Wh", wh)
+	case wh >= 10:
+		return fmt.Sprintf("%.1f Wh", wh)
+	}
+	return fmt.Sprintf("%.2f Wh", wh)
+}
+
+// duration writes seconds as "1h05m", "4m10s" or "12s".
+func duration(sec float64) string {
+	d := time.Duration(sec * float64(time.Second)).Round(time.Second)
+	h, m, s := int(d.Hours()), int(d.Minutes())%60, int(d.Seconds())%60
+	switch {
+	case h > 0:
+		return fmt.Sprintf("%dh%02dm", h, m)
+	case m > 0:
+		return fmt.Sprintf("%dm%02ds", m, s)
+	}
+	return fmt.Sprintf("%ds", s)
+}
