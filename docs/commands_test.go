@@ -198,7 +198,7 @@ func repoPath(w string) (string, bool) {
 	}
 	// A path into the checkout starts with one of its top directories (a
 	// stray file at the top, such as a binary that go build left, is none).
-	top := strings.Split(strings.TrimPrefix(w, "./"), "/")[0]
+	top, _, _ := strings.Cut(strings.TrimPrefix(w, "./"), "/")
 	if st, err := os.Stat(filepath.Join("..", top)); (err != nil || !st.IsDir()) && top != "bin" {
 		return "", false
 	}

@@ -19,6 +19,13 @@ echo "== staticcheck"
 # Pinned, built once into .tools/ (scripts/staticcheck.sh); zero findings allowed.
 "$(./scripts/staticcheck.sh)" ./...
 
+echo "== modernize"
+# golang.org/x/tools' modernize analyzer, pinned (scripts/modernize.sh): one idiom
+# per thing (slices, maps, range over int, min/max); zero findings allowed. The
+# findings it reports in cgo's generated files (under the build cache) are not ours.
+findings=$("$(./scripts/modernize.sh)" ./... 2>&1 | grep -F "$PWD/" || true)
+if [ -n "$findings" ]; then echo "$findings" >&2; echo "modernize: run \"\$(./scripts/modernize.sh)\" -fix ./..." >&2; exit 1; fi
+
 echo "== actionlint"
 # The release workflow cannot run here (no network, no registry): lint it,
 # with shellcheck on its run: steps.

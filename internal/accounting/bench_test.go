@@ -32,7 +32,7 @@ func benchConfig() sim.Config {
 		for i := range benchProcsPerGPU {
 			p := sim.ProcessSpec{GPU: gpu, PID: uint32(200000 + gpu*benchProcsPerGPU + i), UsedMemoryBytes: 256 << 20, SMUtilization: 0.003}
 			if gpu == 7 {
-				p.GPUInstance = intp([8]int{1, 1, 1, 1, 5, 5, 13, 14}[i%8])
+				p.GPUInstance = new([8]int{1, 1, 1, 1, 5, 5, 13, 14}[i%8])
 			}
 			cfg.Processes = append(cfg.Processes, p)
 		}

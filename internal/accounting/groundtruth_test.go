@@ -134,9 +134,9 @@ func TestMPSClients(t *testing.T) {
 // its owner while held; the empty 1g instance's part is idle.
 func TestMIGInstances(t *testing.T) {
 	cfg := sim.Config{Profile: "dgx-h100", Processes: []sim.ProcessSpec{
-		{GPU: 7, PID: 701, UsedMemoryBytes: 20 << 30, SMUtilization: 0.6, GPUInstance: intp(1), ComputeInstance: intp(0)},
-		{GPU: 7, PID: 702, UsedMemoryBytes: 8 << 30, SMUtilization: 0.3, GPUInstance: intp(5), ComputeInstance: intp(0)},
-		{GPU: 7, PID: 703, UsedMemoryBytes: 4 << 30, SMUtilization: 0.8, GPUInstance: intp(13), ComputeInstance: intp(0)},
+		{GPU: 7, PID: 701, UsedMemoryBytes: 20 << 30, SMUtilization: 0.6, GPUInstance: new(1), ComputeInstance: new(0)},
+		{GPU: 7, PID: 702, UsedMemoryBytes: 8 << 30, SMUtilization: 0.3, GPUInstance: new(5), ComputeInstance: new(0)},
+		{GPU: 7, PID: 703, UsedMemoryBytes: 4 << 30, SMUtilization: 0.8, GPUInstance: new(13), ComputeInstance: new(0)},
 	}}
 	owners := map[uint32]snapshot.Owner{701: pod("a", "p1"), 702: pod("b", "p2"), 703: pod("c", "p3")}
 	r := newRig(t, cfg, owners, Options{})
@@ -196,7 +196,7 @@ func TestMIGInstances(t *testing.T) {
 // figure is absent, not 0, and energy still follows the slices.
 func TestMIGWithoutGPMHasNoSMTime(t *testing.T) {
 	cfg := sim.Config{Profile: "dgx-a100-mig", Processes: []sim.ProcessSpec{
-		{GPU: 1, PID: 801, UsedMemoryBytes: 8 << 30, SMUtilization: 0.6, GPUInstance: intp(1), ComputeInstance: intp(0)},
+		{GPU: 1, PID: 801, UsedMemoryBytes: 8 << 30, SMUtilization: 0.6, GPUInstance: new(1), ComputeInstance: new(0)},
 	}}
 	r := newRig(t, cfg, map[uint32]snapshot.Owner{801: pod("a", "p1")}, Options{})
 	r.run(step, 40*time.Second)

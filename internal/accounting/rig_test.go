@@ -147,5 +147,3 @@ func near(t *testing.T, what string, got snapshot.Opt[float64], want, rel float6
 }
 
 func dur(d time.Duration) *sim.Duration { v := sim.Duration(d); return &v }
-
-func intp(i int) *int { return &i }

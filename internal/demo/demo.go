@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"time"
 
 	"github.com/gpuwatch/gpuwatch/internal/grpcunix"
@@ -133,8 +134,8 @@ func (e *Env) serveGRPC(socket string, methods map[string]grpcunix.Handler) erro
 
 // Close stops the servers and removes the demo's files.
 func (e *Env) Close() {
-	for i := len(e.closers) - 1; i >= 0; i-- {
-		e.closers[i]()
+	for _, v := range slices.Backward(e.closers) {
+		v()
 	}
 	e.closers = nil
 }

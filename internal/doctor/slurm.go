@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -125,7 +126,7 @@ func gresFiles(path, node string) (files []string, autodetect bool, err error) {
 	for sc.Scan() {
 		line, _, _ := strings.Cut(sc.Text(), "#")
 		kv := map[string]string{}
-		for _, field := range strings.Fields(line) {
+		for field := range strings.FieldsSeq(line) {
 			k, v, _ := strings.Cut(field, "=")
 			kv[strings.ToLower(k)] = v
 		}
@@ -151,12 +152,7 @@ func gresFiles(path, node string) (files []string, autodetect bool, err error) {
 }
 
 func contains(list []string, s string) bool {
-	for _, v := range list {
-		if v == s {
-			return true
-		}
-	}
-	return false
+	return slices.Contains(list, s)
 }
 
 func firstLine(s string) string {

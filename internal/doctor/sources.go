@@ -64,8 +64,8 @@ func pingDocker(ctx context.Context, path string) (string, error) {
 	client := &http.Client{Transport: &http.Transport{
 		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
 			var d net.Dialer
-			if strings.HasPrefix(path, "tcp://") {
-				return d.DialContext(ctx, "tcp", strings.TrimPrefix(path, "tcp://"))
+			if after, ok0 := strings.CutPrefix(path, "tcp://"); ok0 {
+				return d.DialContext(ctx, "tcp", after)
 			}
 			return d.DialContext(ctx, "unix", path)
 		},

@@ -74,7 +74,7 @@ func TestWriteCatalog(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The default table fits a 100-column terminal.
-	for _, l := range strings.Split(strings.TrimSpace(narrow.String()), "\n") {
+	for l := range strings.SplitSeq(strings.TrimSpace(narrow.String()), "\n") {
 		if n := utf8.RuneCountInString(l); n > 100 {
 			t.Errorf("%d columns: %q", n, l)
 		}

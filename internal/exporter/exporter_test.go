@@ -488,7 +488,7 @@ func TestConcurrentScrapes(t *testing.T) {
 	}
 	wantSeries := countSeries(want.Bytes())
 	done := make(chan error)
-	for w := 0; w < 8; w++ {
+	for w := range 8 {
 		go func() {
 			var err error
 			for i := 0; i < 20 && err == nil; i++ {
@@ -507,7 +507,7 @@ func TestConcurrentScrapes(t *testing.T) {
 			done <- err
 		}()
 	}
-	for w := 0; w < 8; w++ {
+	for range 8 {
 		if err := <-done; err != nil {
 			t.Error(err)
 		}

@@ -89,7 +89,7 @@ func h100Device(i, nvlinks int) snapshot.Device {
 			NVLinkTxBytesPerSecond: some(2e11), NVLinkRxBytesPerSecond: some(1.9e11),
 		},
 	}
-	for l := 0; l < nvlinks; l++ {
+	for l := range nvlinks {
 		d.NVLinks = append(d.NVLinks, snapshot.NVLink{
 			Link: l, Active: true, TxBytes: someU(uint64(l) << 34), RxBytes: someU(uint64(l)<<34 + 7),
 			CRCFlitErrors: someU(0), CRCDataErrors: someU(0), ReplayErrors: someU(uint64(l % 3)), RecoveryErrors: someU(0),
@@ -121,7 +121,7 @@ func fullSnapshot(n, nvlinks int) *snapshot.Snapshot {
 		ReadingsDropped:   map[string]uint64{"temperature": 2, "power": 1},
 		Groups:            allGroupsOK(),
 	}
-	for i := 0; i < n; i++ {
+	for i := range n {
 		s.Devices = append(s.Devices, h100Device(i, nvlinks))
 	}
 	if n > 1 {

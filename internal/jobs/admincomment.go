@@ -68,7 +68,7 @@ func AdminComment(s Summary) string {
 // ours.
 func MergeAdminComment(existing, ours string) string {
 	var kept []string
-	for _, w := range strings.Split(existing, " ") {
+	for w := range strings.SplitSeq(existing, " ") {
 		if !strings.HasPrefix(w, AdminCommentPrefix) {
 			kept = append(kept, w)
 		}

@@ -12,7 +12,7 @@ import (
 func testRecord(i int) Record {
 	return Record{ID: strconv.Itoa(i), Kind: KindSlurm, Node: "n1", Slurm: &SlurmIdentity{JobID: strconv.Itoa(i), User: "alice"},
 		Start: time.Unix(int64(i), 0).UTC(), End: time.Unix(int64(i)+60, 0).UTC(),
-		GPUs: []GPU{{Index: 0, UUID: "GPU-0", AllocatedSeconds: 60, SMSeconds: ptr(30.0)}}}
+		GPUs: []GPU{{Index: 0, UUID: "GPU-0", AllocatedSeconds: 60, SMSeconds: new(30.0)}}}
 }
 
 // The journal never holds more than files × max-bytes (plus one record),

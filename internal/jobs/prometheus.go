@@ -32,11 +32,11 @@ func FromPrometheus(ctx context.Context, api Querier, match string, lookback tim
 	}{
 		// A pod's containers each hold the allocation: the longest counts.
 		{fmt.Sprintf("max by (%s) (increase(gpu_allocation_seconds_total{%s}[%s]))", by, match, rng), func(g *GPU, v float64) { g.AllocatedSeconds = v }},
-		{fmt.Sprintf("max by (%s) (increase(gpu_allocation_idle_seconds_total{%s}[%s]))", by, match, rng), func(g *GPU, v float64) { g.IdleSeconds = ptr(v) }},
+		{fmt.Sprintf("max by (%s) (increase(gpu_allocation_idle_seconds_total{%s}[%s]))", by, match, rng), func(g *GPU, v float64) { g.IdleSeconds = new(v) }},
 		{fmt.Sprintf("max by (%s) (increase(gpu_process_seconds_total{%s}[%s]))", by, match, rng), func(g *GPU, v float64) { g.ProcessSeconds = v }},
-		{fmt.Sprintf("sum by (%s) (increase(gpu_process_sm_seconds_total{%s}[%s]))", by, match, rng), func(g *GPU, v float64) { g.SMSeconds = ptr(v) }},
-		{fmt.Sprintf("sum by (%s) (increase(gpu_process_energy_joules_total{%s}[%s]))", by, match, rng), func(g *GPU, v float64) { g.EnergyJoules = ptr(v) }},
-		{fmt.Sprintf("max by (%s) (max_over_time(gpu_process_memory_used_bytes{%s}[%s]))", by, match, rng), func(g *GPU, v float64) { g.MemoryUsedBytesMax = ptr(uint64(v)) }},
+		{fmt.Sprintf("sum by (%s) (increase(gpu_process_sm_seconds_total{%s}[%s]))", by, match, rng), func(g *GPU, v float64) { g.SMSeconds = new(v) }},
+		{fmt.Sprintf("sum by (%s) (increase(gpu_process_energy_joules_total{%s}[%s]))", by, match, rng), func(g *GPU, v float64) { g.EnergyJoules = new(v) }},
+		{fmt.Sprintf("max by (%s) (max_over_time(gpu_process_memory_used_bytes{%s}[%s]))", by, match, rng), func(g *GPU, v float64) { g.MemoryUsedBytesMax = new(uint64(v)) }},
 	}
 	type gpuKey struct{ instance, uuid, mig string }
 	gpus := map[gpuKey]*GPU{}
@@ -83,7 +83,7 @@ func FromPrometheus(ctx context.Context, api Querier, match string, lookback tim
 		g := gpus[k]
 		g.AllocatedSeconds = max(g.AllocatedSeconds, g.ProcessSeconds)
 		if g.SMSeconds != nil && g.AllocatedSeconds > 0 {
-			g.SMUtilizationMean = ptr(min(1, *g.SMSeconds/g.AllocatedSeconds))
+			g.SMUtilizationMean = new(min(1, *g.SMSeconds/g.AllocatedSeconds))
 		}
 		r := byNode[k.instance]
 		if r == nil {
@@ -109,7 +109,7 @@ func describe(ctx context.Context, api Querier, rng string, at time.Time, find f
 		{fmt.Sprintf("max by (instance, uuid, name) (last_over_time(gpu_info[%s]))", rng), func(g *GPU, s *model.Sample) { g.Model = cmp.Or(g.Model, string(s.Metric["name"])) }},
 		{fmt.Sprintf("max by (instance, uuid) (last_over_time(gpu_memory_total_bytes[%s]))", rng), func(g *GPU, s *model.Sample) {
 			if g.MemoryTotalBytes == nil {
-				g.MemoryTotalBytes = ptr(uint64(s.Value))
+				g.MemoryTotalBytes = new(uint64(s.Value))
 			}
 		}},
 	} {

@@ -103,19 +103,19 @@ func total(gpus []SummaryGPU) Total {
 	t := Total{GPUs: len(gpus)}
 	// A sum is given only when every GPU has the figure: a sum of some
 	// would read as the whole.
-	idle, sm, energy, xids := ptr(0.0), ptr(0.0), ptr(0.0), ptr(uint64(0))
+	idle, sm, energy, xids := new(0.0), new(0.0), new(0.0), new(uint64(0))
 	for _, g := range gpus {
 		t.AllocatedSeconds += g.AllocatedSeconds
 		idle, sm, energy, xids = addAll(idle, g.IdleSeconds), addAll(sm, g.SMSeconds), addAll(energy, g.EnergyJoules), addAll(xids, g.XIDErrors)
 		if g.MemoryUsedBytesMax != nil && (t.MemoryUsedBytesMax == nil || *g.MemoryUsedBytesMax > *t.MemoryUsedBytesMax) {
-			t.MemoryUsedBytesMax = ptr(*g.MemoryUsedBytesMax)
+			t.MemoryUsedBytesMax = new(*g.MemoryUsedBytesMax)
 		}
 	}
 	if len(gpus) > 0 {
 		t.IdleSeconds, t.SMSeconds, t.EnergyJoules, t.XIDErrors = idle, sm, energy, xids
 	}
 	if t.SMSeconds != nil && t.AllocatedSeconds > 0 {
-		t.SMUtilizationMean = ptr(min(1, *t.SMSeconds/t.AllocatedSeconds))
+		t.SMUtilizationMean = new(min(1, *t.SMSeconds/t.AllocatedSeconds))
 	}
 	return t
 }
@@ -125,7 +125,7 @@ func addAll[T float64 | uint64](sum, v *T) *T {
 	if sum == nil || v == nil {
 		return nil
 	}
-	return ptr(*sum + *v)
+	return new(*sum + *v)
 }
 
 // notes are the efficiency notes, in plain words, GPU by GPU.

@@ -14,15 +14,15 @@ func twoNodeRecords() []Record {
 	return []Record{
 		{ID: "77", Kind: KindSlurm, Node: "gpu01", Slurm: &SlurmIdentity{JobID: "77", User: "alice"}, Start: t0, End: t0.Add(time.Hour),
 			GPUs: []GPU{
-				{Index: 0, UUID: "GPU-a", Model: "NVIDIA H100 80GB HBM3", MemoryTotalBytes: ptr(80 * gib), AllocatedSeconds: 3600,
-					IdleSeconds: ptr(0.0), SMSeconds: ptr(3000.0), SMUtilizationMean: ptr(3000.0 / 3600), MemoryUsedBytesMax: ptr(60 * gib),
-					EnergyJoules: ptr(2.0e6), XIDErrors: ptr(uint64(0)), ThrottleSeconds: ptr(0.0)},
-				{Index: 2, UUID: "GPU-b", Model: "NVIDIA H100 80GB HBM3", MemoryTotalBytes: ptr(80 * gib), AllocatedSeconds: 3600,
-					IdleSeconds: ptr(3500.0), SMSeconds: ptr(20.0), SMUtilizationMean: ptr(20.0 / 3600), MemoryUsedBytesMax: ptr(3 * gib),
-					EnergyJoules: ptr(0.4e6), XIDErrors: ptr(uint64(2)), ThrottleSeconds: ptr(0.0)},
+				{Index: 0, UUID: "GPU-a", Model: "NVIDIA H100 80GB HBM3", MemoryTotalBytes: new(80 * gib), AllocatedSeconds: 3600,
+					IdleSeconds: new(0.0), SMSeconds: new(3000.0), SMUtilizationMean: new(3000.0 / 3600), MemoryUsedBytesMax: new(60 * gib),
+					EnergyJoules: new(2.0e6), XIDErrors: new(uint64(0)), ThrottleSeconds: new(0.0)},
+				{Index: 2, UUID: "GPU-b", Model: "NVIDIA H100 80GB HBM3", MemoryTotalBytes: new(80 * gib), AllocatedSeconds: 3600,
+					IdleSeconds: new(3500.0), SMSeconds: new(20.0), SMUtilizationMean: new(20.0 / 3600), MemoryUsedBytesMax: new(3 * gib),
+					EnergyJoules: new(0.4e6), XIDErrors: new(uint64(2)), ThrottleSeconds: new(0.0)},
 			}},
 		{ID: "77", Kind: KindSlurm, Node: "gpu02", Slurm: &SlurmIdentity{JobID: "77", User: "alice"}, Start: t0.Add(time.Second), End: t0.Add(time.Hour),
-			GPUs: []GPU{{Index: 0, UUID: "GPU-c", AllocatedSeconds: 3600, SMSeconds: ptr(1800.0), SMUtilizationMean: ptr(0.5)}}},
+			GPUs: []GPU{{Index: 0, UUID: "GPU-c", AllocatedSeconds: 3600, SMSeconds: new(1800.0), SMUtilizationMean: new(0.5)}}},
 	}
 }
 
@@ -70,7 +70,7 @@ func TestRenderTableAndJSON(t *testing.T) {
 		}
 	}
 	// GPU-c has no energy, memory or idle figure: absent is "-", never 0.
-	for _, line := range strings.Split(out, "\n") {
+	for line := range strings.SplitSeq(out, "\n") {
 		if strings.HasPrefix(line, "gpu02") && strings.Count(line, " - ") < 4 {
 			t.Errorf("gpu02's absent figures are not '-': %q", line)
 		}

@@ -103,7 +103,7 @@ func (m mean) value() *float64 {
 	if m.Weight <= 0 {
 		return nil
 	}
-	return ptr(m.Sum / m.Weight)
+	return new(m.Sum / m.Weight)
 }
 
 // NewTracker returns a tracker whose records name node.
@@ -377,7 +377,7 @@ func (t *Tracker) addDeviceFigures(s *snapshot.Snapshot, held map[string]map[gpu
 				}
 			}
 			if v, ok := total.Get(); ok && g.MemTotal == nil {
-				g.MemTotal = ptr(v)
+				g.MemTotal = new(v)
 			}
 			if gpm != nil {
 				g.GPM[0].add(gpm.SMActive, dt)
@@ -452,31 +452,31 @@ func (g *gpuFigures) record() GPU {
 		out.AllocatedSeconds = max(g.Allocated, g.Process)
 	}
 	if g.HasIdle {
-		out.IdleSeconds = ptr(g.Idle)
+		out.IdleSeconds = new(g.Idle)
 	}
 	if g.HasSM {
-		out.SMSeconds = ptr(g.SM)
+		out.SMSeconds = new(g.SM)
 		if out.AllocatedSeconds > 0 {
-			out.SMUtilizationMean = ptr(min(1, g.SM/out.AllocatedSeconds))
+			out.SMUtilizationMean = new(min(1, g.SM/out.AllocatedSeconds))
 		}
 	}
 	if g.HasSMMax {
-		out.SMUtilizationMax = ptr(g.SMMax)
+		out.SMUtilizationMax = new(g.SMMax)
 	}
 	if g.HasMem {
-		out.MemoryUsedBytesMax = ptr(g.MemMax)
+		out.MemoryUsedBytesMax = new(g.MemMax)
 	}
 	if g.HasEnergy {
-		out.EnergyJoules = ptr(g.Energy)
+		out.EnergyJoules = new(g.Energy)
 	}
 	if m := (GPMMeans{SMActive: g.GPM[0].value(), SMOccupancy: g.GPM[1].value(), TensorActive: g.GPM[2].value(), DRAMActive: g.GPM[3].value()}); m != (GPMMeans{}) {
 		out.GPM = &m
 	}
 	if g.HasXID {
-		out.XIDErrors = ptr(g.XIDs)
+		out.XIDErrors = new(g.XIDs)
 	}
 	if g.HasThrottle {
-		out.ThrottleSeconds = ptr(g.Throttle)
+		out.ThrottleSeconds = new(g.Throttle)
 	}
 	return out
 }
@@ -490,5 +490,3 @@ func (t *Tracker) Running() []Record {
 	slices.SortFunc(out, func(a, b Record) int { return cmp.Compare(a.ID, b.ID) })
 	return out
 }
-
-func ptr[T any](v T) *T { return &v }

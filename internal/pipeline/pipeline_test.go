@@ -42,17 +42,15 @@ func TestConcurrentCallersShareOneCollection(t *testing.T) {
 	const callers = 16
 	var wg sync.WaitGroup
 	results := make(chan *snapshot.Snapshot, callers)
-	for i := 0; i < callers; i++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+	for range callers {
+		wg.Go(func() {
 			s, err := p.Snapshot(context.Background())
 			if err != nil {
 				t.Error(err)
 				return
 			}
 			results <- s
-		}()
+		})
 	}
 	// Every caller must have joined the in-flight collection before it
 	// finishes: with MaxAge zero, one that arrives later starts another.

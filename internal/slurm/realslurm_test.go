@@ -3,6 +3,7 @@ package slurm
 import (
 	"bufio"
 	"context"
+	"maps"
 	"strconv"
 	"strings"
 	"testing"
@@ -92,9 +93,7 @@ func TestRealSlurm(t *testing.T) {
 			reg := newTestRegistry(t, col)
 			got := parseExposition(t, gatherText(t, reg))
 			want := map[string]float64{}
-			for k, v := range common {
-				want[k] = v
-			}
+			maps.Copy(want, common)
 			// Text output gives the request (--gres=gpu:1), not the type
 			// the job got; JSON's gres_detail says h100.
 			gpuType := "h100"
@@ -176,8 +175,8 @@ func checkSeries(t *testing.T, got, want map[string]float64, start time.Time) {
 			continue
 		}
 		name := k
-		if i := strings.IndexByte(k, '{'); i >= 0 {
-			name = k[:i]
+		if before, _, ok := strings.Cut(k, "{"); ok {
+			name = before
 		}
 		switch {
 		case name == mCollectorDuration:

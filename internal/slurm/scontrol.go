@@ -44,7 +44,7 @@ type kv struct{ key, val string }
 // value, which keeps job names and paths with spaces whole.
 func splitScontrolLine(s string) []kv {
 	var out []kv
-	for _, w := range strings.Split(s, " ") {
+	for w := range strings.SplitSeq(s, " ") {
 		if w == "" {
 			continue
 		}

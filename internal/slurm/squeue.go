@@ -233,10 +233,7 @@ func jobGPUs(j *Job, tresAlloc, tresReq, perNode, perJob string) ([]GPUCount, er
 		return nil, fmt.Errorf("field tres_per_node: %w", err)
 	}
 	if len(g) > 0 {
-		n := j.NodeCount
-		if n < 1 {
-			n = 1
-		}
+		n := max(j.NodeCount, 1)
 		for i := range g {
 			g[i].Count *= n
 		}

@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -234,7 +235,7 @@ func checkScrape(t *testing.T, c valuesCase, client *http.Client, port int) stri
 // grepLines returns the lines of text containing s.
 func grepLines(text, s string) string {
 	var out []string
-	for _, line := range strings.Split(text, "\n") {
+	for line := range strings.SplitSeq(text, "\n") {
 		if strings.Contains(line, s) {
 			out = append(out, line)
 		}
@@ -295,12 +296,7 @@ func serveKubelet(t *testing.T, socket, uuid string) {
 }
 
 func containsSet(c valuesCase, s string) bool {
-	for _, x := range c.set {
-		if x == s {
-			return true
-		}
-	}
-	return false
+	return slices.Contains(c.set, s)
 }
 
 func probeClient() *http.Client {

@@ -353,7 +353,7 @@ func slurmGpuwatch(t *testing.T) string {
 		t.Fatal(err)
 	}
 	var args []string
-	for _, line := range strings.Split(string(unit), "\n") {
+	for line := range strings.SplitSeq(string(unit), "\n") {
 		if cmd, ok := strings.CutPrefix(line, "ExecStart="); ok {
 			for _, w := range strings.Fields(cmd)[1:] {
 				if !strings.HasPrefix(w, "$") { // the environment file's options: none by default

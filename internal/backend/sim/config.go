@@ -303,8 +303,8 @@ func keysOfType(typeName string) []string {
 		return nil
 	}
 	var keys []string
-	for i := range t.NumField() {
-		if tag, _, _ := strings.Cut(t.Field(i).Tag.Get("yaml"), ","); tag != "" && tag != "-" {
+	for field := range t.Fields() {
+		if tag, _, _ := strings.Cut(field.Tag.Get("yaml"), ","); tag != "" && tag != "-" {
 			keys = append(keys, tag)
 		}
 	}
