@@ -2,6 +2,11 @@ package nvmlbackend
 
 /*
 #cgo LDFLAGS: -ldl
+// RTLD_DEFAULT is a GNU extension: older glibc headers (the release's Debian 11
+// build root) declare it only with _GNU_SOURCE.
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
 #include <dlfcn.h>
 #include <stdlib.h>
 
