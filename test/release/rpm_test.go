@@ -40,7 +40,9 @@ func TestRPMContentsAndScripts(t *testing.T) {
 
 			files := strings.Fields(query("-l"))
 			want := []string{"/etc/sysconfig/gpuwatch", "/usr/bin/gpuwatch",
-				"/usr/lib/systemd/system/gpuwatch.service", "/usr/share/doc/gpuwatch/LICENSE"}
+				"/usr/lib/systemd/system/gpuwatch.service", "/usr/share/doc/gpuwatch/LICENSE",
+				"/usr/share/gpuwatch/slurm/gpuwatch-epilog-slurmctld.sh", "/usr/share/gpuwatch/slurm/gpuwatch-epilog.sh",
+				"/var/lib/gpuwatch"}
 			if !slices.Equal(files, want) {
 				t.Errorf("rpm -qpl: %q, want %q", files, want)
 			}
@@ -56,13 +58,21 @@ func TestRPMContentsAndScripts(t *testing.T) {
 					t.Fatalf("rpm --dump line %q", line)
 				}
 				digests[f[0]] = f[3]
-				if f[5] != "root" || f[6] != "root" {
-					t.Errorf("%s is owned by %s:%s, want root:root", f[0], f[5], f[6])
+				// The job journal's directory is the service user's, who
+				// writes it; every other file is root's.
+				owner := "root"
+				if f[0] == "/var/lib/gpuwatch" {
+					owner = "gpuwatch"
+				}
+				if f[5] != owner || f[6] != owner {
+					t.Errorf("%s is owned by %s:%s, want %s:%s", f[0], f[5], f[6], owner, owner)
 				}
 			}
 			for path, src := range map[string]string{
-				"/usr/bin/gpuwatch":                        r.binary(arch),
-				"/usr/lib/systemd/system/gpuwatch.service": filepath.Join(repo, "deploy", "systemd", "gpuwatch.service"),
+				"/usr/bin/gpuwatch":                                      r.binary(arch),
+				"/usr/lib/systemd/system/gpuwatch.service":               filepath.Join(repo, "deploy", "systemd", "gpuwatch.service"),
+				"/usr/share/gpuwatch/slurm/gpuwatch-epilog.sh":           filepath.Join(repo, "deploy", "slurm", "gpuwatch-epilog.sh"),
+				"/usr/share/gpuwatch/slurm/gpuwatch-epilog-slurmctld.sh": filepath.Join(repo, "deploy", "slurm", "gpuwatch-epilog-slurmctld.sh"),
 			} {
 				if got, want := digests[path], sha256File(t, src); got != want {
 					t.Errorf("%s in the rpm has sha256 %s, want %s's %s", path, got, src, want)
