@@ -4,8 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -91,15 +89,8 @@ func TestReportUsesCountersWhenTheyCoverTheRange(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts Prometheus; skipped with -short")
 	}
-	promtool := testenv.RequireTool(t, "promtool", "prometheus")
 	start := reportHistoryStart()
-	dir := t.TempDir()
-	history := filepath.Join(dir, "history.om")
-	writeCounterHistory(t, history, start)
-	tsdb := filepath.Join(dir, "tsdb")
-	if out, err := exec.Command(promtool, "tsdb", "create-blocks-from", "openmetrics", history, tsdb).CombinedOutput(); err != nil {
-		t.Fatalf("promtool backfill: %v\n%s", err, out)
-	}
+	tsdb := backfill(t, start, writeCounterHistory)
 	url := "http://" + startPrometheusOn(t, tsdb)
 	testenv.WaitFor(t, 60*time.Second, "Prometheus to load the history", func() bool {
 		v, ok := promQuery(t, url, fmt.Sprintf(`count(gpu_up @ %d)`, start.Add(time.Hour).Unix()))

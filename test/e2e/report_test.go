@@ -166,10 +166,17 @@ func reportHistoryStart() time.Time {
 // backfillHistory writes the fixture into a new TSDB directory with promtool.
 func backfillHistory(t *testing.T, start time.Time) string {
 	t.Helper()
+	return backfill(t, start, writeReportHistory)
+}
+
+// backfill writes the history that write makes into a new TSDB directory
+// with promtool.
+func backfill(t *testing.T, start time.Time, write func(*testing.T, string, time.Time)) string {
+	t.Helper()
 	promtool := testenv.RequireTool(t, "promtool", "prometheus")
 	dir := t.TempDir()
 	history := filepath.Join(dir, "history.om")
-	writeReportHistory(t, history, start)
+	write(t, history, start)
 	tsdb := filepath.Join(dir, "tsdb")
 	if out, err := exec.Command(promtool, "tsdb", "create-blocks-from", "openmetrics", history, tsdb).CombinedOutput(); err != nil {
 		t.Fatalf("promtool backfill: %v\n%s", err, out)
