@@ -147,6 +147,18 @@ func TestNormalizeNodeState(t *testing.T) {
 		{"drained", nil, "drained"},
 		{"mix", nil, "mixed"},
 		{"", nil, "unknown"},
+		{"IDLE", []string{"FAIL"}, "fail"},
+		{"MIXED", []string{"FAIL", "DRAIN"}, "failing"},
+		{"mixed", []string{"drain"}, "draining"},
+		{"IDLE", []string{"COMPLETING", "PLANNED"}, "planned"},
+		{"MIXED", []string{"POWERED_DOWN", "RESERVED"}, "mixed"},
+		{"IDLE", []string{"POWER_DOWN"}, "powered_down"},
+		{"MIXED", []string{"RESERVED"}, "mixed"},
+		{"ERROR", []string{"MAINTENANCE"}, "error"},
+		{"future", []string{"DRAIN"}, "future"},
+		{"alloc", []string{"RESERVED"}, "allocated"},
+		{"drng", nil, "drained"},
+		{"*", nil, "unknown"},
 	}
 	for _, c := range cases {
 		if got := normalizeNodeState(c.base, c.flags); got != c.want {
