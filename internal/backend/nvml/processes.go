@@ -25,76 +25,9 @@ const memoryNotAvailable = math.MaxUint64
 // (an error, or NOT_SUPPORTED with no list read), the device's
 // ProcessesUnknown says why: its process count is then unknown, not 0.
 func (d *deviceReader) readProcesses() []snapshot.Process {
-	var procs []snapshot.Process
 	var lists listOutcomes
-	uuid := d.out.device.UUID
-
-	// Processes seen on a MIG device carry its identity; the same process
-	// may also appear in the parent's list, where it is skipped.
-	type key struct {
-		pid  uint32
-		kind string
-	}
-	var onMIG map[key]bool
-	for _, m := range d.migDevices(gProcesses) {
-		for _, kind := range processKinds {
-			if !d.can(kind.need) {
-				continue
-			}
-			list, _, ok := d.listOf(kind, m.handle, &lists, false)
-			if !ok {
-				continue
-			}
-			for _, info := range list {
-				p := newProcess(d.index, uuid, kind.name, info)
-				p.MIGUUID = m.uuid
-				p.GPUInstanceID = snapshot.Some(m.gpuInstanceID)
-				p.ComputeInstanceID = snapshot.Some(m.computeInstanceID)
-				procs = append(procs, p)
-				if onMIG == nil {
-					onMIG = make(map[key]bool)
-				}
-				onMIG[key{info.Pid, kind.name}] = true
-			}
-		}
-	}
-
-	for _, kind := range processKinds {
-		if d.migEnabled && d.st.migParentDenied {
-			break
-		}
-		if !d.can(kind.need) {
-			continue
-		}
-		list, denied, ok := d.listOf(kind, d.dev, &lists, d.migEnabled)
-		if denied {
-			// nvml.h: on a MIG-enabled GPU the parent's list is returned
-			// "only if the caller has appropriate privileges". The MIG
-			// devices' lists above hold the processes for everyone;
-			// privileges do not change while running, so stop asking.
-			d.st.migParentDenied = true
-			break
-		}
-		if !ok {
-			continue
-		}
-		for _, info := range list {
-			if onMIG[key{info.Pid, kind.name}] {
-				continue
-			}
-			p := newProcess(d.index, uuid, kind.name, info)
-			if info.GpuInstanceId != noInstance && info.ComputeInstanceId != noInstance && d.migEnabled {
-				p.GPUInstanceID = snapshot.Some(int(info.GpuInstanceId))
-				p.ComputeInstanceID = snapshot.Some(int(info.ComputeInstanceId))
-				for _, m := range d.migDevs {
-					if m.gpuInstanceID == int(info.GpuInstanceId) && m.computeInstanceID == int(info.ComputeInstanceId) {
-						p.MIGUUID = m.uuid
-					}
-				}
-			}
-			procs = append(procs, p)
-		}
-	}
+	procs, onMIG := d.migProcesses(&lists)
+	procs = append(procs, d.parentProcesses(&lists, onMIG)...)
 
 	d.out.device.ProcessesUnknown = lists.unknown()
 	procs = mergeContexts(procs)
@@ -103,6 +36,94 @@ func (d *deviceReader) readProcesses() []snapshot.Process {
 		d.readProcessUtilization(procs)
 	}
 	return procs
+}
+
+// processKey is one process in one kind of list (compute or graphics).
+type processKey struct {
+	pid  uint32
+	kind string
+}
+
+// migProcesses lists the processes of each MIG device, which carry its
+// identity, and says which were seen there: the same process may also
+// appear in the parent GPU's list, where it is skipped.
+func (d *deviceReader) migProcesses(lists *listOutcomes) ([]snapshot.Process, map[processKey]bool) {
+	var procs []snapshot.Process
+	var onMIG map[processKey]bool // nil on a GPU without MIG devices: no allocation
+	for _, m := range d.migDevices(gProcesses) {
+		for _, kind := range processKinds {
+			if !d.can(kind.need) {
+				continue
+			}
+			list, _, ok := d.listOf(kind, m.handle, lists, false)
+			if !ok {
+				continue
+			}
+			for _, info := range list {
+				p := newProcess(d.index, d.out.device.UUID, kind.name, info)
+				p.MIGUUID = m.uuid
+				p.GPUInstanceID = snapshot.Some(m.gpuInstanceID)
+				p.ComputeInstanceID = snapshot.Some(m.computeInstanceID)
+				procs = append(procs, p)
+				if onMIG == nil {
+					onMIG = make(map[processKey]bool)
+				}
+				onMIG[processKey{info.Pid, kind.name}] = true
+			}
+		}
+	}
+	return procs, onMIG
+}
+
+// parentProcesses lists the GPU's own processes, less those onMIG.
+func (d *deviceReader) parentProcesses(lists *listOutcomes, onMIG map[processKey]bool) []snapshot.Process {
+	var procs []snapshot.Process
+	for _, kind := range processKinds {
+		if d.migEnabled && d.st.migParentDenied {
+			break
+		}
+		if !d.can(kind.need) {
+			continue
+		}
+		list, denied, ok := d.listOf(kind, d.dev, lists, d.migEnabled)
+		if denied {
+			// nvml.h: on a MIG-enabled GPU the parent's list is returned
+			// "only if the caller has appropriate privileges". The MIG
+			// devices' lists hold the processes for everyone; privileges
+			// do not change while running, so stop asking.
+			d.st.migParentDenied = true
+			break
+		}
+		if !ok {
+			continue
+		}
+		for _, info := range list {
+			if onMIG[processKey{info.Pid, kind.name}] {
+				continue
+			}
+			p := newProcess(d.index, d.out.device.UUID, kind.name, info)
+			if d.migEnabled {
+				d.placeInMIG(&p, info)
+			}
+			procs = append(procs, p)
+		}
+	}
+	return procs
+}
+
+// placeInMIG gives a process from the parent GPU's list the MIG instance
+// NVML names in it, if any, and that instance's MIG device UUID.
+func (d *deviceReader) placeInMIG(p *snapshot.Process, info nvml.ProcessInfo) {
+	if info.GpuInstanceId == noInstance || info.ComputeInstanceId == noInstance {
+		return
+	}
+	p.GPUInstanceID = snapshot.Some(int(info.GpuInstanceId))
+	p.ComputeInstanceID = snapshot.Some(int(info.ComputeInstanceId))
+	for _, m := range d.migDevs {
+		if m.gpuInstanceID == int(info.GpuInstanceId) && m.computeInstanceID == int(info.ComputeInstanceId) {
+			p.MIGUUID = m.uuid
+		}
+	}
 }
 
 // listOf reads one process list of handle (the GPU or one of its MIG

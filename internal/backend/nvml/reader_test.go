@@ -573,6 +573,42 @@ func TestCloseFreesGPMSamplesAndShutsDown(t *testing.T) {
 	}
 }
 
+// TestGPMSupportIsAskedAgainAfterAFailure: a failed GpmQueryDeviceSupport
+// is the gpm group's error and is asked again at the next read; once the
+// device answered, it is not asked again.
+func TestGPMSupportIsAskedAgainAfterAFailure(t *testing.T) {
+	h := newFakeHost()
+	var mu sync.Mutex
+	asked := 0
+	h.devices = []nvml.Device{newFakeH100(h, 0, func(d *mock.Device) {
+		d.GpmQueryDeviceSupportFunc = func() (nvml.GpmSupport, nvml.Return) {
+			mu.Lock()
+			defer mu.Unlock()
+			asked++
+			if asked <= 2 { // at start (priming) and at the first read
+				return nvml.GpmSupport{}, nvml.ERROR_UNKNOWN
+			}
+			return nvml.GpmSupport{IsSupportedDevice: 1}, nvml.SUCCESS
+		}
+	})}
+	r := newReader(t, h, groups(snapshot.GroupGPM))
+	first := read(t, r)
+	if err := first.Groups[snapshot.GroupGPM].Err; err == nil || !strings.Contains(err.Error(), "GpmQueryDeviceSupport") {
+		t.Errorf("gpm error after a failed question = %v", err)
+	}
+	wantAbsent(t, "gpm sm active before support is known", first.Devices[0].GPM.SMActive)
+	read(t, r) // asked again: supported; the first sample
+	var last *snapshot.Snapshot
+	for range 3 {
+		last = read(t, r)
+	}
+	noGroupErrors(t, last)
+	want(t, "gpm sm active", last.Devices[0].GPM.SMActive, 0.80)
+	if n := h.log.count("Device.GpmQueryDeviceSupport"); n != 3 {
+		t.Errorf("GpmQueryDeviceSupport asked %d times, want 3 (twice failed, once answered)", n)
+	}
+}
+
 func TestConcurrentReads(t *testing.T) {
 	h := newFakeHost()
 	h.devices = []nvml.Device{newFakeH100(h, 0), newFakeConsumer(h, 1), newFakeH100(h, 2)}
