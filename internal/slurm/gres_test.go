@@ -2,6 +2,7 @@ package slurm
 
 import (
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -163,6 +164,27 @@ func TestNormalizeNodeState(t *testing.T) {
 	for _, c := range cases {
 		if got := normalizeNodeState(c.base, c.flags); got != c.want {
 			t.Errorf("normalizeNodeState(%q, %v) = %q, want %q", c.base, c.flags, got, c.want)
+		}
+	}
+}
+
+// TestSplitOutside: commas between the open and close characters do not
+// split; parts are trimmed; a stray close does not make depth negative.
+func TestSplitOutside(t *testing.T) {
+	cases := []struct {
+		in          string
+		open, close byte
+		want        []string
+	}{
+		{"gpu:a:2(IDX:0,2), gpu:b:1(IDX:1)", '(', ')', []string{"gpu:a:2(IDX:0,2)", "gpu:b:1(IDX:1)"}},
+		{"n[1-2,4] ,m1", '[', ']', []string{"n[1-2,4]", "m1"}},
+		{"a(1,2),b", '[', ']', []string{"a(1", "2)", "b"}},
+		{"a],b[1,2]", '[', ']', []string{"a]", "b[1,2]"}},
+		{"", '(', ')', []string{""}},
+	}
+	for _, c := range cases {
+		if got := splitOutside(c.in, c.open, c.close); !slices.Equal(got, c.want) {
+			t.Errorf("splitOutside(%q, %q, %q) = %q, want %q", c.in, c.open, c.close, got, c.want)
 		}
 	}
 }
