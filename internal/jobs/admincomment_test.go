@@ -8,7 +8,7 @@ import (
 func TestAdminComment(t *testing.T) {
 	s, _ := Summarize("77", twoNodeRecords())
 	got := AdminComment(s)
-	want := "gpuwatch1:gpus=3;alloc_s=10800;sm=45%;mem_max=60GiB;per_gpu=gpu01/0:sm83%:idle0%:mem60GiB,gpu01/2:sm1%:idle97%:mem3GiB,gpu02/0:sm50%"
+	want := "gpuwatch1:gpus=3;alloc_s=10800;sm=45%;mem_max=60gib;per_gpu=gpu01/0:sm83%:idle0%:mem60gib,gpu01/2:sm1%:idle97%:mem3gib,gpu02/0:sm50%"
 	if got != want {
 		t.Errorf("AdminComment:\n got %s\nwant %s", got, want)
 	}

@@ -49,6 +49,45 @@ mount -t cgroup -o freezer freezer /sys/fs/cgroup/freezer
 munged -f -S "$DIR/node/munge/munge.sock" --key-file="$DIR/munge.key" \
 	--log-file="$DIR/node/munged.log" --pid-file="$DIR/node/munged.pid" \
 	--seed-file="$DIR/node/munged.seed" </dev/null >>"$DIR/node/daemons.out" 2>&1
+# With accounting (DIR/slurmdbd.conf, written by internal/testenv/slurmdbd.go):
+# MariaDB on this node's loopback, slurmdbd, and the cluster registered,
+# before slurmctld, which needs the database at its first start.
+if [ "$ROLE" = ctl ] && [ -f "$DIR/slurmdbd.conf" ]; then
+	export SLURM_CONF="$DIR/slurm.conf"
+	mariadbd --no-defaults --user=root --datadir="$DIR/node/db" --socket="$DIR/node/mariadb.sock" \
+		--bind-address=127.0.0.1 --port=3306 --pid-file="$DIR/node/mariadbd.pid" \
+		--log-error="$DIR/node/mariadbd.log" --innodb-buffer-pool-size=8M --innodb-log-file-size=4M \
+		--innodb-lock-wait-timeout=900 </dev/null >>"$DIR/node/daemons.out" 2>&1 &
+	i=0
+	until [ -S "$DIR/node/mariadb.sock" ]; do
+		i=$((i + 1))
+		if [ "$i" -gt 300 ]; then
+			echo "node-init.sh: mariadbd did not start (see $DIR/node/mariadbd.log)" >&2
+			exit 1
+		fi
+		sleep 0.1
+	done
+	slurmdbd </dev/null >>"$DIR/node/daemons.out" 2>&1
+	i=0
+	until sacctmgr -n list cluster >>"$DIR/node/daemons.out" 2>&1; do
+		i=$((i + 1))
+		if [ "$i" -gt 100 ]; then
+			echo "node-init.sh: slurmdbd does not answer (see $DIR/node/slurmdbd.log)" >&2
+			exit 1
+		fi
+		sleep 0.2
+	done
+	# The cluster, and the test's accounts (DIR/accounts: a comma-separated
+	# list) with root as their user.
+	cluster=$(sed -n 's/^ClusterName=//p' "$DIR/slurm.conf")
+	sacctmgr -i add cluster "$cluster" >>"$DIR/node/daemons.out"
+	if [ -s "$DIR/accounts" ]; then
+		accounts=$(cat "$DIR/accounts")
+		sacctmgr -i add account "$accounts" cluster="$cluster" >>"$DIR/node/daemons.out"
+		sacctmgr -i add user root account="$accounts" cluster="$cluster" >>"$DIR/node/daemons.out"
+	fi
+fi
+
 case "$ROLE" in
 ctl) slurmctld -i -f "$DIR/slurm.conf" </dev/null >>"$DIR/node/daemons.out" 2>&1 ;;
 node) slurmd -f "$DIR/slurm.conf" -N "$NAME" </dev/null >>"$DIR/node/daemons.out" 2>&1 ;;
