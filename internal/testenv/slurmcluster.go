@@ -312,8 +312,9 @@ func (n *SlurmNode) start(t *testing.T, role string, gpus int) {
 	n.unshare.Stdout, n.unshare.Stderr = out, out
 	must(t, n.unshare.Start())
 	// The PID 1 is unshare's only child; once it has written "started",
-	// the daemons have forked.
-	deadline := time.Now().Add(30 * time.Second)
+	// the daemons have forked (a controller with accounting starts its
+	// database and slurmdbd first).
+	deadline := time.Now().Add(60 * time.Second)
 	for {
 		if n.pid == 0 {
 			n.pid = childOf(n.unshare.Process.Pid)

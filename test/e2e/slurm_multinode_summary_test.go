@@ -50,6 +50,11 @@ func shippedEpilogs(t *testing.T) func(c *testenv.SlurmCluster) string {
 				t.Fatal(err)
 			}
 		}
+		t.Cleanup(func() {
+			if data, _ := os.ReadFile(filepath.Join(c.Dir, "ctld.err")); t.Failed() && len(data) > 0 {
+				t.Logf("the EpilogSlurmctld's stderr:\n%s", data)
+			}
+		})
 		return "Epilog=" + epilog + "\nEpilogSlurmctld=" + ctld + "\n"
 	}
 }

@@ -3,7 +3,8 @@
 # Slurm (internal/testenv/slurmcluster.go starts it inside new UTS, mount,
 # PID and cgroup namespaces, in the node's network namespace).
 #
-# ROLE is ctl (munged + slurmctld) or node (munged + slurmd). DIR is the
+# ROLE is ctl (munged + slurmctld; with DIR/slurmdbd.conf, mariadbd and
+# slurmdbd before it) or node (munged + slurmd). DIR is the
 # cluster's directory: DIR/slurm.conf, DIR/munge.key and DIR/hosts are
 # shared; DIR/nodes/NAME is this node's own and is mounted over DIR/node, the
 # path slurm.conf names for per-node files (munge socket, spool, pid, logs).
