@@ -199,13 +199,18 @@ func (c *jobCommand) storeAdminComment(s jobs.Summary) error {
 	}
 	ctx := context.Background()
 	run := slurm.ExecRunner{Timeout: c.timeout}
-	var existing string
+	// Both copies: another tool's EpilogSlurmctld may have stored its text
+	// in the database, which the controller does not hear of.
+	var inController, inDatabase string
 	if out, err := run.Run(ctx, c.common.slurm.scontrol, "show", "job", "-o", c.id); err == nil {
-		existing = jobs.AdminCommentOf(string(out))
-	} else if out, err := run.Run(ctx, c.sacctmgrNear("sacct"), "-n", "-X", "-P", "-j", c.id, "-o", "AdminComment"); err == nil {
-		existing = strings.TrimSpace(string(out))
+		inController = jobs.AdminCommentOf(string(out))
 	}
-	comment := jobs.MergeAdminComment(existing, jobs.AdminComment(s))
+	if out, err := run.Run(ctx, c.sacctmgrNear("sacct"), "-n", "-X", "-P", "-j", c.id, "-o", "AdminComment"); err == nil {
+		// A requeued job has a line per run: the last is this one's.
+		lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+		inDatabase = lines[len(lines)-1]
+	}
+	comment := jobs.MergeAdminComment(jobs.CombineAdminComments(inController, inDatabase), jobs.AdminComment(s))
 	_, dbErr := run.Run(ctx, c.sacctmgrNear("sacctmgr"), "-i", "update", "job", "where", "jobid="+c.id, "set", "AdminComment="+comment)
 	if dbErr != nil {
 		if _, err := run.Run(ctx, c.common.slurm.scontrol, "update", "JobId="+c.id, "AdminComment="+comment); err != nil {

@@ -2,6 +2,7 @@ package jobs
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 )
 
@@ -80,6 +81,23 @@ func MergeAdminComment(existing, ours string) string {
 		return ours
 	}
 	return rest + " " + ours
+}
+
+// CombineAdminComments joins the two copies of an ended job's
+// AdminComment: the controller's (what the job had when it ended; Slurm
+// 22.05's controller hears nothing of later sacctmgr updates) and the
+// accounting database's (where another EpilogSlurmctld, jobstats' say,
+// may have stored its text since, lowercased by sacctmgr). The
+// controller's words come first, then the database's that it lacks,
+// compared without case.
+func CombineAdminComments(controller, database string) string {
+	words := strings.Fields(controller)
+	for w := range strings.FieldsSeq(database) {
+		if !slices.ContainsFunc(words, func(x string) bool { return strings.EqualFold(x, w) }) {
+			words = append(words, w)
+		}
+	}
+	return strings.Join(words, " ")
 }
 
 // scontrolAfterAdminComment are the keys `scontrol show job -o` prints

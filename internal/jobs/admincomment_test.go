@@ -26,6 +26,20 @@ func TestAdminComment(t *testing.T) {
 			t.Errorf("MergeAdminComment(%q) = %q, want %q", c.existing, got, c.want)
 		}
 	}
+	// The controller's copy, then what the database has beyond it.
+	for _, c := range []struct{ controller, database, want string }{
+		{"", "", ""},
+		{"JS1:AbC=", "", "JS1:AbC="},
+		{"", "js1:abc=", "js1:abc="},
+		{"JS1:AbC=", "js1:abc=", "JS1:AbC="},
+		{"JS1:AbC=", "js1:abc= site:ok", "JS1:AbC= site:ok"},
+		{"JS1:AbC=", "site:ok", "JS1:AbC= site:ok"},
+		{"JS1:AbC= gpuwatch1:old", "js1:abc= gpuwatch1:old", "JS1:AbC= gpuwatch1:old"},
+	} {
+		if got := CombineAdminComments(c.controller, c.database); got != c.want {
+			t.Errorf("CombineAdminComments(%q, %q) = %q, want %q", c.controller, c.database, got, c.want)
+		}
+	}
 	// As Slurm 22.05 prints it (the real cluster test reads it too).
 	line := "JobId=5 JobName=wrap WorkDir=/tmp AdminComment=JS1:abc+/= gpuwatch1:gpus=1;sm=3%  StdErr=/tmp/o StdIn=/dev/null StdOut=/tmp/o Power= TresPerNode=gres:gpu:1\n"
 	if got := AdminCommentOf(line); got != "JS1:abc+/= gpuwatch1:gpus=1;sm=3%" {

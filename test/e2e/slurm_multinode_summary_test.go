@@ -23,8 +23,12 @@ import (
 // Slurm's accounting database (slurmdbd) as the job's AdminComment.
 
 // jobstatsComment is what "jobstats" writes in the AdminComment while the
-// job runs; gpuwatch's summary must come after it.
-const jobstatsComment = "JS1:H4sIAbc="
+// job runs, and otherToolsWord what another EpilogSlurmctld adds before
+// gpuwatch's: gpuwatch's summary must come after both.
+const (
+	jobstatsComment = "JS1:H4sIAbc="
+	otherToolsWord  = "site:checked"
+)
 
 // nodeAccountingDir is every node's --accounting.dir, the same path in all
 // of them: the cluster mounts each node's own directory at Dir/node, so
@@ -42,9 +46,15 @@ func shippedEpilogs(t *testing.T) func(c *testenv.SlurmCluster) string {
 		epilog := filepath.Join(c.Dir, "epilog.sh")
 		writeFile(t, epilog, fmt.Sprintf("#!/bin/sh\nexport GPUWATCH_ACCOUNTING_DIR=%s GPUWATCH_EPILOG_WAIT=30\nexec %s\n",
 			nodeAccountingDir(c), filepath.Join(repo, "deploy/slurm/gpuwatch-epilog.sh")))
+		// Before gpuwatch's, the EpilogSlurmctld runs another tool's (as a
+		// site's wrapper runs jobstats'), which adds its word in the
+		// database only: the controller never hears of it.
 		ctld := filepath.Join(c.Dir, "epilog-slurmctld.sh")
-		writeFile(t, ctld, fmt.Sprintf("#!/bin/sh\nexport SLURM_CONF=%s GPUWATCH=%s GPUWATCH_NODE_URL='http://{node}:%d' GPUWATCH_WAIT=60s\nexec %s 2>>%s\n",
-			c.Conf, gpuwatchBin, nodeGpuwatchPort, filepath.Join(repo, "deploy/slurm/gpuwatch-epilog-slurmctld.sh"), filepath.Join(c.Dir, "ctld.err")))
+		writeFile(t, ctld, fmt.Sprintf(`#!/bin/sh
+export PATH=/usr/bin:/bin SLURM_CONF=%s GPUWATCH=%s GPUWATCH_NODE_URL='http://{node}:%d' GPUWATCH_WAIT=60s
+sacctmgr -i update job where jobid="$SLURM_JOB_ID" set AdminComment="$(sacct -n -X -P -j "$SLURM_JOB_ID" -o AdminComment) %s" >/dev/null
+exec %s 2>>%s
+`, c.Conf, gpuwatchBin, nodeGpuwatchPort, otherToolsWord, filepath.Join(repo, "deploy/slurm/gpuwatch-epilog-slurmctld.sh"), filepath.Join(c.Dir, "ctld.err")))
 		for _, f := range []string{epilog, ctld} {
 			if err := os.Chmod(f, 0o755); err != nil {
 				t.Fatal(err)
@@ -87,8 +97,9 @@ func checkEndedJobSummary(t *testing.T, cluster *testenv.SlurmCluster, job strin
 	// Slurm 22.05's sacctmgr lowercases every value it sets: jobstats'
 	// part is kept, in lowercase; gpuwatch's is lowercase as written.
 	perGPU := regexp.MustCompile(`;per_gpu=(\S+)$`).FindStringSubmatch(comment)
-	if !strings.HasPrefix(comment, strings.ToLower(jobstatsComment)+" "+jobs.AdminCommentPrefix+"gpus=2;") || perGPU == nil {
-		t.Fatalf("sacct's AdminComment of job %s = %q: want jobstats' %s kept in front of gpuwatch's summary of 2 GPUs", job, comment, jobstatsComment)
+	if !strings.HasPrefix(comment, strings.ToLower(jobstatsComment+" "+otherToolsWord)+" "+jobs.AdminCommentPrefix+"gpus=2;") || perGPU == nil {
+		t.Fatalf("sacct's AdminComment of job %s = %q: want jobstats' %s and the other EpilogSlurmctld's %s kept in front of gpuwatch's summary of 2 GPUs",
+			job, comment, jobstatsComment, otherToolsWord)
 	}
 	for _, node := range []string{"node1", "node2"} {
 		want := regexp.MustCompile(`(^|,)` + node + `/` + gpus[node] + `:sm\d+%:idle\d+%:mem1gib(,|$)`)
