@@ -70,7 +70,7 @@ func TestSlurmEpilogsStoreTheSummary(t *testing.T) {
 	}
 	comment := jobs.AdminCommentOf(cluster.Run(t, "scontrol", "show", "job", "-o", id))
 	if !strings.HasPrefix(comment, "JS1:H4sIAbc= gpuwatch1:gpus=1;alloc_s=") || !strings.Contains(comment, ";idle=100%;") ||
-		!strings.Contains(comment, "per_gpu="+cluster.Node+"/0") || comment != strings.TrimSpace(string(out)) {
+		!strings.Contains(comment, "per_gpu="+strings.ToLower(cluster.Node)+"/0") || comment != strings.TrimSpace(string(out)) {
 		t.Errorf("AdminComment %q (printed %q): want jobstats' part kept, then one idle GPU on %s", comment, out, cluster.Node)
 	}
 
