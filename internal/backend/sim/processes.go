@@ -26,6 +26,9 @@ type simProcess struct {
 	// never ends); steps change its utilization over time.
 	start, end time.Duration
 	steps      []UtilizationStep
+	// sampledFrom: no utilization sample is stamped before it (a
+	// processes_from entry without a start: when the file named it).
+	sampledFrom time.Duration
 }
 
 // alive says whether the process exists at elapsed time e.
@@ -253,7 +256,7 @@ func (d *device) GetProcessUtilization(lastSeenTimestamp uint64) ([]nvml.Process
 			break
 		}
 		for _, p := range procs {
-			if !p.compute || !p.alive(at) {
+			if !p.compute || !p.alive(at) || at < p.sampledFrom {
 				continue
 			}
 			sm, mem := p.utilAt(at)
