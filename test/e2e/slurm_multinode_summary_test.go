@@ -182,6 +182,15 @@ func checkSummary(t *testing.T, s jobs.Summary, job string, gpus map[string]stri
 		if g.SMUtilizationMean == nil || *g.SMUtilizationMean < 0.35 || *g.SMUtilizationMean > 0.6 {
 			t.Errorf("%s: mean SM utilization %v, want about the task's 0.5", where, fmtPtr(g.SMUtilizationMean))
 		}
+		// SM-seconds are the samples' integral: 0.5 of the time the process
+		// ran (no sample from before its task named it), and no interval
+		// above the task's use by more than a sample period's rounding.
+		if g.SMSeconds == nil || math.Abs(*g.SMSeconds-0.5*g.ProcessSeconds) > 0.1*0.5*g.ProcessSeconds {
+			t.Errorf("%s: %v SM-seconds over the process's %.1f s, want 0.5 of it ± 10 %%", where, fmtPtr(g.SMSeconds), g.ProcessSeconds)
+		}
+		if g.SMUtilizationMax == nil || *g.SMUtilizationMax < 0.4 || *g.SMUtilizationMax > 0.75 {
+			t.Errorf("%s: max SM utilization %v, want about the task's 0.5", where, fmtPtr(g.SMUtilizationMax))
+		}
 		if g.MemoryUsedBytesMax == nil || *g.MemoryUsedBytesMax != 1<<30 {
 			t.Errorf("%s: peak memory %v, want the task's 1 GiB", where, fmtPtr(g.MemoryUsedBytesMax))
 		}
