@@ -83,16 +83,16 @@ func MergeAdminComment(existing, ours string) string {
 	return rest + " " + ours
 }
 
-// CombineAdminComments joins the two copies of an ended job's
-// AdminComment: the controller's (what the job had when it ended; Slurm
-// 22.05's controller hears nothing of later sacctmgr updates) and the
-// accounting database's (where another EpilogSlurmctld, jobstats' say,
-// may have stored its text since, lowercased by sacctmgr). The
-// controller's words come first, then the database's that it lacks,
+// CombineAdminComments joins two copies of a job's AdminComment: the
+// controller's (what a running job has; Slurm 22.05's controller hears
+// nothing of sacctmgr updates) and the accounting database's (where
+// another EpilogSlurmctld, jobstats' say, may have stored its text after
+// the job ended, lowercased by sacctmgr). The words of the copy about to
+// be rewritten (first) come as they are, then the other's that it lacks,
 // compared without case.
-func CombineAdminComments(controller, database string) string {
-	words := strings.Fields(controller)
-	for w := range strings.FieldsSeq(database) {
+func CombineAdminComments(first, other string) string {
+	words := strings.Fields(first)
+	for w := range strings.FieldsSeq(other) {
 		if !slices.ContainsFunc(words, func(x string) bool { return strings.EqualFold(x, w) }) {
 			words = append(words, w)
 		}

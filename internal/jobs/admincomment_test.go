@@ -26,7 +26,7 @@ func TestAdminComment(t *testing.T) {
 			t.Errorf("MergeAdminComment(%q) = %q, want %q", c.existing, got, c.want)
 		}
 	}
-	// The controller's copy, then what the database has beyond it.
+	// The copy to be rewritten as it is, then what the other has beyond it.
 	for _, c := range []struct{ controller, database, want string }{
 		{"", "", ""},
 		{"JS1:AbC=", "", "JS1:AbC="},
@@ -35,6 +35,7 @@ func TestAdminComment(t *testing.T) {
 		{"JS1:AbC=", "js1:abc= site:ok", "JS1:AbC= site:ok"},
 		{"JS1:AbC=", "site:ok", "JS1:AbC= site:ok"},
 		{"JS1:AbC= gpuwatch1:old", "js1:abc= gpuwatch1:old", "JS1:AbC= gpuwatch1:old"},
+		{"js1:abc= site:ok", "JS1:AbC= note", "js1:abc= site:ok note"},
 	} {
 		if got := CombineAdminComments(c.controller, c.database); got != c.want {
 			t.Errorf("CombineAdminComments(%q, %q) = %q, want %q", c.controller, c.database, got, c.want)

@@ -94,8 +94,10 @@ func checkEndedJobSummary(t *testing.T, cluster *testenv.SlurmCluster, job strin
 		comment = sacctField(t, cluster, job, "AdminComment")
 		return strings.Contains(comment, jobs.AdminCommentPrefix)
 	})
-	// Slurm 22.05's sacctmgr lowercases every value it sets: jobstats'
-	// part is kept, in lowercase; gpuwatch's is lowercase as written.
+	// Slurm 22.05's sacctmgr lowercases every value it sets: the other
+	// EpilogSlurmctld's sacctmgr lowered jobstats' part before gpuwatch's
+	// ran, which keeps that as it is in the database (the controller's
+	// copy still has the capitals); gpuwatch's is lowercase as written.
 	perGPU := regexp.MustCompile(`;per_gpu=(\S+)$`).FindStringSubmatch(comment)
 	if !strings.HasPrefix(comment, strings.ToLower(jobstatsComment+" "+otherToolsWord)+" "+jobs.AdminCommentPrefix+"gpus=2;") || perGPU == nil {
 		t.Fatalf("sacct's AdminComment of job %s = %q: want jobstats' %s and the other EpilogSlurmctld's %s kept in front of gpuwatch's summary of 2 GPUs",
