@@ -49,7 +49,7 @@ const minAccountingInterval = 500 * time.Millisecond
 // when accounting is off or cannot run.
 func (f *commonFlags) startAccounting(logger *slog.Logger, st *stack, enrichers []pipeline.Enricher) (*accounting.Accountant, error) {
 	a := f.accounting
-	if !a.enabled || !f.longRunning() || st.lib == nil || !f.enabledCollectors()[snapshot.GroupProcesses] {
+	if !a.enabled || !f.longRunning() || f.readsOnce || st.lib == nil || !f.enabledCollectors()[snapshot.GroupProcesses] {
 		return nil, nil
 	}
 	if a.interval < minAccountingInterval {

@@ -3,6 +3,8 @@ package main
 import (
 	"context"
 	"log/slog"
+	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -62,5 +64,38 @@ func TestServeRunsAccounting(t *testing.T) {
 	s, err := off.pipeline.Snapshot(context.Background())
 	if err != nil || s.Accounting != nil {
 		t.Errorf("--no-accounting: snapshot accounting %+v (err %v), want none", s.Accounting, err)
+	}
+}
+
+// textfile without --interval writes one reading and exits: no accounting
+// (its second reader and XID watcher cost the command half a second at
+// exit and integrated nothing); with --interval it accounts as serve does.
+func TestOneShotTextfileRunsNoAccounting(t *testing.T) {
+	for _, c := range []struct {
+		interval string
+		want     bool
+	}{{"0s", false}, {"1s", true}} {
+		app, cmds := newApp()
+		args := []string{"textfile", "--output=" + filepath.Join(t.TempDir(), "gpu.prom"), "--interval=" + c.interval,
+			"--backend=sim", "--sim.profile=h100", "--no-attribution", "--accounting.interval=500ms", "--accounting.new-owner-hold=1s"}
+		if _, err := app.Parse(args); err != nil {
+			t.Fatal(err)
+		}
+		i := slices.IndexFunc(cmds, func(c command) bool { return c.name() == "textfile" })
+		tf := cmds[i].(*textfileCommand)
+		tf.setReadMode()
+		st, err := tf.common.buildStack(slog.New(slog.DiscardHandler))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c.want {
+			testenv.WaitFor(t, 30*time.Second, "the h100's process in the accounting totals", func() bool {
+				s, err := st.pipeline.Snapshot(context.Background())
+				return err == nil && s.Accounting != nil && len(s.Accounting.Owners) == 1
+			})
+		} else if s, err := st.pipeline.Snapshot(context.Background()); err != nil || s.Accounting != nil {
+			t.Errorf("textfile --interval=%s: snapshot accounting %+v (err %v), want none", c.interval, s.Accounting, err)
+		}
+		_ = st.Close()
 	}
 }

@@ -18,10 +18,14 @@ import (
 // commonFlags are the flags every command shares: where readings come from,
 // which collectors run, and logging.
 type commonFlags struct {
-	// waitForGPM is set by the commands that read once and exit (or whose
-	// first output should be complete): their first reading waits for a
-	// whole GPM window.
+	// waitForGPM is set by the commands that read once and show GPM
+	// figures (textfile, doctor's dashboard check): their first reading
+	// waits for a whole GPM window.
 	waitForGPM bool
+	// readsOnce is set by textfile without --interval: it writes one
+	// reading and exits, so nothing that integrates between readings
+	// (accounting, the job journal) starts.
+	readsOnce bool
 
 	backend    string
 	simProfile string

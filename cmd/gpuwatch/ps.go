@@ -33,7 +33,8 @@ func (c *psCommand) run() error {
 		_ = c.common.log.Level.Set("warn")
 	}
 	logger := promslog.New(c.common.log)
-	c.common.waitForGPM = true
+	// No wait for a GPM window (textfile's): ps shows no GPM figure, and
+	// the wait cost every ps a second on GPUs with GPM.
 	c.common.command = "ps"
 	// ps prints to whoever runs it on this host, who can read the same
 	// command lines with ps(1): the whole command line helps there.

@@ -239,6 +239,9 @@ func TestDriverBranchMatrix(t *testing.T) {
 	}
 	for _, v := range vs {
 		t.Run(v.Name, func(t *testing.T) {
+			// No time bounds, and each variant's processes and files
+			// are its own.
+			t.Parallel()
 			env := fakeEnv(t, v.Name, h100Config)
 
 			t.Run("serve", func(t *testing.T) {
@@ -300,6 +303,9 @@ func TestFakeNVMLMatchesSimulator(t *testing.T) {
 	newest := nvmlbranch.Newest().Name
 	for _, profile := range []string{"h100", "dgx-h100", "dgx-a100-mig", "rtx4090", "v100"} {
 		t.Run(profile, func(t *testing.T) {
+			// Pinned clocks: the pages do not depend on the machine's
+			// load, and each case mostly waits for its GPM windows.
+			t.Parallel()
 			// One seed for both sides: the command line would otherwise
 			// derive the simulated UUIDs from the host name.
 			config := "profile: " + profile + "\npin_time: 1h\ndriver: " + newest + "\nseed: matrix\n"
@@ -308,14 +314,13 @@ func TestFakeNVMLMatchesSimulator(t *testing.T) {
 			if !up {
 				t.Fatalf("gpuwatch exited:\n%s", p.output.String())
 			}
-			settle(t, base)
-			viaC := stableExposition(httpGet(t, base+"/metrics"))
 			simConfig := filepath.Join(t.TempDir(), "sim.yaml")
 			if err := os.WriteFile(simConfig, []byte(config), 0o644); err != nil {
 				t.Fatal(err)
 			}
 			simBase, _ := startGpuwatch(t, append([]string{"--backend=sim", "--sim.config=" + simConfig}, isolated(t)...)...)
-			settle(t, simBase)
+			settle(t, base, simBase)
+			viaC := stableExposition(httpGet(t, base+"/metrics"))
 			viaGo := stableExposition(httpGet(t, simBase+"/metrics"))
 			// The one thing that may differ: which library was loaded.
 			viaC, viaGo = libraryLabel.ReplaceAllString(viaC, `library="?"`), libraryLabel.ReplaceAllString(viaGo, `library="?"`)
@@ -332,6 +337,7 @@ func TestFakeNVMLMatchesSimulator(t *testing.T) {
 func TestGoldenFakeNVML(t *testing.T) {
 	for _, name := range variants.Default {
 		t.Run(name, func(t *testing.T) {
+			t.Parallel() // a pinned clock; each case mostly waits for its GPM window
 			env := fakeEnv(t, name, h100Config)
 			base, p, up := startWithEnv(t, env, append([]string{"--backend=nvml"}, isolated(t)...)...)
 			if !up {

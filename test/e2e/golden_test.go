@@ -50,23 +50,26 @@ func stableExposition(text string) string {
 // gpmWindow is a little more than the reader's shortest GPM window.
 const gpmWindow = 1100 * time.Millisecond
 
-// settle waits until a page no longer depends on how fast the machine is:
-// the first collection, which serve starts by itself, has completed (a
-// scrape that shared it would get the first read's process utilization
-// samples, which later reads of a pinned clock do not repeat: /readyz says
-// it is done), and the GPM window it opened has closed (a GPM reading covers
-// at least a second; the clock is pinned, so the values do not depend on how
-// long this took).
-func settle(t *testing.T, base string) {
+// settle waits until the pages of the servers at bases no longer depend on
+// how fast the machine is: each server's first collection, which serve
+// starts by itself, has completed (a scrape that shared it would get the
+// first read's process utilization samples, which later reads of a pinned
+// clock do not repeat: /readyz says it is done), and the GPM window it
+// opened has closed (a GPM reading covers at least a second; the clock is
+// pinned, so the values do not depend on how long this took). The windows
+// opened before /readyz answered, so one wait closes every server's.
+func settle(t *testing.T, bases ...string) {
 	t.Helper()
-	testenv.WaitFor(t, 30*time.Second, "the first collection (/readyz)", func() bool {
-		resp, err := http.Get(base + "/readyz")
-		if err != nil {
-			return false
-		}
-		resp.Body.Close()
-		return resp.StatusCode == http.StatusOK
-	})
+	for _, base := range bases {
+		testenv.WaitFor(t, 30*time.Second, "the first collection (/readyz)", func() bool {
+			resp, err := http.Get(base + "/readyz")
+			if err != nil {
+				return false
+			}
+			resp.Body.Close()
+			return resp.StatusCode == http.StatusOK
+		})
+	}
 	time.Sleep(gpmWindow)
 }
 

@@ -2,7 +2,9 @@ package e2e
 
 import (
 	"fmt"
+	"os"
 	"os/exec"
+	"os/signal"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -17,6 +19,13 @@ import (
 // report command that works from the first minute. Ctrl-C stops it all.
 func TestLocalStack(t *testing.T) {
 	testenv.RequireTool(t, "prometheus", "prometheus")
+	if signal.Ignored(os.Interrupt) {
+		// Inherited (a background job of a non-interactive shell starts
+		// with SIGINT ignored), and a shell cannot trap a signal ignored
+		// when it started: the Ctrl-C below would never reach stack.sh,
+		// and its gpuwatch and Prometheus would outlive the test.
+		t.Fatal("SIGINT is ignored in this test process, so stack.sh cannot see Ctrl-C: run go test in the foreground, or reset SIGINT first")
+	}
 	gport, pport := testenv.FreePort(t), testenv.FreePort(t)
 	dir := t.TempDir()
 	p := startProcessEnv(t, append(runScriptEnv(""),

@@ -223,6 +223,10 @@ func TestSickDriverMatrix(t *testing.T) {
 	for _, c := range cases {
 		for _, variant := range c.variants {
 			t.Run(strings.ReplaceAll(c.name, " ", "_")+"/"+variant, func(t *testing.T) {
+				// The cases mostly wait (for a fault's time, a GPM window,
+				// a process's exit); each has its own processes, ports and
+				// files, and its time bounds have margins of seconds.
+				t.Parallel()
 				profile, processes := cmp.Or(c.profile, "dgx-h100"), cmp.Or(c.processes, sickProcesses)
 				config := "profile: " + profile + "\nseed: sick\n" + processes + "faults:\n" + c.faults
 				t.Run("serve", func(t *testing.T) {

@@ -226,6 +226,10 @@ func TestSlowAndBogusDriverMatrix(t *testing.T) {
 	}}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
+			// The cases mostly wait on the slow library's sleeps; each has
+			// its own processes, ports and files, and its time bounds have
+			// margins of seconds.
+			t.Parallel()
 			env := fakeEnv(t, "R580", c.config)
 			budget := c.timeout + time.Second /* attribution */ + 4*time.Second /* a loaded machine */
 
