@@ -35,7 +35,23 @@ const (
 	// totals stay listed after it was last seen, so that its last value
 	// is scraped (after the hold, too) before the series goes.
 	DefaultRetention = 10 * time.Minute
+	// ListInterval is how often, at most, the accounting's reader lists a
+	// GPU's processes (and the attribution names their owners) when its
+	// samples show no change: a process that starts or ends while busy is
+	// listed at once, one that starts or ends idle is noticed within this.
+	// Between lists each owner holds the memory listed last. A list per
+	// tick cost several times a scrape (bench/RESULTS.md).
+	ListInterval = 16 * time.Second
 )
+
+// ListProcessesEvery is the reader's nvmlbackend.Options.ListProcessesEvery
+// for ticks of interval: a list at least every ListInterval.
+func ListProcessesEvery(interval time.Duration) int {
+	if interval <= 0 {
+		return 1
+	}
+	return max(1, int(ListInterval/interval))
+}
 
 // Options tunes an Accountant. Zero values mean the defaults.
 type Options struct {

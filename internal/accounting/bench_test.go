@@ -98,7 +98,8 @@ func fleetName(typical bool) string {
 
 func benchmarkTick(b *testing.B, typical bool) {
 	s := benchSim(b, typical)
-	r := benchReader(b, s, nvmlbackend.Options{Groups: ReaderGroups(), ProcessSamples: true, GPMOnlyMIG: true})
+	r := benchReader(b, s, nvmlbackend.Options{Groups: ReaderGroups(), ProcessSamples: true, GPMOnlyMIG: true,
+		ListProcessesEvery: ListProcessesEvery(DefaultInterval)})
 	a, _ := New(Options{})
 	ctx := context.Background()
 	elapsed := time.Duration(0)

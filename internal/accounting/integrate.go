@@ -33,9 +33,12 @@ import (
 type deviceTick struct {
 	dev *snapshot.Device
 	dt  float64 // the interval, seconds
-	// pidKey maps the PIDs listed at this tick to their owner.
-	pidKey  *pidOwners
+	// present is who held the GPU in the interval (the last list's
+	// owners), before the list before it (for the owners of samples left
+	// by processes that ended since) and daemons the MPS daemons' PIDs.
 	present map[snapshot.OwnerKey]*presence
+	list    *ownerList
+	before  *ownerList
 	// sm is each owner's SM-seconds in the interval; smMeasured says
 	// whether SM time was measured at all (per GPU) and smMeasuredMIG
 	// per MIG instance.
@@ -56,7 +59,9 @@ func (st *state) integrate(s *snapshot.Snapshot, opts Options) bool {
 	if !st.started {
 		st.started, st.last = true, s.Time
 		for i := range s.Devices {
-			st.track(s, &s.Devices[i], nil)
+			if d := &s.Devices[i]; d.UUID != "" {
+				st.trackEnergy(d, st.track(s, d))
+			}
 		}
 		return false
 	}
@@ -71,25 +76,14 @@ func (st *state) integrate(s *snapshot.Snapshot, opts Options) bool {
 		if !d.Up || d.UUID == "" {
 			continue
 		}
-		tk := st.tickDevice(s, d, dt)
+		tr := st.track(s, d)
+		tk := st.tickDevice(d, tr, dt)
 		byUUID[d.UUID] = tk
 		st.addOwners(tk, s.Time, dt)
-		st.track(s, d, tk)
+		st.trackEnergy(d, tr)
 	}
 	st.addAllocations(s, byUUID, dt, opts.IdleThreshold)
 	return true
-}
-
-// processesOf lists the processes of device d.
-func processesOf(s *snapshot.Snapshot, d *snapshot.Device) []*snapshot.Process {
-	var out []*snapshot.Process
-	for i := range s.Processes {
-		p := &s.Processes[i]
-		if p.GPUUUID == d.UUID || (p.GPUUUID == "" && p.GPU == d.Index) {
-			out = append(out, p)
-		}
-	}
-	return out
 }
 
 // keyOf is the owner key of process p on device d.
@@ -119,48 +113,21 @@ func isMIG(d *snapshot.Device) bool {
 }
 
 // tickDevice works out who held device d in the interval and their SM time.
-func (st *state) tickDevice(s *snapshot.Snapshot, d *snapshot.Device, dt float64) *deviceTick {
-	tr := st.devs[d.UUID]
-	tk := &deviceTick{dev: d, dt: dt}
-	if tr != nil && tr.spare.pidKey != nil {
-		// Reuse the maps of two ticks ago: at 2048 processes a tick
-		// would otherwise allocate a megabyte of them.
-		tk.pidKey, tk.present, tk.sm = tr.spare.pidKey, tr.spare.present, tr.spare.sm
-		tk.pidKey.reset()
-		clear(tk.present)
-		clear(tk.sm)
+// Who held it is the last process list's owners: the reader lists a GPU's
+// processes only every few ticks, and at once when its samples show a
+// process that started or ended (nvmlbackend.Options.ListProcessesEvery).
+func (st *state) tickDevice(d *snapshot.Device, tr *deviceTrack, dt float64) *deviceTick {
+	if tr.sm == nil {
+		tr.sm = map[snapshot.OwnerKey]float64{}
 	}
-	if tk.pidKey == nil {
-		tk.pidKey, tk.present, tk.sm = newPIDOwners(), map[snapshot.OwnerKey]*presence{}, map[snapshot.OwnerKey]float64{}
-	}
-	pidKey := tk.pidKey
-	daemons := map[uint32]bool{}
-	for _, p := range processesOf(s, d) {
-		if isMPSDaemon(p) {
-			daemons[p.PID] = true
-			continue
-		}
-		k := keyOf(d, p)
-		pidKey.set(p.PID, k)
-		pr := tk.present[k]
-		if pr == nil {
-			pr = &presence{}
-			tk.present[k] = pr
-		}
-		if v, ok := p.UsedMemory.Get(); ok {
-			pr.memory += v
-			pr.hasMemory = true
-		}
-		if strings.Contains(p.Type, "mps") {
-			pr.mpsClient = true
-		}
-	}
+	clear(tr.sm)
+	tk := &deviceTick{dev: d, dt: dt, present: tr.list.present, list: &tr.list, before: &tr.before, sm: tr.sm}
 	switch {
 	case isMIG(d):
 		st.smFromGPM(tk, dt)
 	case d.ProcessSamples != nil:
 		tk.smMeasured = true
-		st.smFromSamples(tk, tr, pidKey, daemons)
+		st.smFromSamples(tk, tr)
 	}
 	return tk
 }
@@ -241,32 +208,27 @@ func (st *state) addOwners(tk *deviceTick, now time.Time, dt float64) {
 	e.Joules += idle
 }
 
-// track remembers what the next tick needs of device d.
-func (st *state) track(s *snapshot.Snapshot, d *snapshot.Device, tk *deviceTick) {
-	if d.UUID == "" {
-		return
-	}
+// track takes device d's process list of this snapshot, when the reader
+// listed them: it replaces the last list, which becomes the list before.
+// A device the reader did not list keeps its last list. A device never
+// listed (tracked from a read that did not list it) has none yet.
+func (st *state) track(s *snapshot.Snapshot, d *snapshot.Device) *deviceTrack {
 	tr := st.devs[d.UUID]
 	if tr == nil {
 		tr = &deviceTrack{}
 		st.devs[d.UUID] = tr
 	}
+	if d.ProcessesNotListed {
+		return tr
+	}
+	tr.spare.fill(s, d)
+	tr.list, tr.before, tr.spare = tr.spare, tr.list, tr.before
+	return tr
+}
+
+// trackEnergy remembers the energy counter for the next tick.
+func (st *state) trackEnergy(d *snapshot.Device, tr *deviceTrack) {
 	if e, ok := d.Power.Energy.Get(); ok && d.Up {
 		tr.energy, tr.hasEnergy = e, true
 	}
-	if tk == nil { // the first snapshot: learn the PIDs' owners only
-		tr.pidOwner = newPIDOwners()
-		for _, p := range processesOf(s, d) {
-			if !isMPSDaemon(p) {
-				tr.pidOwner.set(p.PID, keyOf(d, p))
-			}
-		}
-		return
-	}
-	// This tick's maps are the next tick's previous; the previous ones
-	// are reused two ticks on.
-	prev := tr.current
-	tr.current = tickMaps{pidKey: tk.pidKey, present: tk.present, sm: tk.sm}
-	tr.spare = prev
-	tr.pidOwner = tk.pidKey
 }

@@ -1,12 +1,67 @@
 package accounting
 
-import "github.com/gpuwatch/gpuwatch/internal/snapshot"
+import (
+	"strings"
 
-// tickMaps are one tick's per-device maps, kept for reuse.
-type tickMaps struct {
+	"github.com/gpuwatch/gpuwatch/internal/snapshot"
+)
+
+// ownerList is who one GPU's last process list named: each PID's owner,
+// each owner's presence, and the MPS daemons. The reader lists processes
+// only every few ticks (or when the samples say they changed), so a list
+// stands for every tick until the next one.
+type ownerList struct {
 	pidKey  *pidOwners
 	present map[snapshot.OwnerKey]*presence
-	sm      map[snapshot.OwnerKey]float64
+	daemons map[uint32]bool
+}
+
+// reset empties the list for reuse, or makes it.
+func (l *ownerList) reset() {
+	if l.pidKey == nil {
+		*l = ownerList{pidKey: newPIDOwners(), present: map[snapshot.OwnerKey]*presence{}, daemons: map[uint32]bool{}}
+		return
+	}
+	l.pidKey.reset()
+	clear(l.present)
+	clear(l.daemons)
+}
+
+// fill lists the processes of device d in snapshot s.
+func (l *ownerList) fill(s *snapshot.Snapshot, d *snapshot.Device) {
+	l.reset()
+	for i := range s.Processes {
+		p := &s.Processes[i]
+		if p.GPUUUID != d.UUID && (p.GPUUUID != "" || p.GPU != d.Index) {
+			continue
+		}
+		if isMPSDaemon(p) {
+			l.daemons[p.PID] = true
+			continue
+		}
+		k := keyOf(d, p)
+		l.pidKey.set(p.PID, k)
+		pr := l.present[k]
+		if pr == nil {
+			pr = &presence{}
+			l.present[k] = pr
+		}
+		if v, ok := p.UsedMemory.Get(); ok {
+			pr.memory += v
+			pr.hasMemory = true
+		}
+		if strings.Contains(p.Type, "mps") {
+			pr.mpsClient = true
+		}
+	}
+}
+
+// owner is the owner of pid in this list.
+func (l *ownerList) owner(pid uint32) (snapshot.OwnerKey, bool) {
+	if l.pidKey == nil {
+		return snapshot.OwnerKey{}, false
+	}
+	return l.pidKey.get(pid)
 }
 
 // pidOwners maps PIDs to owner keys without a key per PID: a Go map keeps

@@ -15,10 +15,7 @@ import (
 // (a GPU's first samples), each process's mean sample stands for the
 // interval. When the driver's buffer is shorter than the interval, the
 // samples it still holds stand for all of it (see bufferScale).
-func (st *state) smFromSamples(tk *deviceTick, tr *deviceTrack, pidKey *pidOwners, daemons map[uint32]bool) {
-	if tr == nil {
-		return // not yet tracked: the next tick integrates from here
-	}
+func (st *state) smFromSamples(tk *deviceTick, tr *deviceTrack) {
 	sums := tr.sums.add(tk.dev.ProcessSamples)
 	last := tr.spareLast
 	clear(last)
@@ -48,16 +45,16 @@ func (st *state) smFromSamples(tk *deviceTick, tr *deviceTrack, pidKey *pidOwner
 		if period == 0 {
 			w = ps.sm / float64(ps.n) * tk.dt
 		}
-		if daemons[pid] {
+		if tk.list.daemons[pid] {
 			server += w
 			continue
 		}
-		k, ok := pidKey.get(pid)
-		if !ok && tr.pidOwner != nil {
-			k, ok = tr.pidOwner.get(pid)
+		k, ok := tk.list.owner(pid)
+		if !ok {
+			k, ok = tk.before.owner(pid)
 		}
 		if !ok {
-			continue // a process that lived and ended between two ticks: no owner known
+			continue // a process that lived and ended between two lists: no owner known
 		}
 		tk.sm[k] += w
 	}

@@ -30,15 +30,16 @@ type state struct {
 type deviceTrack struct {
 	energy    float64 // the energy counter, joules
 	hasEnergy bool
-	// pidOwner maps the PIDs listed at the previous tick to their owner,
-	// so the samples a process left before it ended still find it.
-	pidOwner *pidOwners
+	// list is the last process list's owners, which held the GPU at every
+	// tick until the next list; before is the list before it, whose PIDs
+	// still name the owners of samples left by processes ended since;
+	// spare is reused by the next list.
+	list, before, spare ownerList
+	// sm is the scratch of each tick's SM-seconds per owner.
+	sm map[snapshot.OwnerKey]float64
 	// period is the driver's sample period, learnt as the smallest gap
 	// between two samples of one process; 0 until one has been seen.
 	period time.Duration
-	// current holds this tick's maps (pidOwner is its pidKey); spare the
-	// tick's before, free for reuse.
-	current, spare tickMaps
 	// lastSample is each process's newest sample time (µs) of the last read;
 	// spareLast the map before it, for reuse.
 	lastSample, spareLast map[uint32]uint64

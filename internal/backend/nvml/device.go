@@ -50,6 +50,8 @@ type deviceState struct {
 	nvlinkTraffic counterSample
 	// energy carries the driver's energy counter over its resets (validate.go).
 	energy validate.Counter
+	// listing decides which reads list the processes (Options.ListProcessesEvery).
+	listing processListing
 }
 
 // deviceReader reads one device once. It is not shared between goroutines.

@@ -61,6 +61,15 @@ type Options struct {
 	// accounting needs it there alone (per-process samples measure whole
 	// GPUs), and a GPM sample of every GPU at every tick costs.
 	GPMOnlyMIG bool
+	// ListProcessesEvery, with ProcessSamples, lists a GPU's processes
+	// only at every this many reads, and at any read where what the read
+	// measured says they may have changed: a sample from a PID the last
+	// list did not hold, a PID sampled at the previous read and not at
+	// this one, a MIG instance busy with nobody listed in it or no longer
+	// busy (process_listing.go). A GPU with no such measure is listed at
+	// every read. A read that does not list a GPU marks it
+	// Device.ProcessesNotListed. 0 or 1: every read lists.
+	ListProcessesEvery int
 }
 
 // defaultStartTimeout is Options.StartTimeout's default.
@@ -90,6 +99,7 @@ type Reader struct {
 	// Close waits for in-flight reads before it frees NVML resources.
 	processSamples bool // Options.ProcessSamples
 	gpmOnlyMIG     bool // Options.GPMOnlyMIG
+	listEvery      int  // Options.ListProcessesEvery
 
 	lifecycle sync.RWMutex
 	closed    bool
@@ -134,6 +144,7 @@ func New(lib nvml.Interface, opts Options) (*Reader, error) {
 		waitForGPM:     opts.WaitForGPM,
 		processSamples: opts.ProcessSamples,
 		gpmOnlyMIG:     opts.GPMOnlyMIG,
+		listEvery:      opts.ListProcessesEvery,
 	}
 	if r.now == nil {
 		r.now = time.Now
