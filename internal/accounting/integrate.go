@@ -29,28 +29,39 @@ import (
 //     their own (equally when they have none).
 //   - Energy: see energy.go.
 
-// deviceTick is one GPU's figures for one interval.
+// deviceTick is one GPU's figures for one interval. The listed owners'
+// figures are kept beside them in list (listedOwner.sm, .energy); those
+// of owners listed only in the list before (processes that ended since,
+// whose last samples are still being read) in ended.
 type deviceTick struct {
 	dev *snapshot.Device
 	dt  float64 // the interval, seconds
-	// present is who held the GPU in the interval (the last list's
-	// owners), before the list before it (for the owners of samples left
-	// by processes that ended since) and daemons the MPS daemons' PIDs.
-	present map[snapshot.OwnerKey]*presence
-	list    *ownerList
-	before  *ownerList
-	// sm is each owner's SM-seconds in the interval; smMeasured says
-	// whether SM time was measured at all (per GPU) and smMeasuredMIG
-	// per MIG instance.
-	sm            map[snapshot.OwnerKey]float64
+	// list is the last process list's owners, who held the GPU in the
+	// interval; before the list before it.
+	list, before *ownerList
+	// ended is the SM-seconds and energy of owners not in list.
+	ended map[snapshot.OwnerKey]*endedFigures
+	// smMeasured says whether SM time was measured at all (per GPU) and
+	// smMeasuredMIG per MIG instance.
 	smMeasured    bool
 	smMeasuredMIG map[string]bool
 }
 
-type presence struct {
-	memory    uint64
-	hasMemory bool
-	mpsClient bool
+// endedFigures are an ended owner's figures of one interval.
+type endedFigures struct{ sm, energy float64 }
+
+// addSM adds SM-seconds to owner k, listed or ended.
+func (tk *deviceTick) addSM(k snapshot.OwnerKey, v float64) {
+	if j, ok := tk.list.index[k]; ok {
+		tk.list.owners[j].sm += v
+		return
+	}
+	f := tk.ended[k]
+	if f == nil {
+		f = &endedFigures{}
+		tk.ended[k] = f
+	}
+	f.sm += v
 }
 
 // integrate adds the interval ending at s.Time. It reports whether it did
@@ -70,7 +81,8 @@ func (st *state) integrate(s *snapshot.Snapshot, opts Options) bool {
 		return false
 	}
 	st.last = s.Time
-	byUUID := make(map[string]*deviceTick, len(s.Devices))
+	byUUID := st.byUUID
+	clear(byUUID)
 	for i := range s.Devices {
 		d := &s.Devices[i]
 		if !d.Up || d.UUID == "" {
@@ -117,11 +129,14 @@ func isMIG(d *snapshot.Device) bool {
 // processes only every few ticks, and at once when its samples show a
 // process that started or ended (nvmlbackend.Options.ListProcessesEvery).
 func (st *state) tickDevice(d *snapshot.Device, tr *deviceTrack, dt float64) *deviceTick {
-	if tr.sm == nil {
-		tr.sm = map[snapshot.OwnerKey]float64{}
+	tk := &tr.tick
+	if tk.ended == nil {
+		tk.ended, tk.smMeasuredMIG = map[snapshot.OwnerKey]*endedFigures{}, map[string]bool{}
 	}
-	clear(tr.sm)
-	tk := &deviceTick{dev: d, dt: dt, present: tr.list.present, list: &tr.list, before: &tr.before, sm: tr.sm}
+	clear(tk.ended)
+	clear(tk.smMeasuredMIG)
+	tk.dev, tk.dt, tk.list, tk.before, tk.smMeasured = d, dt, &tr.list, &tr.before, false
+	tk.list.startTick()
 	switch {
 	case isMIG(d):
 		st.smFromGPM(tk, dt)
@@ -135,7 +150,6 @@ func (st *state) tickDevice(d *snapshot.Device, tr *deviceTrack, dt float64) *de
 // smFromGPM gives each MIG instance's measured SM activity (GPM) to the
 // owners listed in it, equally.
 func (st *state) smFromGPM(tk *deviceTick, dt float64) {
-	tk.smMeasuredMIG = map[string]bool{}
 	for i := range tk.dev.MIGInstances {
 		m := &tk.dev.MIGInstances[i]
 		active, ok := m.GPM.SMActive.Get()
@@ -143,20 +157,22 @@ func (st *state) smFromGPM(tk *deviceTick, dt float64) {
 			continue
 		}
 		tk.smMeasuredMIG[m.UUID] = true
-		var in []snapshot.OwnerKey
-		for k := range tk.present {
-			if k.MIGUUID == m.UUID {
-				in = append(in, k)
+		in := 0
+		for j := range tk.list.owners {
+			if tk.list.owners[j].key.MIGUUID == m.UUID {
+				in++
 			}
 		}
-		for _, k := range in {
-			tk.sm[k] += active * dt / float64(len(in))
+		for j := range tk.list.owners {
+			if o := &tk.list.owners[j]; o.key.MIGUUID == m.UUID {
+				o.sm += active * dt / float64(in)
+			}
 		}
 	}
 }
 
 // smMeasuredFor says whether SM time was measured for owner k this interval.
-func (tk *deviceTick) smMeasuredFor(k snapshot.OwnerKey) bool {
+func (tk *deviceTick) smMeasuredFor(k *snapshot.OwnerKey) bool {
 	if tk.smMeasured {
 		return true
 	}
@@ -165,40 +181,39 @@ func (tk *deviceTick) smMeasuredFor(k snapshot.OwnerKey) bool {
 
 // addOwners adds the interval to the totals of the owners of one GPU.
 func (st *state) addOwners(tk *deviceTick, now time.Time, dt float64) {
-	shares, idle, hasEnergy := st.splitEnergy(tk)
-	for k, p := range tk.present {
-		t := st.owner(k, now)
+	idle, hasEnergy := st.splitEnergy(tk)
+	for i := range tk.list.owners {
+		o := &tk.list.owners[i]
+		t := st.listedTotal(o, now)
 		t.LastSeen = now
 		t.Seconds += dt
-		if p.hasMemory {
-			t.MemoryByteSeconds = snapshot.Some(t.MemoryByteSeconds.Value + float64(p.memory)*dt)
-			t.MemoryBytesMax = snapshot.Some(max(t.MemoryBytesMax.Value, p.memory))
+		if o.hasMemory {
+			t.MemoryByteSeconds = snapshot.Some(t.MemoryByteSeconds.Value + float64(o.memory)*dt)
+			t.MemoryBytesMax = snapshot.Some(max(t.MemoryBytesMax.Value, o.memory))
 		}
-	}
-	for k, v := range tk.sm {
-		if t := st.owners[k]; t != nil || v > 0 {
-			t = st.owner(k, now)
-			t.SMSeconds = snapshot.Some(t.SMSeconds.Value + v)
-		}
-	}
-	for k := range tk.present {
-		if tk.smMeasuredFor(k) {
-			t := st.owners[k]
+		t.SMSeconds.Value += o.sm
+		if tk.smMeasuredFor(&o.key) {
 			t.SMSeconds.Valid = true
+		}
+		if hasEnergy {
+			t.EnergyJoules = snapshot.Some(t.EnergyJoules.Value + o.energy)
+		}
+	}
+	// Owners whose processes ended since the list before: their samples
+	// read now make a total only when they used SM time.
+	for k, f := range tk.ended {
+		t := st.owners[k]
+		if t == nil && f.sm <= 0 {
+			continue
+		}
+		t = st.owner(k, now)
+		t.SMSeconds = snapshot.Some(t.SMSeconds.Value + f.sm)
+		if hasEnergy {
+			t.EnergyJoules = snapshot.Some(t.EnergyJoules.Value + f.energy)
 		}
 	}
 	if !hasEnergy {
 		return
-	}
-	for k, j := range shares {
-		if _, known := st.owners[k]; !known && j == 0 {
-			continue // an ended process's samples with no SM time: no new total
-		}
-		t := st.owner(k, now)
-		t.EnergyJoules = snapshot.Some(t.EnergyJoules.Value + j)
-	}
-	for k := range tk.present {
-		st.owners[k].EnergyJoules.Valid = true
 	}
 	e := st.idle[tk.dev.UUID]
 	if e == nil {

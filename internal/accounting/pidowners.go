@@ -6,30 +6,43 @@ import (
 	"github.com/gpuwatch/gpuwatch/internal/snapshot"
 )
 
-// ownerList is who one GPU's last process list named: each PID's owner,
-// each owner's presence, and the MPS daemons. The reader lists processes
-// only every few ticks (or when the samples say they changed), so a list
-// stands for every tick until the next one.
+// ownerList is who one GPU's last process list named: its owners, each
+// PID's owner and the MPS daemons. The reader lists processes only every
+// few ticks (or when the samples say they changed), so a list stands for
+// every tick until the next one; the figures of a tick are kept beside
+// each owner, so that a tick looks up owners by PID and index, never by
+// their key (152 bytes to hash).
 type ownerList struct {
-	pidKey  *pidOwners
-	present map[snapshot.OwnerKey]*presence
+	owners  []listedOwner
+	pid     map[uint32]int32            // PID → index in owners
+	index   map[snapshot.OwnerKey]int32 // owner → index in owners
 	daemons map[uint32]bool
 }
 
-// reset empties the list for reuse, or makes it.
-func (l *ownerList) reset() {
-	if l.pidKey == nil {
-		*l = ownerList{pidKey: newPIDOwners(), present: map[snapshot.OwnerKey]*presence{}, daemons: map[uint32]bool{}}
-		return
-	}
-	l.pidKey.reset()
-	clear(l.present)
-	clear(l.daemons)
+// listedOwner is one owner of a list, and its figures of the current tick.
+type listedOwner struct {
+	key       snapshot.OwnerKey
+	memory    uint64 // summed over its processes on the GPU
+	hasMemory bool
+	mpsClient bool
+	// total is its running total, looked up by key at its first tick
+	// with this list and again after totals expired (totalGen).
+	total    *snapshot.OwnerTotal
+	totalGen uint64
+
+	// This tick's SM-seconds and energy share.
+	sm, energy float64
 }
 
-// fill lists the processes of device d in snapshot s.
+// fill lists the processes of device d in snapshot s, reusing the maps.
 func (l *ownerList) fill(s *snapshot.Snapshot, d *snapshot.Device) {
-	l.reset()
+	if l.pid == nil {
+		l.pid, l.index, l.daemons = map[uint32]int32{}, map[snapshot.OwnerKey]int32{}, map[uint32]bool{}
+	}
+	clear(l.pid)
+	clear(l.index)
+	clear(l.daemons)
+	l.owners = l.owners[:0]
 	for i := range s.Processes {
 		p := &s.Processes[i]
 		if p.GPUUUID != d.UUID && (p.GPUUUID != "" || p.GPU != d.Index) {
@@ -40,63 +53,36 @@ func (l *ownerList) fill(s *snapshot.Snapshot, d *snapshot.Device) {
 			continue
 		}
 		k := keyOf(d, p)
-		l.pidKey.set(p.PID, k)
-		pr := l.present[k]
-		if pr == nil {
-			pr = &presence{}
-			l.present[k] = pr
+		j, ok := l.index[k]
+		if !ok {
+			j = int32(len(l.owners))
+			l.owners = append(l.owners, listedOwner{key: k})
+			l.index[k] = j
 		}
+		l.pid[p.PID] = j
+		o := &l.owners[j]
 		if v, ok := p.UsedMemory.Get(); ok {
-			pr.memory += v
-			pr.hasMemory = true
+			o.memory += v
+			o.hasMemory = true
 		}
 		if strings.Contains(p.Type, "mps") {
-			pr.mpsClient = true
+			o.mpsClient = true
 		}
 	}
 }
 
 // owner is the owner of pid in this list.
 func (l *ownerList) owner(pid uint32) (snapshot.OwnerKey, bool) {
-	if l.pidKey == nil {
-		return snapshot.OwnerKey{}, false
-	}
-	return l.pidKey.get(pid)
-}
-
-// pidOwners maps PIDs to owner keys without a key per PID: a Go map keeps
-// values over 128 bytes (an owner key is 152) out of line, one allocation
-// per insert, which at 2048 processes was most of a tick's garbage.
-type pidOwners struct {
-	pid  map[uint32]int32
-	keys []snapshot.OwnerKey
-	idx  map[snapshot.OwnerKey]int32
-}
-
-func newPIDOwners() *pidOwners {
-	return &pidOwners{pid: map[uint32]int32{}, idx: map[snapshot.OwnerKey]int32{}}
-}
-
-func (po *pidOwners) reset() {
-	clear(po.pid)
-	clear(po.idx)
-	po.keys = po.keys[:0]
-}
-
-func (po *pidOwners) set(pid uint32, k snapshot.OwnerKey) {
-	i, ok := po.idx[k]
-	if !ok {
-		i = int32(len(po.keys))
-		po.keys = append(po.keys, k)
-		po.idx[k] = i
-	}
-	po.pid[pid] = i
-}
-
-func (po *pidOwners) get(pid uint32) (snapshot.OwnerKey, bool) {
-	i, ok := po.pid[pid]
+	j, ok := l.pid[pid]
 	if !ok {
 		return snapshot.OwnerKey{}, false
 	}
-	return po.keys[i], true
+	return l.owners[j].key, true
+}
+
+// startTick clears the figures of the previous tick.
+func (l *ownerList) startTick() {
+	for i := range l.owners {
+		l.owners[i].sm, l.owners[i].energy = 0, 0
+	}
 }

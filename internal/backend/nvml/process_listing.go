@@ -7,8 +7,10 @@ import (
 )
 
 // processListing decides, for the accounting's reader, which reads of one
-// GPU list its processes (Options.ListProcessesEvery). A list costs the
-// three list calls per GPU and MIG device, and then the attribution of
+// GPU list its processes (Options.ListProcessesEvery): every so many reads
+// the reader lists every GPU's (Reader.listsAll), and in between a GPU's
+// when what the read measured says they may have changed. A list costs
+// the three list calls per GPU and MIG device, and then the attribution of
 // every process; the samples, read at every read anyway, say when the
 // processes may have changed:
 //
@@ -26,7 +28,8 @@ import (
 // misses, a process that starts or ends while idle, is noticed at the next
 // one.
 type processListing struct {
-	// reads counts the reads since the last list.
+	// reads counts the reads since the last list, to tell the samples
+	// of the previous read.
 	reads int
 	// listedOnce is false until the first list.
 	listedOnce bool
@@ -50,15 +53,16 @@ type seenPID struct {
 const ended = -2
 
 // due says whether this read lists the processes, after noting what its
-// samples (sampled: the driver answered) and MIG instances show.
-func (l *processListing) due(every int, samples []nvml.ProcessUtilizationSample, sampled bool, migs []snapshot.MIGInstance) bool {
+// samples (sampled: the driver answered) and MIG instances show. listAll
+// is the reader's periodic list of every GPU.
+func (l *processListing) due(listAll bool, samples []nvml.ProcessUtilizationSample, sampled bool, migs []snapshot.MIGInstance) bool {
 	l.reads++
 	changed := l.noteSamples(samples)
 	measured := sampled
 	if len(migs) > 0 {
 		measured, changed = l.noteMIG(migs, changed)
 	}
-	return every <= 1 || !l.listedOnce || !measured || changed || l.reads >= every
+	return listAll || !l.listedOnce || !measured || changed
 }
 
 // noteSamples records which PIDs this read sampled and reports a new PID

@@ -53,8 +53,8 @@ func listTimes(listed map[int][]uint32) []int {
 	return at
 }
 
-// The accounting's reader lists a whole GPU's processes every eighth
-// read, and at once when the samples show a new PID (a process listed,
+// The accounting's reader lists every GPU's processes every eighth read,
+// and a GPU's at once when the samples show a new PID (a process listed,
 // and so attributed, at the read of its first sample) or miss one sampled
 // at the read before (a busy process ended). An idle process is listed
 // with the others.
@@ -65,10 +65,10 @@ func TestProcessesListedWhenSamplesChange(t *testing.T) {
 		{GPU: 0, PID: 12, UsedMemoryBytes: 1 << 30}, // idle: never sampled
 	}}
 	listed := listingReads(t, cfg, 0, 60*time.Second)
-	// 2 s: the first read; 18 s: the eighth after it; 22 s: PID 11's first
-	// sample (21.17 s); 38 s: the eighth after; 44 s: PID 11's last sample
-	// (40.83 s) was read at 42 s, none at 44 s; 60 s: the eighth after.
-	if at, want := listTimes(listed), []int{2, 18, 22, 38, 44, 60}; !slices.Equal(at, want) {
+	// Every eighth read (2 s, 18 s, 34 s, 50 s) lists every GPU; 22 s:
+	// PID 11's first sample (21.17 s); 44 s: PID 11's last sample (40.83 s)
+	// was read at 42 s, none at 44 s.
+	if at, want := listTimes(listed), []int{2, 18, 22, 34, 44, 50}; !slices.Equal(at, want) {
 		t.Errorf("listed at %v s, want %v", at, want)
 	}
 	if got := listed[22]; !slices.Equal(got, []uint32{10, 11, 12}) {
@@ -121,7 +121,7 @@ func TestMIGListingFollowsGPMTransitions(t *testing.T) {
 		{busy(0.5, 0.2), nil, true}, // MIG-1 turned busy again, nobody listed in it
 	}
 	for i, st := range steps {
-		if due := l.due(8, nil, true, st.migs); due != st.due {
+		if due := l.due(false, nil, true, st.migs); due != st.due {
 			t.Fatalf("read %d: due %v, want %v", i, due, st.due)
 		}
 		if st.due {
@@ -132,7 +132,7 @@ func TestMIGListingFollowsGPMTransitions(t *testing.T) {
 	// every read.
 	var m processListing
 	for i := range 7 {
-		if due := m.due(8, nil, true, busy(0.4)); due != (i == 0) {
+		if due := m.due(false, nil, true, busy(0.4)); due != (i == 0) {
 			t.Errorf("read %d: due %v, want a list at the first read only", i, due)
 		}
 		if i == 0 {
@@ -140,7 +140,7 @@ func TestMIGListingFollowsGPMTransitions(t *testing.T) {
 		}
 	}
 	// GPM absent (its first window): nothing says who is busy, so list.
-	if !m.due(8, nil, true, []snapshot.MIGInstance{{UUID: "MIG-0"}}) {
+	if !m.due(false, nil, true, []snapshot.MIGInstance{{UUID: "MIG-0"}}) {
 		t.Error("not due with GPM absent")
 	}
 }

@@ -35,7 +35,7 @@ func (d *deviceReader) readProcesses() []snapshot.Process {
 	// The accounting's reader: the samples first, each once; they say
 	// whether the processes must be listed at this read.
 	samples, sampled := d.readProcessSamples()
-	if !d.st.listing.due(d.r.listEvery, samples, sampled, d.out.device.MIGInstances) {
+	if !d.st.listing.due(d.listAll, samples, sampled, d.out.device.MIGInstances) {
 		d.out.device.ProcessesNotListed = true
 		return nil
 	}
