@@ -1,6 +1,7 @@
 package accounting
 
 import (
+	"maps"
 	"strings"
 
 	"github.com/gpuwatch/gpuwatch/internal/snapshot"
@@ -40,9 +41,14 @@ func (l *ownerList) fill(s *snapshot.Snapshot, d *snapshot.Device) {
 		l.pid, l.index, l.daemons = map[uint32]int32{}, map[snapshot.OwnerKey]int32{}, map[uint32]bool{}
 	}
 	clear(l.pid)
-	clear(l.index)
 	clear(l.daemons)
 	l.owners = l.owners[:0]
+	// The owners' keys stay in index, marked unlisted, and are reused:
+	// a Go map stores keys over 128 bytes out of line, one allocation per
+	// insert, and most owners of one list are those of the last.
+	for k := range l.index {
+		l.index[k] = -1
+	}
 	for i := range s.Processes {
 		p := &s.Processes[i]
 		if p.GPUUUID != d.UUID && (p.GPUUUID != "" || p.GPU != d.Index) {
@@ -54,7 +60,7 @@ func (l *ownerList) fill(s *snapshot.Snapshot, d *snapshot.Device) {
 		}
 		k := keyOf(d, p)
 		j, ok := l.index[k]
-		if !ok {
+		if !ok || j < 0 {
 			j = int32(len(l.owners))
 			l.owners = append(l.owners, listedOwner{key: k})
 			l.index[k] = j
@@ -69,6 +75,7 @@ func (l *ownerList) fill(s *snapshot.Snapshot, d *snapshot.Device) {
 			o.mpsClient = true
 		}
 	}
+	maps.DeleteFunc(l.index, func(_ snapshot.OwnerKey, j int32) bool { return j < 0 })
 }
 
 // owner is the owner of pid in this list.
