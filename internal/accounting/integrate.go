@@ -11,15 +11,18 @@ import (
 
 // The integration rules, per interval (previous tick, this tick]:
 //
-//   - Held time and memory: an owner listed at this tick held the GPU
-//     (and the memory listed) for the whole interval. An owner's start
-//     and end fall somewhere in an interval, so each is off by less than
-//     one interval, half of one on average, in opposite directions.
+//   - Held time and memory: an owner named by the GPU's last process list
+//     held the GPU (and the memory listed then) for the whole interval.
+//     The reader lists when the samples show a process start or end, and
+//     every ListInterval: a busy owner's start is off by less than one
+//     interval, its end by less than two; an idle one's by up to
+//     ListInterval.
 //   - SM time, where the driver measures it per process (whole GPUs): the
 //     sum of the process's samples newer than the previous tick, each
 //     standing for one driver sample period. Samples exist only while a
 //     process runs, so a process's start and end cost nothing here, and a
-//     process that ended since the previous tick still finds its owner.
+//     process that ended since the last list still finds its owner (in
+//     the list before).
 //   - SM time on a MIG instance: the driver has no per-process samples
 //     there; GPM measures the instance's SM activity, split equally
 //     among the owners listed in it (modelled).
