@@ -3,7 +3,8 @@
 # promtool, node_exporter and VictoriaMetrics (the deploy stack's end-to-end
 # test and gpuwatch report), Chromium (the HTML report and the live page),
 # Slurm with munge (and iproute2, util-linux: the multi-node Slurm of
-# internal/testenv puts each node in its own namespaces), Podman, busybox (to build a container image without a
+# internal/testenv puts each node in its own namespaces; slurmdbd and
+# mariadb-server: its accounting, a private database per test cluster), Podman, busybox (to build a container image without a
 # registry), gcc (cgo, and the stripped-down libnvidia-ml.so.1 the end-to-end
 # tests build); for `make release` and test/release: debootstrap (the Debian 11
 # build and install roots), rpm (rpm -qp on the .rpm), systemd
@@ -14,7 +15,7 @@
 # Safe to run again: it installs only what is missing.
 set -euo pipefail
 
-packages=(prometheus prometheus-node-exporter victoria-metrics chromium slurm-wlm munge iproute2 util-linux podman busybox-static debootstrap rpm systemd gcc qemu-user shellcheck)
+packages=(prometheus prometheus-node-exporter victoria-metrics chromium slurm-wlm munge slurmdbd mariadb-server iproute2 util-linux podman busybox-static debootstrap rpm systemd gcc qemu-user shellcheck)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

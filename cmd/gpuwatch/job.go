@@ -52,7 +52,7 @@ func newJobCommand(app *kingpin.Application, common *commonFlags) *jobCommand {
 	cmd.Flag("job.http-config", "YAML file with the HTTP client settings for the nodes' gpuwatch, as for report's --prometheus.http-config: basic_auth, authorization, tls_config, proxy_url.").StringVar(&c.httpConfig)
 	cmd.Flag("job.timeout", "How long to wait for each node's (or Prometheus's) answer.").Default("10s").DurationVar(&c.timeout)
 	cmd.Flag("job.wait", "With --job.node-url: keep asking, every 2s up to this long, until every node has the job's record and none is still running (the EpilogSlurmctld runs beside the nodes' epilogs). 0: ask once.").Default("0s").DurationVar(&c.wait)
-	cmd.Flag("job.admin-comment", "Store the summary in the Slurm job's AdminComment (scontrol update), after what other tools such as jobstats wrote there, instead of printing it: for an EpilogSlurmctld (deploy/slurm).").BoolVar(&c.admin)
+	cmd.Flag("job.admin-comment", "Store the summary in the Slurm job's AdminComment, after what other tools such as jobstats wrote there, instead of printing it: for an EpilogSlurmctld (deploy/slurm). A job not yet ended takes it in the controller (scontrol update); an ended one only in the accounting database (sacctmgr: needs slurmdbd), and not when sacctmgr would lowercase another tool's text that has capitals.").BoolVar(&c.admin)
 	cmd.Flag("prometheus.url", "Read the job from the accounting counters in this Prometheus (or VictoriaMetrics) instead: where the nodes' journals are out of reach. Gives no start or end time.").StringVar(&c.promURL)
 	cmd.Flag("prometheus.http-config", "YAML file with the HTTP client settings for --prometheus.url, as for report.").StringVar(&c.promConfig)
 	cmd.Flag("job.lookback", "With --prometheus.url: how far back the job may have run (the counters' increase over this window ending now).").Default("30d").DurationVar(&c.lookback)
@@ -189,27 +189,40 @@ func (c *jobCommand) fromNodesWaiting() ([]jobs.Record, []string, error) {
 }
 
 // storeAdminComment puts the summary in the job's AdminComment, after
-// what other tools wrote there: in Slurm's accounting database (sacctmgr,
-// with slurmdbd: the copy that outlives the controller, and the only one
-// an ended job takes), else in the controller (scontrol update, which
-// Slurm refuses once the job has ended).
+// what other tools wrote there. A job that has not ended takes it in the
+// controller (scontrol update), which keeps its case and hands it to the
+// accounting database at the end. An ended job (the EpilogSlurmctld's
+// case: Slurm refuses to update it in the controller) takes it only in
+// the accounting database (sacctmgr, with slurmdbd), and sacctmgr
+// lowercases every value it sets: another tool's text with capitals in it
+// would be damaged, so then nothing is stored and the error says why.
 func (c *jobCommand) storeAdminComment(s jobs.Summary) error {
 	if c.pod != "" {
 		return errors.New("--job.admin-comment is for Slurm jobs, not pods")
 	}
 	ctx := context.Background()
 	run := slurm.ExecRunner{Timeout: c.timeout}
-	var existing string
+	// Both copies: another tool's EpilogSlurmctld may have stored its text
+	// in the database, which the controller does not hear of.
+	var inController, inDatabase string
 	if out, err := run.Run(ctx, c.common.slurm.scontrol, "show", "job", "-o", c.id); err == nil {
-		existing = jobs.AdminCommentOf(string(out))
-	} else if out, err := run.Run(ctx, c.sacctmgrNear("sacct"), "-n", "-X", "-P", "-j", c.id, "-o", "AdminComment"); err == nil {
-		existing = strings.TrimSpace(string(out))
+		inController = jobs.AdminCommentOf(string(out))
 	}
-	comment := jobs.MergeAdminComment(existing, jobs.AdminComment(s))
-	_, dbErr := run.Run(ctx, c.sacctmgrNear("sacctmgr"), "-i", "update", "job", "where", "jobid="+c.id, "set", "AdminComment="+comment)
-	if dbErr != nil {
-		if _, err := run.Run(ctx, c.common.slurm.scontrol, "update", "JobId="+c.id, "AdminComment="+comment); err != nil {
-			return fmt.Errorf("storing the AdminComment: sacctmgr: %v; scontrol: %w", dbErr, err)
+	if out, err := run.Run(ctx, c.sacctmgrNear("sacct"), "-n", "-X", "-P", "-j", c.id, "-o", "AdminComment"); err == nil {
+		// A requeued job has a line per run: the last is this one's.
+		lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+		inDatabase = lines[len(lines)-1]
+	}
+	ours := jobs.AdminComment(s)
+	comment := jobs.MergeAdminComment(jobs.CombineAdminComments(inController, inDatabase), ours)
+	_, ctlErr := run.Run(ctx, c.common.slurm.scontrol, "update", "JobId="+c.id, "AdminComment="+comment)
+	if ctlErr != nil {
+		comment = jobs.MergeAdminComment(jobs.CombineAdminComments(inDatabase, inController), ours)
+		if strings.ToLower(comment) != comment {
+			return fmt.Errorf("storing the AdminComment: scontrol: %v; sacctmgr: not tried: it lowercases what it sets, and the comment holds other text with capitals (%q) that it would damage: the summary stays in the nodes' records (gpuwatch job %s)", ctlErr, comment, c.id)
+		}
+		if _, err := run.Run(ctx, c.sacctmgrNear("sacctmgr"), "-i", "update", "job", "where", "jobid="+c.id, "set", "AdminComment="+comment); err != nil {
+			return fmt.Errorf("storing the AdminComment: scontrol: %v; sacctmgr: %w", ctlErr, err)
 		}
 	}
 	_, err := fmt.Fprintln(c.out, comment)

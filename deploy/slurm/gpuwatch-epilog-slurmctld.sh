@@ -3,8 +3,9 @@
 # ended, asks the gpuwatch of each of its nodes for the job's records (the
 # node epilogs run at the same time: it waits for them within a bound) and
 # stores a one-word summary in the job's AdminComment, after what other
-# tools (jobstats' JS1:...) wrote there. With slurmdbd, `sacct -j JOBID -o
-# AdminComment%200` keeps it after Prometheus forgot.
+# tools (jobstats' JS1:...) wrote there. It needs slurmdbd: the job has ended,
+# and Slurm's controller refuses to update an ended job; `sacct -j JOBID -X -o
+# AdminComment%300` keeps it after Prometheus forgot.
 #
 # slurm.conf:  EpilogSlurmctld=/usr/share/gpuwatch/slurm/gpuwatch-epilog-slurmctld.sh
 # Settings, in /etc/default/gpuwatch-slurm (sourced when readable) or the environment:

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -216,5 +217,41 @@ func TestSlurmCommandsRefuseOthers(t *testing.T) {
 	}
 	if allocs, err := jobs.Allocations(context.Background(), "other-node"); err != nil || len(allocs) != 0 {
 		t.Errorf("another node's allocations = %v, %v", allocs, err)
+	}
+}
+
+// TestSlurmCommandsAnswerDoctor: gpuwatch doctor's two lines get what
+// Slurm prints (the controller up, this node known, another node not), and
+// a command line that differs in one argument or in length is refused.
+func TestSlurmCommandsAnswerDoctor(t *testing.T) {
+	env, _ := demoFor(t, "h100")
+	run := func(path string, args ...string) (string, error) {
+		b, err := env.Slurm.Run(context.Background(), path, args...)
+		return string(b), err
+	}
+	if out, err := run("/usr/bin/scontrol", "ping"); err != nil || !strings.Contains(out, "is UP") {
+		t.Errorf("scontrol ping = %q, %v", out, err)
+	}
+	if out, err := run("scontrol", "show", "node", "-o", "gpu-node-1"); err != nil || !strings.HasPrefix(out, "NodeName=gpu-node-1 ") {
+		t.Errorf("scontrol show node (this node) = %q, %v", out, err)
+	}
+	var cmdErr *slurm.CommandError
+	if out, err := run("scontrol", "show", "node", "-o", "gpu-node-2"); !errors.As(err, &cmdErr) || cmdErr.Stderr != "Node gpu-node-2 not found" {
+		t.Errorf("scontrol show node (another node) = %q, %v", out, err)
+	}
+	for _, args := range [][]string{
+		{"-h", "-w", "gpu-node-1", "-t", "PENDING", "-o", "%i"},
+		{"-h", "-w", "gpu-node-1", "-t", "RUNNING", "-o"},
+		{"-h", "-w", "gpu-node-1", "-t", "RUNNING", "-o", "%i", "-v"},
+	} {
+		if out, err := run("squeue", args...); err == nil {
+			t.Errorf("squeue %v answered %q", args, out)
+		}
+	}
+	if out, err := run("squeue", "-h", "-w", "gpu-node-1", "-t", "RUNNING", "-o", "%i"); err != nil || out == "" {
+		t.Errorf("squeue for this node = %q, %v", out, err)
+	}
+	if out, err := run("scontrol", "ping", "-v"); err == nil {
+		t.Errorf("scontrol ping -v answered %q", out)
 	}
 }

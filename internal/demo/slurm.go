@@ -40,37 +40,92 @@ func NewSlurmCommands(workloads []Workload, node string) *SlurmCommands {
 	return s
 }
 
+// slurmCommand is one command line the demo answers: the program's base
+// name, its arguments (anyArg where the caller names a node or job) and
+// what Slurm prints for it.
+type slurmCommand struct {
+	program string
+	args    []string
+	answer  func(s *SlurmCommands, line string, args []string) ([]byte, error)
+}
+
+// anyArg in slurmCommand.args matches whatever the caller passes there.
+const anyArg = ""
+
+// slurmCommands are the command lines a node's job lookups and gpuwatch
+// doctor run; the arguments must match in number and order.
+var slurmCommands = []slurmCommand{
+	{"squeue", []string{"-h", "-w", anyArg, "-t", "RUNNING", "-o", "%i"}, (*SlurmCommands).runningJobs},
+	{"scontrol", []string{"ping"}, (*SlurmCommands).ping},
+	{"scontrol", []string{"show", "node", "-o", anyArg}, (*SlurmCommands).showNode},
+	{"scontrol", []string{"show", "job", "-d", "-o", anyArg}, (*SlurmCommands).showJobCommand},
+}
+
+// matches says whether program and args are this command line.
+func (c slurmCommand) matches(program string, args []string) bool {
+	if program != c.program || len(args) != len(c.args) {
+		return false
+	}
+	for i, want := range c.args {
+		if want != anyArg && args[i] != want {
+			return false
+		}
+	}
+	return true
+}
+
 // Run implements slurm.CommandRunner.
 func (s *SlurmCommands) Run(_ context.Context, path string, args ...string) ([]byte, error) {
-	cmd := filepath.Base(path)
 	line := path + " " + strings.Join(args, " ")
-	switch {
-	case cmd == "squeue" && len(args) == 7 && args[0] == "-h" && args[1] == "-w" && args[3] == "-t" && args[4] == "RUNNING" && args[5] == "-o" && args[6] == "%i":
-		var b strings.Builder
-		if args[2] == s.node {
-			for _, j := range s.jobs {
-				if !j.ended(s.ended) {
-					b.WriteString(j.JobID + "\n")
-				}
-			}
+	for _, c := range slurmCommands {
+		if c.matches(filepath.Base(path), args) {
+			return c.answer(s, line, args)
 		}
-		return []byte(b.String()), nil
-	case cmd == "scontrol" && len(args) == 1 && args[0] == "ping":
-		return []byte("Slurmctld(primary) at demo-controller is UP\n"), nil
-	case cmd == "scontrol" && len(args) == 4 && args[0] == "show" && args[1] == "node" && args[2] == "-o":
-		if args[3] != s.node {
-			return nil, &slurm.CommandError{Command: line, Err: errors.New("exit status 1"), Stderr: "Node " + args[3] + " not found"}
-		}
-		return []byte(fmt.Sprintf("NodeName=%s Arch=x86_64 CPUTot=224 State=MIXED Gres=gpu:8 Partitions=gpu\n", s.node)), nil
-	case cmd == "scontrol" && len(args) == 5 && args[0] == "show" && args[1] == "job" && args[2] == "-d" && args[3] == "-o":
-		for _, j := range s.jobs {
-			if j.JobID == args[4] && !j.ended(s.ended) {
-				return []byte(s.showJob(j)), nil
-			}
-		}
-		return nil, &slurm.CommandError{Command: line, Err: errors.New("exit status 1"), Stderr: "slurm_load_jobs error: Invalid job id specified"}
 	}
-	return nil, &slurm.CommandError{Command: line, Err: errors.New("exit status 1"), Stderr: "the demo answers only squeue -w and scontrol show job"}
+	return nil, commandFailed(line, "the demo answers only squeue -w and scontrol show job")
+}
+
+// commandFailed is a Slurm command that exited 1 after printing stderr.
+func commandFailed(line, stderr string) error {
+	return &slurm.CommandError{Command: line, Err: errors.New("exit status 1"), Stderr: stderr}
+}
+
+// runningJobs is `squeue -h -w NODE -t RUNNING -o %i`: the IDs of the jobs
+// still running on NODE, none for another node.
+func (s *SlurmCommands) runningJobs(_ string, args []string) ([]byte, error) {
+	var b strings.Builder
+	if args[2] == s.node {
+		for _, j := range s.jobs {
+			if !j.ended(s.ended) {
+				b.WriteString(j.JobID + "\n")
+			}
+		}
+	}
+	return []byte(b.String()), nil
+}
+
+// ping is `scontrol ping`: the controller is up.
+func (s *SlurmCommands) ping(string, []string) ([]byte, error) {
+	return []byte("Slurmctld(primary) at demo-controller is UP\n"), nil
+}
+
+// showNode is `scontrol show node -o NODE`; only the demo's node exists.
+func (s *SlurmCommands) showNode(line string, args []string) ([]byte, error) {
+	if args[3] != s.node {
+		return nil, commandFailed(line, "Node "+args[3]+" not found")
+	}
+	return []byte(fmt.Sprintf("NodeName=%s Arch=x86_64 CPUTot=224 State=MIXED Gres=gpu:8 Partitions=gpu\n", s.node)), nil
+}
+
+// showJobCommand is `scontrol show job -d -o JOBID`; a job that has ended
+// is unknown, as it is to Slurm once it leaves the controller's memory.
+func (s *SlurmCommands) showJobCommand(line string, args []string) ([]byte, error) {
+	for _, j := range s.jobs {
+		if j.JobID == args[4] && !j.ended(s.ended) {
+			return []byte(s.showJob(j)), nil
+		}
+	}
+	return nil, commandFailed(line, "slurm_load_jobs error: Invalid job id specified")
 }
 
 // Demo marks the demo's Slurm: its commands need not be on PATH.

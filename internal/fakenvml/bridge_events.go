@@ -22,23 +22,15 @@ type cEventData struct {
 
 //export nvmlEventSetCreate
 func nvmlEventSetCreate(set unsafe.Pointer) C.int {
-	if lib() == nil {
-		return uninitialized
-	}
-	es, r := lib().EventSetCreate()
-	return putHandle(set, es, r)
+	return onLib(func(l nvml.Interface) C.int {
+		es, r := l.EventSetCreate()
+		return putHandle(set, es, r)
+	})
 }
 
 //export nvmlEventSetFree
 func nvmlEventSetFree(set C.uintptr_t) C.int {
-	if lib() == nil {
-		return uninitialized
-	}
-	es, ok := lookup[nvml.EventSet](set)
-	if !ok {
-		return invalidArgument
-	}
-	return C.int(es.Free())
+	return onHandle(set, func(es nvml.EventSet) C.int { return C.int(es.Free()) })
 }
 
 //export nvmlDeviceGetSupportedEventTypes

@@ -27,23 +27,15 @@ func nvmlGpmQueryDeviceSupport(device C.uintptr_t, support unsafe.Pointer) C.int
 
 //export nvmlGpmSampleAlloc
 func nvmlGpmSampleAlloc(sample unsafe.Pointer) C.int {
-	if lib() == nil {
-		return uninitialized
-	}
-	s, r := lib().GpmSampleAlloc()
-	return putHandle(sample, s, r)
+	return onLib(func(l nvml.Interface) C.int {
+		s, r := l.GpmSampleAlloc()
+		return putHandle(sample, s, r)
+	})
 }
 
 //export nvmlGpmSampleFree
 func nvmlGpmSampleFree(sample C.uintptr_t) C.int {
-	if lib() == nil {
-		return uninitialized
-	}
-	s, ok := lookup[nvml.GpmSample](sample)
-	if !ok {
-		return invalidArgument
-	}
-	return C.int(s.Free())
+	return onHandle(sample, func(s nvml.GpmSample) C.int { return C.int(s.Free()) })
 }
 
 //export nvmlGpmSampleGet

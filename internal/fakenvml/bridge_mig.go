@@ -74,11 +74,7 @@ func nvmlDeviceGetGpuInstanceProfileInfo(device C.uintptr_t, profile C.uint, inf
 func nvmlDeviceGetGpuInstances(device C.uintptr_t, profileID C.uint, gpuInstances, count unsafe.Pointer) C.int {
 	return onDevice(device, func(d nvml.Device) C.int {
 		gis, r := d.GetGpuInstances(&nvml.GpuInstanceProfileInfo{Id: uint32(profileID)})
-		hs := make([]C.uintptr_t, len(gis))
-		for i, gi := range gis {
-			hs[i] = handles.handle(gi)
-		}
-		return putList(count, gpuInstances, hs, r)
+		return putHandles(count, gpuInstances, gis, r)
 	})
 }
 
@@ -120,11 +116,7 @@ func nvmlGpuInstanceGetComputeInstanceProfileInfo(gpuInstance C.uintptr_t, profi
 func nvmlGpuInstanceGetComputeInstances(gpuInstance C.uintptr_t, profileID C.uint, computeInstances, count unsafe.Pointer) C.int {
 	return onHandle(gpuInstance, func(gi nvml.GpuInstance) C.int {
 		cis, r := gi.GetComputeInstances(&nvml.ComputeInstanceProfileInfo{Id: uint32(profileID)})
-		hs := make([]C.uintptr_t, len(cis))
-		for i, ci := range cis {
-			hs[i] = handles.handle(ci)
-		}
-		return putList(count, computeInstances, hs, r)
+		return putHandles(count, computeInstances, cis, r)
 	})
 }
 

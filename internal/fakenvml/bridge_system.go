@@ -50,29 +50,26 @@ func nvmlErrorString(result C.int) *C.char {
 
 //export nvmlSystemGetDriverVersion
 func nvmlSystemGetDriverVersion(version unsafe.Pointer, length C.uint) C.int {
-	if lib() == nil {
-		return uninitialized
-	}
-	v, r := lib().SystemGetDriverVersion()
-	return putString(version, length, v, r)
+	return onLib(func(l nvml.Interface) C.int {
+		v, r := l.SystemGetDriverVersion()
+		return putString(version, length, v, r)
+	})
 }
 
 //export nvmlSystemGetNVMLVersion
 func nvmlSystemGetNVMLVersion(version unsafe.Pointer, length C.uint) C.int {
-	if lib() == nil {
-		return uninitialized
-	}
-	v, r := lib().SystemGetNVMLVersion()
-	return putString(version, length, v, r)
+	return onLib(func(l nvml.Interface) C.int {
+		v, r := l.SystemGetNVMLVersion()
+		return putString(version, length, v, r)
+	})
 }
 
 //export nvmlSystemGetCudaDriverVersion
 func nvmlSystemGetCudaDriverVersion(cudaDriverVersion unsafe.Pointer) C.int {
-	if lib() == nil {
-		return uninitialized
-	}
-	v, r := lib().SystemGetCudaDriverVersion()
-	return put(cudaDriverVersion, int32(v), r)
+	return onLib(func(l nvml.Interface) C.int {
+		v, r := l.SystemGetCudaDriverVersion()
+		return put(cudaDriverVersion, int32(v), r)
+	})
 }
 
 //export nvmlSystemGetCudaDriverVersion_v2
@@ -82,11 +79,10 @@ func nvmlSystemGetCudaDriverVersion_v2(cudaDriverVersion unsafe.Pointer) C.int {
 
 //export nvmlDeviceGetCount_v2
 func nvmlDeviceGetCount_v2(deviceCount unsafe.Pointer) C.int {
-	if lib() == nil {
-		return uninitialized
-	}
-	n, r := lib().DeviceGetCount()
-	return put(deviceCount, uint32(n), r)
+	return onLib(func(l nvml.Interface) C.int {
+		n, r := l.DeviceGetCount()
+		return put(deviceCount, uint32(n), r)
+	})
 }
 
 //export nvmlDeviceGetCount
@@ -94,11 +90,10 @@ func nvmlDeviceGetCount(deviceCount unsafe.Pointer) C.int { return nvmlDeviceGet
 
 //export nvmlDeviceGetHandleByIndex_v2
 func nvmlDeviceGetHandleByIndex_v2(index C.uint, device unsafe.Pointer) C.int {
-	if lib() == nil {
-		return uninitialized
-	}
-	d, r := lib().DeviceGetHandleByIndex(int(index))
-	return putHandle(device, d, r)
+	return onLib(func(l nvml.Interface) C.int {
+		d, r := l.DeviceGetHandleByIndex(int(index))
+		return putHandle(device, d, r)
+	})
 }
 
 //export nvmlDeviceGetHandleByIndex
@@ -108,20 +103,18 @@ func nvmlDeviceGetHandleByIndex(index C.uint, device unsafe.Pointer) C.int {
 
 //export nvmlDeviceGetHandleByUUID
 func nvmlDeviceGetHandleByUUID(uuid unsafe.Pointer, device unsafe.Pointer) C.int {
-	if lib() == nil {
-		return uninitialized
-	}
-	d, r := lib().DeviceGetHandleByUUID(goString(uuid))
-	return putHandle(device, d, r)
+	return onLib(func(l nvml.Interface) C.int {
+		d, r := l.DeviceGetHandleByUUID(goString(uuid))
+		return putHandle(device, d, r)
+	})
 }
 
 //export nvmlDeviceGetHandleByPciBusId_v2
 func nvmlDeviceGetHandleByPciBusId_v2(pciBusID unsafe.Pointer, device unsafe.Pointer) C.int {
-	if lib() == nil {
-		return uninitialized
-	}
-	d, r := lib().DeviceGetHandleByPciBusId(goString(pciBusID))
-	return putHandle(device, d, r)
+	return onLib(func(l nvml.Interface) C.int {
+		d, r := l.DeviceGetHandleByPciBusId(goString(pciBusID))
+		return putHandle(device, d, r)
+	})
 }
 
 //export nvmlDeviceGetHandleByPciBusId
@@ -131,9 +124,8 @@ func nvmlDeviceGetHandleByPciBusId(pciBusID unsafe.Pointer, device unsafe.Pointe
 
 //export nvmlDeviceGetHandleBySerial
 func nvmlDeviceGetHandleBySerial(serial unsafe.Pointer, device unsafe.Pointer) C.int {
-	if lib() == nil {
-		return uninitialized
-	}
-	d, r := lib().DeviceGetHandleBySerial(goString(serial))
-	return putHandle(device, d, r)
+	return onLib(func(l nvml.Interface) C.int {
+		d, r := l.DeviceGetHandleBySerial(goString(serial))
+		return putHandle(device, d, r)
+	})
 }

@@ -65,6 +65,16 @@ const (
 // a handle this library did not hand out, UNINITIALIZED before nvmlInit.
 func onDevice(h C.uintptr_t, f func(nvml.Device) C.int) C.int { return onHandle(h, f) }
 
+// onLib calls f with the simulator serving as the library, or answers
+// UNINITIALIZED before nvmlInit, as NVML does.
+func onLib(f func(nvml.Interface) C.int) C.int {
+	l := lib()
+	if l == nil {
+		return uninitialized
+	}
+	return f(l)
+}
+
 // onHandle calls f with the simulator's handle of type T behind h, or
 // answers as NVML does without a library or with a handle it never gave.
 func onHandle[T any](h C.uintptr_t, f func(T) C.int) C.int {
@@ -113,6 +123,16 @@ func putHandle(p unsafe.Pointer, obj any, r nvml.Return) C.int {
 	}
 	*(*C.uintptr_t)(p) = handles.handle(obj)
 	return success
+}
+
+// putHandles writes the handles of objs into a caller's array, as putList
+// writes items.
+func putHandles[T any](countp unsafe.Pointer, arr unsafe.Pointer, objs []T, r nvml.Return) C.int {
+	hs := make([]C.uintptr_t, len(objs))
+	for i, obj := range objs {
+		hs[i] = handles.handle(obj)
+	}
+	return putList(countp, arr, hs, r)
 }
 
 // putString copies s into a caller's buffer of length bytes, NUL

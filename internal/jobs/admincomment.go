@@ -2,6 +2,7 @@ package jobs
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 )
 
@@ -12,10 +13,12 @@ const AdminCommentPrefix = "gpuwatch1:"
 // in the job's AdminComment, so that Slurm's accounting (sacct -o
 // AdminComment, with slurmdbd) keeps it after Prometheus forgot:
 //
-//	gpuwatch1:gpus=2;alloc_s=7200;sm=34%;idle=50%;mem_max=3GiB;energy_wh=610;xid=0;per_gpu=gpu01/0:sm83%:idle0%:mem60GiB,gpu01/2:...
+//	gpuwatch1:gpus=2;alloc_s=7200;sm=34%;idle=50%;mem_max=3gib;energy_wh=610;xid=0;per_gpu=gpu01/0:sm83%:idle0%:mem60gib,gpu01/2:...
 //
 // Absent figures are left out, never written as 0. It holds no space, so
-// another tool's text beside it stays whole.
+// another tool's text beside it stays whole, and no capital: Slurm 22.05's
+// sacctmgr lowercases every value it sets, so what sacct keeps is the
+// word as written.
 func AdminComment(s Summary) string {
 	var parts []string
 	add := func(k, v string) { parts = append(parts, k+"="+v) }
@@ -60,7 +63,7 @@ func AdminComment(s Summary) string {
 	if len(s.MissingNodes) > 0 {
 		add("missing_nodes", fmt.Sprint(len(s.MissingNodes)))
 	}
-	return strings.ReplaceAll(AdminCommentPrefix+strings.Join(parts, ";"), " ", "_")
+	return strings.ToLower(strings.ReplaceAll(AdminCommentPrefix+strings.Join(parts, ";"), " ", "_"))
 }
 
 // MergeAdminComment keeps what other tools (jobstats' "JS1:...") wrote in
@@ -78,6 +81,23 @@ func MergeAdminComment(existing, ours string) string {
 		return ours
 	}
 	return rest + " " + ours
+}
+
+// CombineAdminComments joins two copies of a job's AdminComment: the
+// controller's (what a running job has; Slurm 22.05's controller hears
+// nothing of sacctmgr updates) and the accounting database's (where
+// another EpilogSlurmctld, jobstats' say, may have stored its text after
+// the job ended, lowercased by sacctmgr). The words of the copy about to
+// be rewritten (first) come as they are, then the other's that it lacks,
+// compared without case.
+func CombineAdminComments(first, other string) string {
+	words := strings.Fields(first)
+	for w := range strings.FieldsSeq(other) {
+		if !slices.ContainsFunc(words, func(x string) bool { return strings.EqualFold(x, w) }) {
+			words = append(words, w)
+		}
+	}
+	return strings.Join(words, " ")
 }
 
 // scontrolAfterAdminComment are the keys `scontrol show job -o` prints

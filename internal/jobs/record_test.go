@@ -203,3 +203,30 @@ func TestEndMarkEndsTheJob(t *testing.T) {
 		t.Error("MarkEnded accepted a path as a job ID")
 	}
 }
+
+// A mark that comes after the job's record (gpuwatch saw a cancelled job
+// leave Slurm's list before its epilog ran) is removed at the next tick:
+// the epilog waits for it to go.
+func TestEndMarkAfterTheRecordIsRemoved(t *testing.T) {
+	r := jobRig(t, Options{})
+	r.run(step, 90*time.Second)
+	if recs, _, _ := ReadJournal(r.dir); len(recs) != 2 || recs[1].ID != "1234" {
+		t.Fatalf("at 90 s: %+v, want job 1234's record", recs)
+	}
+	if err := MarkEnded(r.dir, "1234"); err != nil {
+		t.Fatal(err)
+	}
+	if err := MarkEnded(r.dir, "5678"); err != nil { // a job this node never saw
+		t.Fatal(err)
+	}
+	r.run(step, 90*time.Second+step)
+	if _, err := os.Stat(filepath.Join(r.dir, EndedDir, "1234")); !os.IsNotExist(err) {
+		t.Errorf("the late end mark of the recorded job is still there: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(r.dir, EndedDir, "5678")); err != nil {
+		t.Errorf("the mark of a job this node never saw went before its hour: %v", err)
+	}
+	if recs, _, _ := ReadJournal(r.dir); len(recs) != 2 {
+		t.Errorf("%d records, want 2 (no second record of 1234)", len(recs))
+	}
+}

@@ -47,6 +47,10 @@ type Recorder struct {
 	mu             sync.Mutex
 	tracker        *Tracker
 	lastCheckpoint time.Time
+	// recorded are the Slurm jobs journaled in the last staleMark, by ID,
+	// with when: an end mark that comes after its job's record was
+	// written is removed at once.
+	recorded map[string]time.Time
 }
 
 // checkpoint is the file CheckpointName.
@@ -73,7 +77,7 @@ func Open(opts Options) (*Recorder, error) {
 	if err != nil {
 		return nil, err
 	}
-	r := &Recorder{opts: opts, journal: j, tracker: NewTracker(opts.Node)}
+	r := &Recorder{opts: opts, journal: j, tracker: NewTracker(opts.Node), recorded: map[string]time.Time{}}
 	// The epilog (root) writes its marks here; gpuwatch, owner of the
 	// directory, removes them.
 	if err := os.MkdirAll(filepath.Join(opts.Dir, EndedDir), 0o770); err != nil {
@@ -125,7 +129,8 @@ func readCheckpoint(path string) ([]*job, error) {
 func (r *Recorder) Observe(s *snapshot.Snapshot, acc *snapshot.Accounting) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.tracker.ended = readEndMarks(r.opts.Dir, time.Now())
+	now := time.Now()
+	r.tracker.ended = readEndMarks(r.opts.Dir, now)
 	ended := r.tracker.Observe(s, acc)
 	for _, rec := range ended {
 		if err := r.journal.Append(rec); err != nil {
@@ -134,14 +139,33 @@ func (r *Recorder) Observe(s *snapshot.Snapshot, acc *snapshot.Accounting) {
 		}
 		if rec.Kind == KindSlurm {
 			removeEndMark(r.opts.Dir, rec.ID)
+			r.recorded[rec.ID] = now
 		}
 	}
+	r.removeLateMarks(now)
 	if r.lastCheckpoint.IsZero() {
 		r.lastCheckpoint = s.Time
 	}
 	if len(ended) > 0 || s.Time.Sub(r.lastCheckpoint) >= r.opts.CheckpointInterval {
 		if err := r.checkpointLocked(s.Time); err != nil {
 			r.opts.Logger.Error("could not checkpoint the running jobs", "err", err)
+		}
+	}
+}
+
+// removeLateMarks removes the end marks of jobs already journaled and not
+// running again: gpuwatch saw the job end before its epilog ran (a
+// cancelled job leaves Slurm's list of running jobs at once), and the
+// epilog, which waits for its mark to go, must not wait in vain.
+func (r *Recorder) removeLateMarks(now time.Time) {
+	for id, at := range r.recorded {
+		if now.Sub(at) > staleMark {
+			delete(r.recorded, id)
+			continue
+		}
+		key := jobKey(id, "", "")
+		if _, running := r.tracker.jobs[key]; r.tracker.ended[key] && !running {
+			removeEndMark(r.opts.Dir, id)
 		}
 	}
 }

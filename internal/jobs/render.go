@@ -31,10 +31,57 @@ var columns = []string{"NODE", "GPU", "MODEL", "ALLOCATED", "SM UTIL MEAN", "SM 
 
 func renderText(w io.Writer, s Summary, md bool) error {
 	var b strings.Builder
+	writeHeading(&b, s, md)
+	if err := writeTable(&b, summaryRows(s), md); err != nil {
+		return err
+	}
+	b.WriteString("\nALLOCATED, IDLE and ENERGY are per GPU, summed in the total; SM UTIL is SM time over allocated time.\n")
+	if len(s.Notes) == 0 {
+		b.WriteString("\nNo efficiency problems found.\n")
+	} else {
+		b.WriteString("\nNotes:\n")
+		for _, n := range s.Notes {
+			b.WriteString("- " + n + "\n")
+		}
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// writeHeading writes what job it is, whose, when and where it ran, and
+// the nodes that sent no record.
+func writeHeading(b *strings.Builder, s Summary, md bool) {
 	title := "Job " + s.JobID
 	if s.Kind == KindPod && s.Pod != nil {
 		title = fmt.Sprintf("Pod %s/%s", s.Pod.Namespace, s.Pod.Name)
 	}
+	if md {
+		fmt.Fprintf(b, "## %s\n\n", title)
+	} else {
+		fmt.Fprintf(b, "%s\n", title)
+	}
+	if who := owner(s); len(who) > 0 {
+		fmt.Fprintf(b, "%s\n", strings.Join(who, ", "))
+	}
+	if s.Start.IsZero() { // from Prometheus's counters: no times
+		fmt.Fprintf(b, "on %s (from Prometheus's counters)\n", strings.Join(s.Nodes, ", "))
+	} else {
+		state := "ended"
+		if s.Running {
+			state = "running"
+		}
+		fmt.Fprintf(b, "%s to %s (%s, %s) on %s\n", s.Start.UTC().Format(time.DateTime), s.End.UTC().Format(time.DateTime),
+			duration(s.End.Sub(s.Start).Seconds()), state, strings.Join(s.Nodes, ", "))
+	}
+	for _, m := range s.MissingNodes {
+		fmt.Fprintf(b, "no record from %s\n", m)
+	}
+	b.WriteString("\n")
+}
+
+// owner is the job's Slurm identity (user, account, partition, name) and
+// its pod's UID, those that are known.
+func owner(s Summary) []string {
 	var who []string
 	if id := s.Slurm; id != nil {
 		for _, kv := range [][2]string{{"user", id.User}, {"account", id.Account}, {"partition", id.Partition}, {"name", id.JobName}} {
@@ -46,28 +93,11 @@ func renderText(w io.Writer, s Summary, md bool) error {
 	if p := s.Pod; p != nil && p.UID != "" {
 		who = append(who, "uid "+p.UID)
 	}
-	state := "ended"
-	if s.Running {
-		state = "running"
-	}
-	if md {
-		fmt.Fprintf(&b, "## %s\n\n", title)
-	} else {
-		fmt.Fprintf(&b, "%s\n", title)
-	}
-	if len(who) > 0 {
-		fmt.Fprintf(&b, "%s\n", strings.Join(who, ", "))
-	}
-	if s.Start.IsZero() { // from Prometheus's counters: no times
-		fmt.Fprintf(&b, "on %s (from Prometheus's counters)\n", strings.Join(s.Nodes, ", "))
-	} else {
-		fmt.Fprintf(&b, "%s to %s (%s, %s) on %s\n", s.Start.UTC().Format(time.DateTime), s.End.UTC().Format(time.DateTime),
-			duration(s.End.Sub(s.Start).Seconds()), state, strings.Join(s.Nodes, ", "))
-	}
-	for _, m := range s.MissingNodes {
-		fmt.Fprintf(&b, "no record from %s\n", m)
-	}
-	b.WriteString("\n")
+	return who
+}
+
+// summaryRows are the cells of each GPU's row, then the total's.
+func summaryRows(s Summary) [][]string {
 	rows := [][]string{}
 	for _, g := range s.GPUs {
 		gpu := fmt.Sprint(g.Index)
@@ -81,36 +111,28 @@ func renderText(w io.Writer, s Summary, md bool) error {
 		})
 	}
 	t := s.Total
-	rows = append(rows, []string{
+	return append(rows, []string{
 		"total", fmt.Sprintf("%d GPUs", t.GPUs), "", duration(t.AllocatedSeconds), percent(t.SMUtilizationMean), "",
 		memory(t.MemoryUsedBytesMax, nil), energy(t.EnergyJoules), share(t.IdleSeconds, t.AllocatedSeconds), count(t.XIDErrors), "",
 	})
+}
+
+// writeTable writes the columns and rows as a Markdown table or aligned
+// plain text.
+func writeTable(b *strings.Builder, rows [][]string, md bool) error {
 	if md {
 		b.WriteString("| " + strings.Join(columns, " | ") + " |\n|" + strings.Repeat(" --- |", len(columns)) + "\n")
 		for _, r := range rows {
 			b.WriteString("| " + strings.Join(r, " | ") + " |\n")
 		}
-	} else {
-		tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
-		fmt.Fprintln(tw, strings.Join(columns, "\t"))
-		for _, r := range rows {
-			fmt.Fprintln(tw, strings.Join(r, "\t"))
-		}
-		if err := tw.Flush(); err != nil {
-			return err
-		}
+		return nil
 	}
-	b.WriteString("\nALLOCATED, IDLE and ENERGY are per GPU, summed in the total; SM UTIL is SM time over allocated time.\n")
-	if len(s.Notes) == 0 {
-		b.WriteString("\nNo efficiency problems found.\n")
-	} else {
-		b.WriteString("\nNotes:\n")
-		for _, n := range s.Notes {
-			b.WriteString("- " + n + "\n")
-		}
+	tw := tabwriter.NewWriter(b, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, strings.Join(columns, "\t"))
+	for _, r := range rows {
+		fmt.Fprintln(tw, strings.Join(r, "\t"))
 	}
-	_, err := io.WriteString(w, b.String())
-	return err
+	return tw.Flush()
 }
 
 // The cells: "-" is absent, never 0.

@@ -132,39 +132,63 @@ func addAll[T float64 | uint64](sum, v *T) *T {
 func notes(gpus []SummaryGPU, multiNode bool) []string {
 	var out []string
 	for _, g := range gpus {
-		name := fmt.Sprintf("GPU %d", g.Index)
-		if g.MIGUUID != "" {
-			name = fmt.Sprintf("GPU %d (MIG %s)", g.Index, cmp.Or(g.MIGProfile, g.MIGUUID))
+		name := noteName(g, multiNode)
+		if n := useNote(name, g, len(gpus) > 1); n != "" {
+			out = append(out, n)
 		}
-		if multiNode {
-			name += " on " + g.Node
-		}
-		alloc := g.AllocatedSeconds
-		idle := -1.0
-		switch {
-		case g.IdleSeconds != nil && alloc > 0:
-			idle = *g.IdleSeconds / alloc
-		case g.SMUtilizationMean != nil && *g.SMUtilizationMean < 0.05:
-			idle = 1 - *g.SMUtilizationMean
-		}
-		switch {
-		case idle >= noteIdleShare && len(gpus) > 1:
-			out = append(out, fmt.Sprintf("%s was idle %.0f %% of the job: ask for fewer GPUs", name, 100*idle))
-		case idle >= noteIdleShare:
-			out = append(out, fmt.Sprintf("%s was idle %.0f %% of the job: check that the job uses it (CUDA_VISIBLE_DEVICES, the framework's device setting)", name, 100*idle))
-		case g.SMUtilizationMean != nil && *g.SMUtilizationMean < noteLowSM:
-			out = append(out, fmt.Sprintf("%s: mean SM utilization %.0f %%: the job may wait on data loading or the CPU", name, 100**g.SMUtilizationMean))
-		}
-		if g.MemoryUsedBytesMax != nil && g.MemoryTotalBytes != nil && *g.MemoryTotalBytes > 0 &&
-			float64(*g.MemoryUsedBytesMax) < noteSmallMemory*float64(*g.MemoryTotalBytes) && *g.MemoryTotalBytes >= 16<<30 {
-			out = append(out, fmt.Sprintf("%s: peak memory %s of %s: a smaller MIG profile would fit", name, Bytes(*g.MemoryUsedBytesMax), Bytes(*g.MemoryTotalBytes)))
-		}
-		if g.XIDErrors != nil && *g.XIDErrors > 0 {
-			out = append(out, fmt.Sprintf("%s raised %d XID error(s) during the job: tell the administrators", name, *g.XIDErrors))
-		}
-		if g.ThrottleSeconds != nil && alloc > 0 && *g.ThrottleSeconds/alloc >= noteThrottleShare {
-			out = append(out, fmt.Sprintf("%s ran slowed down (power or thermal limits) %.0f %% of the job", name, 100**g.ThrottleSeconds/alloc))
-		}
+		out = append(out, gpuNotes(name, g)...)
+	}
+	return out
+}
+
+// noteName names a GPU in a note: its index, its MIG instance, and its
+// node when the job ran on several.
+func noteName(g SummaryGPU, multiNode bool) string {
+	name := fmt.Sprintf("GPU %d", g.Index)
+	if g.MIGUUID != "" {
+		name = fmt.Sprintf("GPU %d (MIG %s)", g.Index, cmp.Or(g.MIGProfile, g.MIGUUID))
+	}
+	if multiNode {
+		name += " on " + g.Node
+	}
+	return name
+}
+
+// useNote says how little the job used the GPU: idle much of the time (with
+// several GPUs, fewer would do), or busy but with low SM utilization; ""
+// when neither.
+func useNote(name string, g SummaryGPU, severalGPUs bool) string {
+	idle := -1.0 // unknown
+	switch {
+	case g.IdleSeconds != nil && g.AllocatedSeconds > 0:
+		idle = *g.IdleSeconds / g.AllocatedSeconds
+	case g.SMUtilizationMean != nil && *g.SMUtilizationMean < 0.05:
+		idle = 1 - *g.SMUtilizationMean
+	}
+	switch {
+	case idle >= noteIdleShare && severalGPUs:
+		return fmt.Sprintf("%s was idle %.0f %% of the job: ask for fewer GPUs", name, 100*idle)
+	case idle >= noteIdleShare:
+		return fmt.Sprintf("%s was idle %.0f %% of the job: check that the job uses it (CUDA_VISIBLE_DEVICES, the framework's device setting)", name, 100*idle)
+	case g.SMUtilizationMean != nil && *g.SMUtilizationMean < noteLowSM:
+		return fmt.Sprintf("%s: mean SM utilization %.0f %%: the job may wait on data loading or the CPU", name, 100**g.SMUtilizationMean)
+	}
+	return ""
+}
+
+// gpuNotes are the notes on what the GPU itself saw: memory far below a
+// large GPU's, XID errors, time slowed down by power or thermal limits.
+func gpuNotes(name string, g SummaryGPU) []string {
+	var out []string
+	if g.MemoryUsedBytesMax != nil && g.MemoryTotalBytes != nil && *g.MemoryTotalBytes > 0 &&
+		float64(*g.MemoryUsedBytesMax) < noteSmallMemory*float64(*g.MemoryTotalBytes) && *g.MemoryTotalBytes >= 16<<30 {
+		out = append(out, fmt.Sprintf("%s: peak memory %s of %s: a smaller MIG profile would fit", name, Bytes(*g.MemoryUsedBytesMax), Bytes(*g.MemoryTotalBytes)))
+	}
+	if g.XIDErrors != nil && *g.XIDErrors > 0 {
+		out = append(out, fmt.Sprintf("%s raised %d XID error(s) during the job: tell the administrators", name, *g.XIDErrors))
+	}
+	if alloc := g.AllocatedSeconds; g.ThrottleSeconds != nil && alloc > 0 && *g.ThrottleSeconds/alloc >= noteThrottleShare {
+		out = append(out, fmt.Sprintf("%s ran slowed down (power or thermal limits) %.0f %% of the job", name, 100**g.ThrottleSeconds/alloc))
 	}
 	return out
 }

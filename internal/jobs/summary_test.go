@@ -98,3 +98,60 @@ func TestRenderTableAndJSON(t *testing.T) {
 		t.Errorf("json: an absent energy is written: %v", doc.GPUs[2])
 	}
 }
+
+// TestNotesOfOneGPU: the notes a single GPU gets, by what it reported:
+// idle time, or, without it, a near-zero SM utilization counts as idle;
+// low SM utilization; throttling; a MIG instance is named by its profile.
+func TestNotesOfOneGPU(t *testing.T) {
+	cases := []struct {
+		name string
+		gpu  GPU
+		want []string
+	}{
+		{"idle, alone", GPU{Index: 1, AllocatedSeconds: 100, IdleSeconds: new(60.0)},
+			[]string{"GPU 1 was idle 60 % of the job: check that the job uses it (CUDA_VISIBLE_DEVICES, the framework's device setting)"}},
+		{"no idle figure, SM near zero", GPU{Index: 0, AllocatedSeconds: 100, SMUtilizationMean: new(0.02)},
+			[]string{"GPU 0 was idle 98 % of the job: check that the job uses it (CUDA_VISIBLE_DEVICES, the framework's device setting)"}},
+		{"low SM", GPU{Index: 0, AllocatedSeconds: 100, IdleSeconds: new(10.0), SMUtilizationMean: new(0.2)},
+			[]string{"GPU 0: mean SM utilization 20 %: the job may wait on data loading or the CPU"}},
+		{"MIG, throttled", GPU{Index: 3, MIGUUID: "MIG-x", MIGProfile: "3g.40gb", AllocatedSeconds: 100, SMUtilizationMean: new(0.9), ThrottleSeconds: new(25.0)},
+			[]string{"GPU 3 (MIG 3g.40gb) ran slowed down (power or thermal limits) 25 % of the job"}},
+		{"MIG without profile, small memory of a small GPU", GPU{Index: 3, MIGUUID: "MIG-x", AllocatedSeconds: 100, SMUtilizationMean: new(0.2),
+			MemoryUsedBytesMax: new(uint64(1 << 30)), MemoryTotalBytes: new(uint64(10 << 30))},
+			[]string{"GPU 3 (MIG MIG-x): mean SM utilization 20 %: the job may wait on data loading or the CPU"}},
+		{"busy", GPU{Index: 0, AllocatedSeconds: 100, IdleSeconds: new(0.0), SMUtilizationMean: new(0.9), XIDErrors: new(uint64(0)), ThrottleSeconds: new(1.0)}, nil},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			got := notes([]SummaryGPU{{Node: "n1", GPU: c.gpu}}, false)
+			if strings.Join(got, "\n") != strings.Join(c.want, "\n") {
+				t.Errorf("notes:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(c.want, "\n"))
+			}
+		})
+	}
+}
+
+// TestRenderMarkdownOfARunningPod: a pod's summary in Markdown has the
+// pod's name as its heading, its UID, its state, the nodes without a
+// record and one table row per GPU and the total.
+func TestRenderMarkdownOfARunningPod(t *testing.T) {
+	t0 := time.Date(2026, 3, 1, 10, 0, 0, 0, time.UTC)
+	s, _ := Summarize("uid-1", []Record{{ID: "uid-1", Kind: KindPod, Node: "gpu01", Pod: &PodIdentity{Namespace: "ml", Name: "train-0", UID: "uid-1"},
+		Start: t0, End: t0.Add(90 * time.Minute), Running: true,
+		GPUs: []GPU{{Index: 0, Model: "NVIDIA A100-SXM4-80GB", AllocatedSeconds: 5400, SMUtilizationMean: new(0.9)}}}})
+	s.MissingNodes = []string{"gpu02 (no answer)"}
+	var b bytes.Buffer
+	if err := Render(&b, s, "markdown"); err != nil {
+		t.Fatal(err)
+	}
+	out := b.String()
+	for _, want := range []string{"## Pod ml/train-0\n\nuid uid-1\n", "(1h30m, running) on gpu01\n", "no record from gpu02 (no answer)\n",
+		"| NODE | GPU | MODEL |", "| gpu01 | 0 | A100-SXM4-80GB | ", "| total | 1 GPUs |", "No efficiency problems found."} {
+		if !strings.Contains(out, want) {
+			t.Errorf("markdown lacks %q:\n%s", want, out)
+		}
+	}
+	if rows := strings.Count(out, "\n|"); rows != 4 { // the header, its rule, the GPU, the total
+		t.Errorf("%d table lines, want 4:\n%s", rows, out)
+	}
+}

@@ -286,6 +286,16 @@ func (t *Tracker) addTotals(acc *snapshot.Accounting, held map[string]map[gpuID]
 	if acc == nil {
 		return smDelta
 	}
+	t.addOwnerTotals(acc, held, smDelta)
+	t.addAllocTotals(acc)
+	return smDelta
+}
+
+// addOwnerTotals adds the increase of each owner's process seconds, SM
+// seconds, energy and memory peak to its job's GPU, and each job's SM-second
+// increase per GPU to smDelta. A GPU a job's processes left since the
+// previous tick joins held.
+func (t *Tracker) addOwnerTotals(acc *snapshot.Accounting, held map[string]map[gpuID]int, smDelta map[string]map[gpuID]float64) {
 	owners := make(map[snapshot.OwnerKey]ownerFigures, len(acc.Owners))
 	for i := range acc.Owners {
 		o := &acc.Owners[i]
@@ -325,6 +335,11 @@ func (t *Tracker) addTotals(acc *snapshot.Accounting, held map[string]map[gpuID]
 		}
 	}
 	t.prevOwners = owners
+}
+
+// addAllocTotals adds the increase of each job's allocated and idle
+// seconds per GPU.
+func (t *Tracker) addAllocTotals(acc *snapshot.Accounting) {
 	allocs := make(map[allocID]allocFigures, len(acc.Allocations))
 	type allocTick struct {
 		index         int
@@ -375,7 +390,6 @@ func (t *Tracker) addTotals(acc *snapshot.Accounting, held map[string]map[gpuID]
 		}
 	}
 	t.prevAllocs = allocs
-	return smDelta
 }
 
 // addDeviceFigures adds what the GPUs themselves report over the interval

@@ -59,8 +59,7 @@ func parseGPUEntries(s string) ([]NodeGPUs, error) {
 		return nil, nil
 	}
 	var out []NodeGPUs
-	for _, raw := range splitOutsideParens(s) {
-		raw = strings.TrimSpace(raw)
+	for _, raw := range splitOutside(s, '(', ')') {
 		if raw == "" {
 			continue
 		}
@@ -223,27 +222,28 @@ func sumByType(in []GPUCount) []GPUCount {
 	return out
 }
 
-// splitOutsideParens splits on commas that are not inside parentheses:
-// "gpu:a:2(IDX:0,2),gpu:b:1(IDX:1)" has two entries.
-func splitOutsideParens(s string) []string {
+// splitOutside splits on the commas that are not between open and close,
+// trimming each part: "gpu:a:2(IDX:0,2),gpu:b:1(IDX:1)" has two GRES
+// entries (parentheses), "n[1-2,4],m1" two hostlist items (brackets).
+func splitOutside(s string, open, close byte) []string {
 	var out []string
 	depth, start := 0, 0
 	for i := 0; i < len(s); i++ {
 		switch s[i] {
-		case '(':
+		case open:
 			depth++
-		case ')':
+		case close:
 			if depth > 0 {
 				depth--
 			}
 		case ',':
 			if depth == 0 {
-				out = append(out, s[start:i])
+				out = append(out, strings.TrimSpace(s[start:i]))
 				start = i + 1
 			}
 		}
 	}
-	return append(out, s[start:])
+	return append(out, strings.TrimSpace(s[start:]))
 }
 
 func isDigits(s string) bool {

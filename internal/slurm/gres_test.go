@@ -2,6 +2,7 @@ package slurm
 
 import (
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -147,10 +148,43 @@ func TestNormalizeNodeState(t *testing.T) {
 		{"drained", nil, "drained"},
 		{"mix", nil, "mixed"},
 		{"", nil, "unknown"},
+		{"IDLE", []string{"FAIL"}, "fail"},
+		{"MIXED", []string{"FAIL", "DRAIN"}, "failing"},
+		{"mixed", []string{"drain"}, "draining"},
+		{"IDLE", []string{"COMPLETING", "PLANNED"}, "planned"},
+		{"MIXED", []string{"POWERED_DOWN", "RESERVED"}, "mixed"},
+		{"IDLE", []string{"POWER_DOWN"}, "powered_down"},
+		{"MIXED", []string{"RESERVED"}, "mixed"},
+		{"ERROR", []string{"MAINTENANCE"}, "error"},
+		{"future", []string{"DRAIN"}, "future"},
+		{"alloc", []string{"RESERVED"}, "allocated"},
+		{"drng", nil, "drained"},
+		{"*", nil, "unknown"},
 	}
 	for _, c := range cases {
 		if got := normalizeNodeState(c.base, c.flags); got != c.want {
 			t.Errorf("normalizeNodeState(%q, %v) = %q, want %q", c.base, c.flags, got, c.want)
+		}
+	}
+}
+
+// TestSplitOutside: commas between the open and close characters do not
+// split; parts are trimmed; a stray close does not make depth negative.
+func TestSplitOutside(t *testing.T) {
+	cases := []struct {
+		in          string
+		open, close byte
+		want        []string
+	}{
+		{"gpu:a:2(IDX:0,2), gpu:b:1(IDX:1)", '(', ')', []string{"gpu:a:2(IDX:0,2)", "gpu:b:1(IDX:1)"}},
+		{"n[1-2,4] ,m1", '[', ']', []string{"n[1-2,4]", "m1"}},
+		{"a(1,2),b", '[', ']', []string{"a(1", "2)", "b"}},
+		{"a],b[1,2]", '[', ']', []string{"a]", "b[1,2]"}},
+		{"", '(', ')', []string{""}},
+	}
+	for _, c := range cases {
+		if got := splitOutside(c.in, c.open, c.close); !slices.Equal(got, c.want) {
+			t.Errorf("splitOutside(%q, %q, %q) = %q, want %q", c.in, c.open, c.close, got, c.want)
 		}
 	}
 }

@@ -20,7 +20,7 @@ func ExpandHostlist(s string) ([]string, error) {
 		return nil, nil
 	}
 	var out []string
-	for _, item := range splitOutsideBrackets(s) {
+	for _, item := range splitOutside(s, '[', ']') {
 		if item == "" {
 			continue
 		}
@@ -82,26 +82,4 @@ func expandOne(item string) ([]string, error) {
 		}
 	}
 	return out, nil
-}
-
-// splitOutsideBrackets splits on commas outside [...].
-func splitOutsideBrackets(s string) []string {
-	var out []string
-	depth, start := 0, 0
-	for i := 0; i < len(s); i++ {
-		switch s[i] {
-		case '[':
-			depth++
-		case ']':
-			if depth > 0 {
-				depth--
-			}
-		case ',':
-			if depth == 0 {
-				out = append(out, strings.TrimSpace(s[start:i]))
-				start = i + 1
-			}
-		}
-	}
-	return append(out, strings.TrimSpace(s[start:]))
 }

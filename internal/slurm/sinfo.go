@@ -50,48 +50,67 @@ func normalizeNodeState(base string, flags []string) string {
 	// powering up, ! powering down, % powering off, $ maintenance
 	// reservation, @ reboot pending, ^ rebooting, - planned.
 	base = strings.TrimRight(base, "*~#!%$@^-")
+	switch base {
+	case "down", "error", "future", "unknown":
+		// Flags do not make a down node more available.
+	default:
+		if state, ok := flaggedState(base, flags); ok {
+			return state
+		}
+	}
+	if state, ok := shortStates[base]; ok {
+		return state
+	}
+	return base
+}
+
+// shortStates are the abbreviations sinfo's text output prints for a base
+// state, and the label of a node with none.
+var shortStates = map[string]string{
+	"alloc": "allocated",
+	"mix":   "mixed",
+	"drain": "drained",
+	"drng":  "drained",
+	"":      "unknown",
+}
+
+// flaggedState is the label a state flag gives a node whose lower-case
+// base state is base, in order of precedence (a failing node may also be
+// draining); false when no flag changes the label.
+func flaggedState(base string, flags []string) (string, bool) {
 	has := map[string]bool{}
 	for _, f := range flags {
 		has[strings.ToUpper(f)] = true
 	}
 	busy := base == "allocated" || base == "mixed" || base == "completing"
+	idle := base == "idle"
 	switch {
-	case base == "down" || base == "error" || base == "future" || base == "unknown":
-		// Flags do not make a down node more available.
 	case has["FAIL"]:
-		if busy {
-			return "failing"
-		}
-		return "fail"
+		return busyOr(busy, "failing", "fail"), true
 	case has["DRAIN"]:
-		if busy {
-			return "draining"
-		}
-		return "drained"
-	case has["COMPLETING"] && base != "idle":
-		return "completing"
+		return busyOr(busy, "draining", "drained"), true
+	case has["COMPLETING"] && !idle:
+		return "completing", true
 	case has["MAINTENANCE"]:
-		return "maint"
+		return "maint", true
 	case has["POWERED_DOWN"] || has["POWER_DOWN"]:
-		if base == "idle" {
-			return "powered_down"
-		}
-	case has["RESERVED"] && base == "idle":
-		return "reserved"
-	case has["PLANNED"] && base == "idle":
-		return "planned"
+		// Only an idle node is powered down; a busy one keeps its state
+		// (and a later flag does not apply).
+		return "powered_down", idle
+	case has["RESERVED"] && idle:
+		return "reserved", true
+	case has["PLANNED"] && idle:
+		return "planned", true
 	}
-	switch base {
-	case "alloc":
-		return "allocated"
-	case "mix":
-		return "mixed"
-	case "drain", "drng":
-		return "drained"
-	case "":
-		return "unknown"
+	return "", false
+}
+
+// busyOr is busyState for a node running work, else state.
+func busyOr(busy bool, busyState, state string) string {
+	if busy {
+		return busyState
 	}
-	return base
+	return state
 }
 
 // sinfoJSON reads both shapes of `sinfo --json`:

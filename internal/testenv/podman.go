@@ -7,7 +7,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 )
@@ -71,7 +70,7 @@ func StartPodman(t *testing.T) *Podman {
 	p.Run(t, "import", tarball, "localhost/gpuwatch-test:1")
 
 	service := p.command(context.Background(), "system", "service", "--time=0", "unix://"+p.Socket)
-	log := &lockedBuffer{}
+	log := &SyncBuffer{}
 	service.Stdout, service.Stderr = log, log
 	if err := service.Start(); err != nil {
 		t.Fatal(err)
@@ -130,22 +129,4 @@ func run(t *testing.T, name string, args ...string) string {
 		t.Fatalf("%s %s: %v\n%s", name, strings.Join(args, " "), err, out)
 	}
 	return strings.TrimSpace(string(out))
-}
-
-// lockedBuffer collects a child's output while the test may read it.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.String()
 }

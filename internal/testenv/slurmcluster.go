@@ -30,7 +30,27 @@ type SlurmCluster struct {
 	Conf       string // its slurm.conf; commands run through Node.Command get SLURM_CONF
 	Controller *SlurmNode
 	Nodes      []*SlurmNode // compute nodes node1, node2, ...
-	index      int          // host-wide; names the bridge, namespaces and subnet
+	Name       string       // Slurm's ClusterName (the accounting database's cluster)
+	opts       SlurmClusterOptions
+	index      int // host-wide; names the bridge, namespaces and subnet
+}
+
+// SlurmClusterOptions are what StartSlurmClusterWith adds to the plain
+// cluster of StartSlurmCluster.
+type SlurmClusterOptions struct {
+	// Accounting runs slurmdbd on the controller, storing into a private
+	// MariaDB there (its data under the controller's directory, its socket
+	// and port inside the controller's namespaces), and sets
+	// AccountingStorageType=accounting_storage/slurmdbd: sacct and
+	// sacctmgr work, as on a production cluster. It costs a few seconds
+	// of start-up, so only the tests that need it ask for it.
+	Accounting bool
+	// Accounts are added to the accounting database with root as their
+	// user (needs Accounting).
+	Accounts []string
+	// Conf returns lines appended to slurm.conf (Epilog=..., say); it is
+	// called once Dir and Conf are known.
+	Conf func(c *SlurmCluster) string
 }
 
 // SlurmNode is one node of a SlurmCluster.
@@ -47,12 +67,20 @@ type SlurmNode struct {
 const (
 	clusterCtldPort   = 16917
 	clusterSlurmdPort = 16918
+	clusterDbdPort    = 16919
 )
 
 // StartSlurmCluster starts a controller and nodes compute nodes with
 // gpusPerNode h100 GPUs each, and tears everything down when the test ends.
 // Under -short it skips; a missing tool skips, or fails under CI=true.
 func StartSlurmCluster(t *testing.T, nodes, gpusPerNode int) *SlurmCluster {
+	t.Helper()
+	return StartSlurmClusterWith(t, nodes, gpusPerNode, SlurmClusterOptions{})
+}
+
+// StartSlurmClusterWith is StartSlurmCluster with options: slurmdbd and
+// its database, slurm.conf lines of the test's.
+func StartSlurmClusterWith(t *testing.T, nodes, gpusPerNode int, opts SlurmClusterOptions) *SlurmCluster {
 	t.Helper()
 	if testing.Short() {
 		t.Skip("-short: real multi-node Slurm not started")
@@ -62,6 +90,16 @@ func StartSlurmCluster(t *testing.T, nodes, gpusPerNode int) *SlurmCluster {
 		{"ip", "iproute2"}, {"nsenter", "util-linux"}, {"unshare", "util-linux"}, {"mknod", "coreutils"},
 	} {
 		RequireTool(t, tool.bin, tool.pkg)
+	}
+	if opts.Accounting {
+		for _, tool := range []struct{ bin, pkg string }{
+			{"slurmdbd", "slurmdbd"}, {"sacctmgr", "slurm-client"}, {"sacct", "slurm-client"},
+			{"mariadbd", "mariadb-server"}, {"mariadb-install-db", "mariadb-server"},
+		} {
+			RequireTool(t, tool.bin, tool.pkg)
+		}
+	} else if len(opts.Accounts) > 0 {
+		t.Fatal("StartSlurmClusterWith: Accounts need Accounting")
 	}
 	if os.Geteuid() != 0 {
 		Missing(t, "a multi-node Slurm needs root (network namespaces, mounts, slurmd)")
@@ -73,7 +111,8 @@ func StartSlurmCluster(t *testing.T, nodes, gpusPerNode int) *SlurmCluster {
 		t.Fatalf("StartSlurmCluster(%d nodes, %d GPUs per node): need at least one of each", nodes, gpusPerNode)
 	}
 
-	c := &SlurmCluster{index: lockClusterIndex(t)}
+	c := &SlurmCluster{index: lockClusterIndex(t), opts: opts}
+	c.Name = fmt.Sprintf("gpuwatch-multi%d", c.index)
 	c.Dir = t.TempDir()
 	// munged refuses a socket directory that others can write to, and
 	// jobs of other users must reach their output directory.
@@ -87,6 +126,9 @@ func StartSlurmCluster(t *testing.T, nodes, gpusPerNode int) *SlurmCluster {
 	t.Cleanup(func() { c.stop(t) })
 	c.writeFiles(t, gpusPerNode)
 	c.startNetwork(t)
+	if opts.Accounting {
+		c.initDatabase(t)
+	}
 	c.Controller.start(t, "ctl", gpusPerNode)
 	for _, n := range c.Nodes {
 		n.start(t, "node", gpusPerNode)
@@ -173,7 +215,7 @@ func (c *SlurmCluster) writeFiles(t *testing.T, gpus int) {
 	must(t, os.WriteFile(filepath.Join(c.Dir, "hosts"), []byte(hosts.String()), 0o644))
 
 	var conf strings.Builder
-	fmt.Fprintf(&conf, `ClusterName=gpuwatch-multi%d
+	fmt.Fprintf(&conf, `ClusterName=%s
 SlurmctldHost=%s(%s)
 SlurmctldPort=%d
 SlurmdPort=%d
@@ -187,7 +229,7 @@ TaskPlugin=task/none
 SelectType=select/cons_tres
 SelectTypeParameters=CR_Core
 JobAcctGatherType=jobacct_gather/none
-AccountingStorageType=accounting_storage/none
+AccountingStorageType=%[7]s
 ReturnToService=2
 MpiDefault=none
 SchedulerType=sched/backfill
@@ -201,7 +243,17 @@ SlurmdLogFile=%[6]s/node/slurmd.log
 SlurmctldDebug=info
 SlurmdDebug=info
 MinJobAge=300
-`, c.index, c.Controller.Name, c.Controller.Addr, clusterCtldPort, clusterSlurmdPort, c.Dir)
+`, c.Name, c.Controller.Name, c.Controller.Addr, clusterCtldPort, clusterSlurmdPort, c.Dir, c.accountingStorage())
+	if c.opts.Accounting {
+		// AccountingStoragePass is the munge socket for slurmdbd's
+		// connections (AuthInfo is not read for them).
+		fmt.Fprintf(&conf, "AccountingStorageHost=%s\nAccountingStoragePort=%d\nAccountingStoragePass=%s/node/munge/munge.sock\n",
+			c.Controller.Name, clusterDbdPort, c.Dir)
+		c.writeDbdConf(t)
+	}
+	if c.opts.Conf != nil {
+		conf.WriteString(strings.TrimRight(c.opts.Conf(c), "\n") + "\n")
+	}
 	var gres strings.Builder
 	for _, n := range c.Nodes {
 		fmt.Fprintf(&conf, "NodeName=%s NodeAddr=%s CPUs=2 RealMemory=2000 Gres=gpu:h100:%d State=UNKNOWN\n", n.Name, n.Addr, gpus)
@@ -260,8 +312,9 @@ func (n *SlurmNode) start(t *testing.T, role string, gpus int) {
 	n.unshare.Stdout, n.unshare.Stderr = out, out
 	must(t, n.unshare.Start())
 	// The PID 1 is unshare's only child; once it has written "started",
-	// the daemons have forked.
-	deadline := time.Now().Add(30 * time.Second)
+	// the daemons have forked (a controller with accounting starts its
+	// database and slurmdbd first).
+	deadline := time.Now().Add(60 * time.Second)
 	for {
 		if n.pid == 0 {
 			n.pid = childOf(n.unshare.Process.Pid)
@@ -440,7 +493,7 @@ func (c *SlurmCluster) stop(t *testing.T) {
 	}
 	if t.Failed() {
 		for _, n := range c.all() {
-			for _, f := range []string{"init.out", "daemons.out", "slurmd.log", "slurmctld.log"} {
+			for _, f := range []string{"init.out", "daemons.out", "slurmd.log", "slurmctld.log", "slurmdbd.log", "mariadbd.log"} {
 				if data, err := os.ReadFile(filepath.Join(n.Dir, f)); err == nil && len(data) > 0 {
 					t.Logf("%s %s (tail):\n%s", n.Name, f, tail(string(data), 30))
 				}

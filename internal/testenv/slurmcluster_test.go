@@ -1,6 +1,7 @@
 package testenv
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -9,17 +10,18 @@ import (
 )
 
 // TestSlurmClusterRunsAMultiNodeJobAndCleansUp starts a controller and two
-// nodes, runs a 2-node job whose tasks report their host and cgroup, and
-// checks that nothing of the cluster is left after cleanup.
+// nodes with accounting (slurmdbd over MariaDB), runs a 2-node job whose
+// tasks report their host and cgroup, finds it in sacct, and checks that
+// nothing of the cluster, its database included, is left after cleanup.
 func TestSlurmClusterRunsAMultiNodeJobAndCleansUp(t *testing.T) {
 	var c *SlurmCluster
 	t.Run("cluster", func(t *testing.T) {
-		c = StartSlurmCluster(t, 2, 2)
+		c = StartSlurmClusterWith(t, 2, 2, SlurmClusterOptions{Accounting: true, Accounts: []string{"physics"}})
 		out := filepath.Join(c.Dir, "tasks")
 		if err := os.Mkdir(out, 0o777); err != nil {
 			t.Fatal(err)
 		}
-		id := c.Sbatch(t, "-N2", "--gres=gpu:1", "--wrap",
+		id := c.Sbatch(t, "-N2", "--gres=gpu:1", "-A", "physics", "--wrap",
 			"srun -N2 --ntasks-per-node=1 sh -c 'cat /proc/self/cgroup > "+out+"/$(hostname); ls /dev/nvidia* >> "+out+"/$(hostname)'")
 		WaitFor(t, 60*time.Second, "job "+id+" to complete", func() bool {
 			return c.JobState(t, id) == "COMPLETED"
@@ -36,6 +38,14 @@ func TestSlurmClusterRunsAMultiNodeJobAndCleansUp(t *testing.T) {
 				t.Errorf("task on %s does not see the node's GPU devices:\n%s", n.Name, data)
 			}
 		}
+		// slurmctld sends the job to slurmdbd, which stores it in MariaDB.
+		Eventually(t, 30*time.Second, func() error {
+			want := "physics|COMPLETED|node[1-2]|" + c.Name
+			if got := c.Controller.Run(t, "sacct", "-j", id, "-X", "-n", "-P", "-o", "Account,State,NodeList,Cluster"); got != want {
+				return fmt.Errorf("sacct -j %s: %q, want %q", id, got, want)
+			}
+			return nil
+		})
 	})
 	if c == nil {
 		return
@@ -49,6 +59,15 @@ func TestSlurmClusterRunsAMultiNodeJobAndCleansUp(t *testing.T) {
 		}
 		if n.pid != 0 && !exited(n.pid) {
 			t.Errorf("PID 1 of %s (%d) still runs", n.Name, n.pid)
+		}
+	}
+	// munged, slurmctld, slurmd and mariadbd name a file of the cluster's
+	// on their command lines (slurmdbd, started bare, shares the
+	// controller's PID namespace with them).
+	procs, _ := filepath.Glob("/proc/[0-9]*/cmdline")
+	for _, f := range procs {
+		if cmd, err := os.ReadFile(f); err == nil && strings.Contains(string(cmd), c.Dir) {
+			t.Errorf("%s still runs: %q", filepath.Dir(f), strings.ReplaceAll(string(cmd), "\x00", " "))
 		}
 	}
 	if linkExists(c.bridge()) {

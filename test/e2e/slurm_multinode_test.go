@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -35,9 +36,14 @@ const nodeGpuwatchPort = 9410
 // and gpu_slurm_job_info must name the job on the GPU scontrol says it
 // holds (node1's GPU 0 is held by another job, so the two nodes differ);
 // the third node must know nothing of it; after scancel it must be gone
-// while the other job stays.
+// while the other job stays. The cluster keeps accounting (slurmdbd) and
+// runs the shipped epilogs: once the job ended, `gpuwatch job ID` shows
+// both nodes' GPUs with the right figures, and sacct the summary the
+// EpilogSlurmctld stored (checkEndedJobSummary).
 func TestSlurmMultiNodeJob(t *testing.T) {
-	cluster := testenv.StartSlurmCluster(t, 3, 2)
+	cluster := testenv.StartSlurmClusterWith(t, 3, 2, testenv.SlurmClusterOptions{
+		Accounting: true, Accounts: []string{"physics", "chem"}, Conf: shippedEpilogs(t),
+	})
 	work := filepath.Join(cluster.Dir, "e2e")
 	if err := os.Mkdir(work, 0o777); err != nil {
 		t.Fatal(err)
@@ -60,6 +66,8 @@ exec sleep 300
 	waitJobState(t, cluster, job, "RUNNING")
 	// Best effort: the cluster and its jobs go at cleanup anyway.
 	defer cluster.Controller.Output(context.Background(), "scancel", job, blocker)
+	// What jobstats would have written while the job runs.
+	cluster.Controller.Run(t, "scontrol", "update", "JobId="+job, "AdminComment="+jobstatsComment)
 
 	gpus := jobGPUIndexes(t, cluster, job)
 	if gpus["node1"] != "1" || gpus["node2"] != "0" {
@@ -110,6 +118,12 @@ exec sleep 300
 		t.Errorf("node3 runs no job, yet its /metrics names one:\n%s", strings.Join(named, "\n"))
 	}
 
+	// The job's figures are checked against the time Slurm says it ran:
+	// it runs long enough for a wrong (doubled, zero) figure to stand out
+	// from the seconds of slack its start and end are seen with.
+	testenv.WaitFor(t, 60*time.Second, "job "+job+" to have run 20 s", func() bool {
+		return jobRunSeconds(t, cluster, job) >= 20
+	})
 	cluster.Controller.Run(t, "scancel", job)
 	waitJobGone(t, cluster, job)
 	for _, node := range []string{"node1", "node2"} {
@@ -124,14 +138,36 @@ exec sleep 300
 	if _, ok := sample(parseMetrics(t, nodeGet(t, urls["node1"]+"/metrics")), "gpu_slurm_job_info", map[string]string{"gpu": "0", "job_id": blocker}); !ok {
 		t.Errorf("node1: the other job %s vanished from gpu_slurm_job_info with job %s", blocker, job)
 	}
+	checkEndedJobSummary(t, cluster, job, gpus)
+}
+
+// jobRunSeconds is the job's run time so far, from squeue's [D-][H:]M:SS.
+func jobRunSeconds(t *testing.T, cluster *testenv.SlurmCluster, id string) int {
+	t.Helper()
+	out := cluster.Controller.Run(t, "squeue", "-h", "-j", id, "-o", "%M")
+	days, hms, ok := strings.Cut(out, "-")
+	if !ok {
+		days, hms = "0", out
+	}
+	d, err := strconv.Atoi(days)
+	total := 0
+	for f := range strings.SplitSeq(hms, ":") {
+		n, e := strconv.Atoi(f)
+		total, err = total*60+n, errors.Join(err, e)
+	}
+	if err != nil {
+		t.Fatalf("squeue -o %%M of job %s: %q: %v", id, out, err)
+	}
+	return d*86400 + total
 }
 
 // gpuwatchNodeURLs starts gpuwatch (simulated GPUs, real attribution) on
 // every compute node of the cluster and returns each node's base URL, as
 // the test process reaches it, by node name. Node n's simulator reports,
 // besides the profile's GPUs, the processes listed in work/n.yaml
-// (processes_from). A check of `gpuwatch job ID` across nodes (issue 26)
-// can run inside the controller with --job.node-url=http://{node}:9410.
+// (processes_from). Each keeps job records in nodeAccountingDir, which the
+// node epilog of shippedEpilogs names; `gpuwatch job ID` across nodes runs
+// inside the controller with --job.node-url=http://{node}:9410.
 func gpuwatchNodeURLs(t *testing.T, cluster *testenv.SlurmCluster, work string) map[string]string {
 	t.Helper()
 	urls := map[string]string{}
@@ -141,7 +177,8 @@ func gpuwatchNodeURLs(t *testing.T, cluster *testenv.SlurmCluster, work string) 
 		addr := n.Addr + ":" + strconv.Itoa(nodeGpuwatchPort)
 		p := n.StartProcess(t, gpuwatchBin, "--web.listen-address="+addr, "--backend=sim", "--sim.config="+cfg,
 			"--docker.socket=", "--cri.socket=", "--kubelet.pod-resources-socket=",
-			"--slurm.jobs=true", "--slurm.poll-interval=1s", "--attribution.cache-ttl=1s", "--ui.interval=1s", "--ui.history=1m", "--log.level=warn")
+			"--slurm.jobs=true", "--slurm.poll-interval=1s", "--attribution.cache-ttl=1s", "--ui.interval=1s", "--ui.history=1m", "--log.level=warn",
+			"--accounting.dir="+nodeAccountingDir(cluster), "--accounting.interval=1s")
 		urls[n.Name] = "http://" + addr
 		testenv.WaitFor(t, 30*time.Second, "gpuwatch on "+n.Name+" to answer /healthz", func() bool {
 			if p.Exited() {
@@ -221,7 +258,9 @@ func waitJobState(t *testing.T, cluster *testenv.SlurmCluster, id, state string)
 // or COMPLETING.
 func waitJobGone(t *testing.T, cluster *testenv.SlurmCluster, id string) {
 	t.Helper()
-	testenv.WaitFor(t, 30*time.Second, "job "+id+" to end", func() bool {
+	// COMPLETING lasts while the epilogs run: the node epilog waits (up
+	// to 30 s here) for the node's record.
+	testenv.WaitFor(t, 60*time.Second, "job "+id+" to end", func() bool {
 		s := cluster.JobState(t, id)
 		return s != "RUNNING" && s != "COMPLETING"
 	})

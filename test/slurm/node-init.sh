@@ -3,7 +3,8 @@
 # Slurm (internal/testenv/slurmcluster.go starts it inside new UTS, mount,
 # PID and cgroup namespaces, in the node's network namespace).
 #
-# ROLE is ctl (munged + slurmctld) or node (munged + slurmd). DIR is the
+# ROLE is ctl (munged + slurmctld; with DIR/slurmdbd.conf, mariadbd and
+# slurmdbd before it) or node (munged + slurmd). DIR is the
 # cluster's directory: DIR/slurm.conf, DIR/munge.key and DIR/hosts are
 # shared; DIR/nodes/NAME is this node's own and is mounted over DIR/node, the
 # path slurm.conf names for per-node files (munge socket, spool, pid, logs).
@@ -49,6 +50,45 @@ mount -t cgroup -o freezer freezer /sys/fs/cgroup/freezer
 munged -f -S "$DIR/node/munge/munge.sock" --key-file="$DIR/munge.key" \
 	--log-file="$DIR/node/munged.log" --pid-file="$DIR/node/munged.pid" \
 	--seed-file="$DIR/node/munged.seed" </dev/null >>"$DIR/node/daemons.out" 2>&1
+# With accounting (DIR/slurmdbd.conf, written by internal/testenv/slurmdbd.go):
+# MariaDB on this node's loopback, slurmdbd, and the cluster registered,
+# before slurmctld, which needs the database at its first start.
+if [ "$ROLE" = ctl ] && [ -f "$DIR/slurmdbd.conf" ]; then
+	export SLURM_CONF="$DIR/slurm.conf"
+	mariadbd --no-defaults --user=root --datadir="$DIR/node/db" --socket="$DIR/node/mariadb.sock" \
+		--bind-address=127.0.0.1 --port=3306 --pid-file="$DIR/node/mariadbd.pid" \
+		--log-error="$DIR/node/mariadbd.log" --innodb-buffer-pool-size=8M --innodb-log-file-size=4M \
+		--innodb-lock-wait-timeout=900 </dev/null >>"$DIR/node/daemons.out" 2>&1 &
+	i=0
+	until [ -S "$DIR/node/mariadb.sock" ]; do
+		i=$((i + 1))
+		if [ "$i" -gt 300 ]; then
+			echo "node-init.sh: mariadbd did not start (see $DIR/node/mariadbd.log)" >&2
+			exit 1
+		fi
+		sleep 0.1
+	done
+	slurmdbd </dev/null >>"$DIR/node/daemons.out" 2>&1
+	i=0
+	until sacctmgr -n list cluster >>"$DIR/node/daemons.out" 2>&1; do
+		i=$((i + 1))
+		if [ "$i" -gt 100 ]; then
+			echo "node-init.sh: slurmdbd does not answer (see $DIR/node/slurmdbd.log)" >&2
+			exit 1
+		fi
+		sleep 0.2
+	done
+	# The cluster, and the test's accounts (DIR/accounts: a comma-separated
+	# list) with root as their user.
+	cluster=$(sed -n 's/^ClusterName=//p' "$DIR/slurm.conf")
+	sacctmgr -i add cluster "$cluster" >>"$DIR/node/daemons.out"
+	if [ -s "$DIR/accounts" ]; then
+		accounts=$(cat "$DIR/accounts")
+		sacctmgr -i add account "$accounts" cluster="$cluster" >>"$DIR/node/daemons.out"
+		sacctmgr -i add user root account="$accounts" cluster="$cluster" >>"$DIR/node/daemons.out"
+	fi
+fi
+
 case "$ROLE" in
 ctl) slurmctld -i -f "$DIR/slurm.conf" </dev/null >>"$DIR/node/daemons.out" 2>&1 ;;
 node) slurmd -f "$DIR/slurm.conf" -N "$NAME" </dev/null >>"$DIR/node/daemons.out" 2>&1 ;;

@@ -110,6 +110,19 @@ func (d *deviceReader) readGPM() {
 	if !d.r.caps.gpm() {
 		return // the driver predates GPM (R520)
 	}
+	if !d.gpmSupported() {
+		return
+	}
+	if enabled, _ := d.migMode(gGPM); enabled {
+		d.readMIGGPM()
+	} else if !d.r.gpmOnlyMIG {
+		d.readDeviceGPM()
+	}
+}
+
+// gpmSupported asks the device once whether it has GPM (Hopper and later);
+// a failed question is asked again at the next read.
+func (d *deviceReader) gpmSupported() bool {
 	gs := &d.st.gpm
 	if gs.support == gpmUnknown {
 		support, ret := d.dev.GpmQueryDeviceSupport()
@@ -120,35 +133,34 @@ func (d *deviceReader) readGPM() {
 			gs.support = gpmUnsupported
 		default:
 			d.ok(gGPM, "GpmQueryDeviceSupport", ret)
-			return
+			return false
 		}
 	}
-	if gs.support != gpmSupported {
-		return
-	}
+	return gs.support == gpmSupported
+}
 
-	if enabled, _ := d.migMode(gGPM); !enabled {
-		if d.r.gpmOnlyMIG {
-			return
-		}
-		if values, ok := d.gpmStep(&gs.device, "GpmSampleGet", true, func(sample nvml.GpmSample) nvml.Return {
-			return d.dev.GpmSampleGet(sample)
-		}); ok {
-			d.out.device.GPM = values
-		}
-		return
+// readDeviceGPM fills Device.GPM of a GPU without MIG.
+func (d *deviceReader) readDeviceGPM() {
+	if values, ok := d.gpmStep(&d.st.gpm.device, "GpmSampleGet", true, func(sample nvml.GpmSample) nvml.Return {
+		return d.dev.GpmSampleGet(sample)
+	}); ok {
+		d.out.device.GPM = values
 	}
+}
 
+// readMIGGPM fills the GPM of each MIG instance, sampled once per GPU
+// instance, and frees the samples of GPU instances that no longer exist.
+func (d *deviceReader) readMIGGPM() {
 	if !d.can(callGpmMigSampleGet) {
 		return
 	}
+	gs := &d.st.gpm
 	if gs.mig == nil {
 		gs.mig = make(map[int]*gpmSampler)
 	}
 	for _, s := range gs.mig {
 		s.seen = false
 	}
-	instances := d.out.device.MIGInstances
 	for _, m := range d.migDevices(gGPM) {
 		gi := m.gpuInstanceID
 		s := gs.mig[gi]
@@ -163,20 +175,24 @@ func (d *deviceReader) readGPM() {
 		values, ok := d.gpmStep(s, "GpmMigSampleGet", false, func(sample nvml.GpmSample) nvml.Return {
 			return d.dev.GpmMigSampleGet(gi, sample)
 		})
-		if !ok {
-			continue
-		}
-		for i := range instances {
-			if instances[i].GPUInstanceID == gi {
-				instances[i].GPM = values
-			}
+		if ok {
+			d.setInstanceGPM(gi, values)
 		}
 	}
-	// Free the samples of GPU instances that no longer exist.
 	for gi, s := range gs.mig {
 		if !s.seen && d.gone == "" {
 			s.free()
 			delete(gs.mig, gi)
+		}
+	}
+}
+
+// setInstanceGPM gives values to every compute instance of GPU instance gi.
+func (d *deviceReader) setInstanceGPM(gi int, values snapshot.GPM) {
+	instances := d.out.device.MIGInstances
+	for i := range instances {
+		if instances[i].GPUInstanceID == gi {
+			instances[i].GPM = values
 		}
 	}
 }

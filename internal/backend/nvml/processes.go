@@ -48,40 +48,56 @@ func (d *deviceReader) readProcesses() []snapshot.Process {
 // listProcesses reads the process lists of the device and of its MIG
 // devices.
 func (d *deviceReader) listProcesses() []snapshot.Process {
-	var procs []snapshot.Process
 	var lists listOutcomes
-	uuid := d.out.device.UUID
+	procs, onMIG := d.migProcesses(&lists)
+	procs = append(procs, d.parentProcesses(&lists, onMIG)...)
 
-	// Processes seen on a MIG device carry its identity; the same process
-	// may also appear in the parent's list, where it is skipped.
-	type key struct {
-		pid  uint32
-		kind string
-	}
-	var onMIG map[key]bool
+	d.out.device.ProcessesUnknown = lists.unknown()
+	procs = mergeContexts(procs)
+	d.st.processHint = len(procs)
+	return procs
+}
+
+// processKey is one process in one kind of list (compute or graphics).
+type processKey struct {
+	pid  uint32
+	kind string
+}
+
+// migProcesses lists the processes of each MIG device, which carry its
+// identity, and says which were seen there: the same process may also
+// appear in the parent GPU's list, where it is skipped.
+func (d *deviceReader) migProcesses(lists *listOutcomes) ([]snapshot.Process, map[processKey]bool) {
+	var procs []snapshot.Process
+	var onMIG map[processKey]bool // nil on a GPU without MIG devices: no allocation
 	for _, m := range d.migDevices(gProcesses) {
 		for _, kind := range processKinds {
 			if !d.can(kind.need) {
 				continue
 			}
-			list, _, ok := d.listOf(kind, m.handle, &lists, false)
+			list, _, ok := d.listOf(kind, m.handle, lists, false)
 			if !ok {
 				continue
 			}
 			for _, info := range list {
-				p := newProcess(d.index, uuid, kind.name, info)
+				p := newProcess(d.index, d.out.device.UUID, kind.name, info)
 				p.MIGUUID = m.uuid
 				p.GPUInstanceID = snapshot.Some(m.gpuInstanceID)
 				p.ComputeInstanceID = snapshot.Some(m.computeInstanceID)
 				procs = append(procs, p)
 				if onMIG == nil {
-					onMIG = make(map[key]bool)
+					onMIG = make(map[processKey]bool)
 				}
-				onMIG[key{info.Pid, kind.name}] = true
+				onMIG[processKey{info.Pid, kind.name}] = true
 			}
 		}
 	}
+	return procs, onMIG
+}
 
+// parentProcesses lists the GPU's own processes, less those onMIG.
+func (d *deviceReader) parentProcesses(lists *listOutcomes, onMIG map[processKey]bool) []snapshot.Process {
+	var procs []snapshot.Process
 	for _, kind := range processKinds {
 		if d.migEnabled && d.st.migParentDenied {
 			break
@@ -89,12 +105,12 @@ func (d *deviceReader) listProcesses() []snapshot.Process {
 		if !d.can(kind.need) {
 			continue
 		}
-		list, denied, ok := d.listOf(kind, d.dev, &lists, d.migEnabled)
+		list, denied, ok := d.listOf(kind, d.dev, lists, d.migEnabled)
 		if denied {
 			// nvml.h: on a MIG-enabled GPU the parent's list is returned
 			// "only if the caller has appropriate privileges". The MIG
-			// devices' lists above hold the processes for everyone;
-			// privileges do not change while running, so stop asking.
+			// devices' lists hold the processes for everyone; privileges
+			// do not change while running, so stop asking.
 			d.st.migParentDenied = true
 			break
 		}
@@ -102,27 +118,32 @@ func (d *deviceReader) listProcesses() []snapshot.Process {
 			continue
 		}
 		for _, info := range list {
-			if onMIG[key{info.Pid, kind.name}] {
+			if onMIG[processKey{info.Pid, kind.name}] {
 				continue
 			}
-			p := newProcess(d.index, uuid, kind.name, info)
-			if info.GpuInstanceId != noInstance && info.ComputeInstanceId != noInstance && d.migEnabled {
-				p.GPUInstanceID = snapshot.Some(int(info.GpuInstanceId))
-				p.ComputeInstanceID = snapshot.Some(int(info.ComputeInstanceId))
-				for _, m := range d.migDevs {
-					if m.gpuInstanceID == int(info.GpuInstanceId) && m.computeInstanceID == int(info.ComputeInstanceId) {
-						p.MIGUUID = m.uuid
-					}
-				}
+			p := newProcess(d.index, d.out.device.UUID, kind.name, info)
+			if d.migEnabled {
+				d.placeInMIG(&p, info)
 			}
 			procs = append(procs, p)
 		}
 	}
-
-	d.out.device.ProcessesUnknown = lists.unknown()
-	procs = mergeContexts(procs)
-	d.st.processHint = len(procs)
 	return procs
+}
+
+// placeInMIG gives a process from the parent GPU's list the MIG instance
+// NVML names in it, if any, and that instance's MIG device UUID.
+func (d *deviceReader) placeInMIG(p *snapshot.Process, info nvml.ProcessInfo) {
+	if info.GpuInstanceId == noInstance || info.ComputeInstanceId == noInstance {
+		return
+	}
+	p.GPUInstanceID = snapshot.Some(int(info.GpuInstanceId))
+	p.ComputeInstanceID = snapshot.Some(int(info.ComputeInstanceId))
+	for _, m := range d.migDevs {
+		if m.gpuInstanceID == int(info.GpuInstanceId) && m.computeInstanceID == int(info.ComputeInstanceId) {
+			p.MIGUUID = m.uuid
+		}
+	}
 }
 
 // listOf reads one process list of handle (the GPU or one of its MIG

@@ -511,6 +511,51 @@ func TestXIDCountedOnTheRightDevice(t *testing.T) {
 	}
 }
 
+// TestXIDEventSetCreateFailure: when a later GPU's event set cannot be
+// created, the sets already made are freed and none is registered; the
+// failure is the xid group's error. A driver without event sets
+// (NOT_SUPPORTED) is no error.
+func TestXIDEventSetCreateFailure(t *testing.T) {
+	for _, c := range []struct {
+		ret     nvml.Return
+		wantErr bool
+	}{{nvml.ERROR_UNKNOWN, true}, {nvml.ERROR_NOT_SUPPORTED, false}} {
+		t.Run(c.ret.String(), func(t *testing.T) {
+			h := newFakeHost()
+			h.devices = []nvml.Device{newFakeH100(h, 0), newFakeH100(h, 1), newFakeH100(h, 2)}
+			var mu sync.Mutex
+			created, freed := 0, 0
+			h.Interface.EventSetCreateFunc = func() (nvml.EventSet, nvml.Return) {
+				mu.Lock()
+				defer mu.Unlock()
+				if created == 2 {
+					return nil, c.ret
+				}
+				created++
+				return &mock.EventSet{FreeFunc: func() nvml.Return {
+					mu.Lock()
+					defer mu.Unlock()
+					freed++
+					return nvml.SUCCESS
+				}}, nvml.SUCCESS
+			}
+			r := newReader(t, h, groups(snapshot.GroupXID))
+			err := read(t, r).Groups[snapshot.GroupXID].Err
+			if c.wantErr != (err != nil) || (err != nil && !strings.Contains(err.Error(), "EventSetCreate")) {
+				t.Errorf("xid group error = %v, want one naming EventSetCreate: %v", err, c.wantErr)
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			if created != 2 || freed != 2 {
+				t.Errorf("%d sets created, %d freed; want 2 and 2", created, freed)
+			}
+			if n := h.log.count("Device.RegisterEvents"); n != 0 {
+				t.Errorf("RegisterEvents called %d times, want none", n)
+			}
+		})
+	}
+}
+
 // pollUntil reads until cond holds, failing after a few seconds.
 func pollUntil(t *testing.T, r *Reader, cond func(*snapshot.Snapshot) bool) *snapshot.Snapshot {
 	t.Helper()
@@ -570,6 +615,42 @@ func TestCloseFreesGPMSamplesAndShutsDown(t *testing.T) {
 	}
 	if err := r.Close(); err != nil {
 		t.Errorf("second Close: %v", err)
+	}
+}
+
+// TestGPMSupportIsAskedAgainAfterAFailure: a failed GpmQueryDeviceSupport
+// is the gpm group's error and is asked again at the next read; once the
+// device answered, it is not asked again.
+func TestGPMSupportIsAskedAgainAfterAFailure(t *testing.T) {
+	h := newFakeHost()
+	var mu sync.Mutex
+	asked := 0
+	h.devices = []nvml.Device{newFakeH100(h, 0, func(d *mock.Device) {
+		d.GpmQueryDeviceSupportFunc = func() (nvml.GpmSupport, nvml.Return) {
+			mu.Lock()
+			defer mu.Unlock()
+			asked++
+			if asked <= 2 { // at start (priming) and at the first read
+				return nvml.GpmSupport{}, nvml.ERROR_UNKNOWN
+			}
+			return nvml.GpmSupport{IsSupportedDevice: 1}, nvml.SUCCESS
+		}
+	})}
+	r := newReader(t, h, groups(snapshot.GroupGPM))
+	first := read(t, r)
+	if err := first.Groups[snapshot.GroupGPM].Err; err == nil || !strings.Contains(err.Error(), "GpmQueryDeviceSupport") {
+		t.Errorf("gpm error after a failed question = %v", err)
+	}
+	wantAbsent(t, "gpm sm active before support is known", first.Devices[0].GPM.SMActive)
+	read(t, r) // asked again: supported; the first sample
+	var last *snapshot.Snapshot
+	for range 3 {
+		last = read(t, r)
+	}
+	noGroupErrors(t, last)
+	want(t, "gpm sm active", last.Devices[0].GPM.SMActive, 0.80)
+	if n := h.log.count("Device.GpmQueryDeviceSupport"); n != 3 {
+		t.Errorf("GpmQueryDeviceSupport asked %d times, want 3 (twice failed, once answered)", n)
 	}
 }
 

@@ -160,30 +160,11 @@ type xidGPU struct {
 // lost GPU or one without XID events is in neither. err is the first
 // unexpected failure. No set is kept when EventSetCreate is not supported.
 func (w *xidWatcher) register(indices []int) (gpus []*xidGPU, missing []int, err error) {
-	type registration struct {
-		device xidDevice
-		ret    nvml.Return
-		tried  bool // the device answered and RegisterEvents was called
-	}
-	sets := make([]*xidSet, len(indices))
-	for k := range indices {
-		created, ret := w.lib.EventSetCreate()
-		switch classify(ret) {
-		case succeeded:
-			sets[k] = &xidSet{set: created}
-			sets[k].beginRegistrations(1)
-			continue
-		case absent:
-		default:
-			err = fmt.Errorf("EventSetCreate: %w", nvmlErr(ret))
-		}
-		for _, s := range sets[:k] {
-			s.endRegistration()
-			s.free()
-		}
+	sets, ok, err := w.createSets(len(indices))
+	if !ok {
 		return nil, nil, err
 	}
-	results := make([]registration, len(indices))
+	results := make([]xidRegistration, len(indices))
 	slot := make(map[int]int, len(indices)) // device index → position in indices
 	for k, i := range indices {
 		slot[i] = k
@@ -191,26 +172,7 @@ func (w *xidWatcher) register(indices []int) (gpus []*xidGPU, missing []int, err
 	outcomes := w.blocked.callEach(w.timeout, indices, func(i int) {
 		k := slot[i]
 		defer sets[k].endRegistration()
-		dev, ret := w.lib.DeviceGetHandleByIndex(i)
-		if ret != nvml.SUCCESS {
-			return // a lost GPU raises no more events
-		}
-		uuid, ret := dev.GetUUID()
-		if ret != nvml.SUCCESS {
-			return
-		}
-		// When the device says which events it supports, respect it;
-		// otherwise let RegisterEvents decide.
-		if w.caps.can(callGetSupportedEventTypes) {
-			if types, ret := dev.GetSupportedEventTypes(); ret == nvml.SUCCESS && types&nvml.EventTypeXidCriticalError == 0 {
-				return
-			}
-		}
-		results[k] = registration{
-			device: xidDevice{handle: dev, uuid: uuid},
-			ret:    dev.RegisterEvents(nvml.EventTypeXidCriticalError, sets[k].set),
-			tried:  true,
-		}
+		results[k] = w.registerDevice(i, sets[k].set)
 	})
 	for k, o := range outcomes {
 		switch o {
@@ -234,15 +196,79 @@ func (w *xidWatcher) register(indices []int) (gpus []*xidGPU, missing []int, err
 			err = fmt.Errorf("gpu %d: RegisterEvents: %w", indices[k], nvmlErr(res.ret))
 		}
 	}
+	w.remember(gpus)
+	return gpus, missing, err
+}
+
+// createSets creates n event sets, each with one registration begun. ok is
+// false, and no set is kept, when one could not be created: err says why,
+// nil when the driver has no event sets.
+func (w *xidWatcher) createSets(n int) (sets []*xidSet, ok bool, err error) {
+	sets = make([]*xidSet, n)
+	for k := range n {
+		created, ret := w.lib.EventSetCreate()
+		switch classify(ret) {
+		case succeeded:
+			sets[k] = &xidSet{set: created}
+			sets[k].beginRegistrations(1)
+			continue
+		case absent:
+		default:
+			err = fmt.Errorf("EventSetCreate: %w", nvmlErr(ret))
+		}
+		for _, s := range sets[:k] {
+			s.endRegistration()
+			s.free()
+		}
+		return nil, false, err
+	}
+	return sets, true, nil
+}
+
+// xidRegistration is how registering one device for XID events went.
+type xidRegistration struct {
+	device xidDevice
+	ret    nvml.Return
+	tried  bool // the device answered and RegisterEvents was called
+}
+
+// registerDevice registers device i for XID events on set; it is not tried
+// on a lost GPU, which raises no more events, nor on one that says it has
+// no XID events.
+func (w *xidWatcher) registerDevice(i int, set nvml.EventSet) xidRegistration {
+	dev, ret := w.lib.DeviceGetHandleByIndex(i)
+	if ret != nvml.SUCCESS {
+		return xidRegistration{}
+	}
+	uuid, ret := dev.GetUUID()
+	if ret != nvml.SUCCESS {
+		return xidRegistration{}
+	}
+	// When the device says which events it supports, respect it;
+	// otherwise let RegisterEvents decide.
+	if w.caps.can(callGetSupportedEventTypes) {
+		if types, ret := dev.GetSupportedEventTypes(); ret == nvml.SUCCESS && types&nvml.EventTypeXidCriticalError == 0 {
+			return xidRegistration{}
+		}
+	}
+	return xidRegistration{
+		device: xidDevice{handle: dev, uuid: uuid},
+		ret:    dev.RegisterEvents(nvml.EventTypeXidCriticalError, set),
+		tried:  true,
+	}
+}
+
+// remember starts the XID counts of newly registered GPUs (kept across a
+// GPU's loss and return) and adds them to the known devices.
+func (w *xidWatcher) remember(gpus []*xidGPU) {
 	w.mu.Lock()
+	defer w.mu.Unlock()
 	for _, g := range gpus {
 		if w.counts[g.device.uuid] == nil {
 			w.counts[g.device.uuid] = &xidCounts{byCode: make(map[uint64]uint64)}
 		}
 		w.known = append(w.known, g.device)
 	}
-	w.mu.Unlock()
-	return gpus, missing, err
 }
 
 // registerLater tries every xidRetryInterval to register the GPUs that did

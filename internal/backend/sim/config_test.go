@@ -103,11 +103,14 @@ func TestNewErrors(t *testing.T) {
 		{"process too big", "profile: rtx4090\nprocesses:\n  - {gpu: 0, pid: 7, used_memory_bytes: 99999999999}\n", []string{"does not fit"}},
 		{"duplicate pid", "profile: h100\nprocesses:\n  - {gpu: 0, pid: 7}\n  - {gpu: 0, pid: 7}\n", []string{"line 4", "pid 7 is already listed"}},
 		{"MIG GPU needs an instance", "profile: dgx-a100-mig\nprocesses:\n  - {gpu: 0, pid: 7}\n",
-			[]string{"MIG mode", "gpu_instance=7 compute_instance=0 (1g.10gb)"}},
+			[]string{"gpu 0 is in MIG mode: set gpu_instance", "gpu_instance=7 compute_instance=0 (1g.10gb)"}},
+		{"MIG instance full", "profile: dgx-a100-mig\nprocesses:\n  - {gpu: 1, pid: 7, gpu_instance: 1, used_memory_bytes: 30000000000}\n" +
+			"  - {gpu: 1, pid: 8, gpu_instance: 1, used_memory_bytes: 30000000000}\n",
+			[]string{"line 4", "used_memory_bytes 30000000000 does not fit", "bytes free on gpu 1"}},
 		{"unknown MIG instance", "profile: dgx-a100-mig\nprocesses:\n  - {gpu: 1, pid: 7, gpu_instance: 9}\n",
-			[]string{"no MIG instance gpu_instance=9", "gpu_instance=1 compute_instance=0 (3g.40gb)"}},
+			[]string{"gpu 1 has no MIG instance gpu_instance=9", "gpu_instance=1 compute_instance=0 (3g.40gb)"}},
 		{"instance on a non-MIG GPU", "profile: dgx-a100-mig\nprocesses:\n  - {gpu: 5, pid: 7, gpu_instance: 1}\n",
-			[]string{"not in MIG mode"}},
+			[]string{"gpu 5 is not in MIG mode: remove gpu_instance"}},
 		{"retired pages on a GPU that remaps rows", "profile: dgx-h100\nfaults:\n  - {gpu: 2, retired_pages_size: doubling}\n",
 			[]string{"cfg.yaml line 3 (faults[0])", "retired_pages_size", "gpu 2", "no page retirement", "v100"}},
 	}

@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"slices"
@@ -25,6 +26,9 @@ type simProcess struct {
 	// never ends); steps change its utilization over time.
 	start, end time.Duration
 	steps      []UtilizationStep
+	// sampledFrom: no utilization sample is stamped before it (a
+	// processes_from entry without a start: when the file named it).
+	sampledFrom time.Duration
 }
 
 // alive says whether the process exists at elapsed time e.
@@ -77,60 +81,77 @@ func (s *Sim) place(cfg *Config, list string, procs []ProcessSpec, base [][]simP
 		if p.GPU >= len(s.devices) {
 			return nil, fmt.Errorf("%s: gpu %d out of range (profile %s has GPUs 0-%d)", at, p.GPU, s.profile.name, len(s.devices)-1)
 		}
-		d := s.devices[p.GPU]
 		onDevice := placed[p.GPU]
-		sp := simProcess{
-			pid: p.PID, usedMemory: p.UsedMemoryBytes,
-			sm: p.SMUtilization, mem: p.MemoryUtilization,
-			compute:  p.Type != "graphics" && p.Type != "mps",
-			graphics: p.Type == "graphics" || p.Type == "compute+graphics",
-			mps:      p.Type == "mps" || p.Type == "compute+mps",
-			end:      -1,
-			steps:    p.Schedule,
-		}
-		if p.Start != nil {
-			sp.start = p.Start.D()
-		}
-		if p.End != nil {
-			sp.end = p.End.D()
-		}
 		for _, q := range onDevice {
 			if q.pid == p.PID {
 				return nil, fmt.Errorf("%s: pid %d is already listed on gpu %d", at, p.PID, p.GPU)
 			}
 		}
-		capacity := (d.model.memoryMiB - d.model.reservedMiB) * mib
-		if d.migEnabled {
-			if p.GPUInstance == nil {
-				return nil, fmt.Errorf("%s: gpu %d is in MIG mode: set gpu_instance (and compute_instance) to one of %s", at, p.GPU, d.migInstanceList())
-			}
-			ci := 0
-			if p.ComputeInstance != nil {
-				ci = *p.ComputeInstance
-			}
-			m := d.findMIG(*p.GPUInstance, ci)
-			if m == nil {
-				return nil, fmt.Errorf("%s: gpu %d has no MIG instance gpu_instance=%d compute_instance=%d (valid: %s)", at, p.GPU, *p.GPUInstance, ci, d.migInstanceList())
-			}
-			sp.mig = m
-			capacity = m.gi.memoryBytes()
-			for _, q := range onDevice {
-				if q.mig != nil && q.mig.gi == m.gi {
-					capacity -= min(capacity, q.usedMemory)
-				}
-			}
-		} else {
-			if p.GPUInstance != nil || p.ComputeInstance != nil {
-				return nil, fmt.Errorf("%s: gpu %d is not in MIG mode: remove gpu_instance/compute_instance", at, p.GPU)
-			}
-			capacity -= min(capacity, allocatedBytes(onDevice))
+		sp := newSimProcess(p)
+		mig, capacity, err := s.devices[p.GPU].room(p, onDevice)
+		if err != nil {
+			return nil, fmt.Errorf("%s: gpu %d %w", at, p.GPU, err)
 		}
 		if p.UsedMemoryBytes > capacity {
 			return nil, fmt.Errorf("%s: used_memory_bytes %d does not fit: %d bytes free on gpu %d", at, p.UsedMemoryBytes, capacity, p.GPU)
 		}
+		sp.mig = mig
 		placed[p.GPU] = append(onDevice, sp)
 	}
 	return placed, nil
+}
+
+// newSimProcess is the process p configures, not yet placed in a MIG
+// instance.
+func newSimProcess(p ProcessSpec) simProcess {
+	sp := simProcess{
+		pid: p.PID, usedMemory: p.UsedMemoryBytes,
+		sm: p.SMUtilization, mem: p.MemoryUtilization,
+		compute:  p.Type != "graphics" && p.Type != "mps",
+		graphics: p.Type == "graphics" || p.Type == "compute+graphics",
+		mps:      p.Type == "mps" || p.Type == "compute+mps",
+		end:      -1,
+		steps:    p.Schedule,
+	}
+	if p.Start != nil {
+		sp.start = p.Start.D()
+	}
+	if p.End != nil {
+		sp.end = p.End.D()
+	}
+	return sp
+}
+
+// room is where p runs on the device (its MIG instance; nil without MIG)
+// and the memory left there by the processes already onDevice. The error
+// completes "gpu N": p names no instance of a MIG-enabled GPU, one it
+// lacks, or one on a GPU without MIG.
+func (d *device) room(p ProcessSpec, onDevice []simProcess) (*migDevice, uint64, error) {
+	if !d.migEnabled {
+		if p.GPUInstance != nil || p.ComputeInstance != nil {
+			return nil, 0, errors.New("is not in MIG mode: remove gpu_instance/compute_instance")
+		}
+		capacity := (d.model.memoryMiB - d.model.reservedMiB) * mib
+		return nil, capacity - min(capacity, allocatedBytes(onDevice)), nil
+	}
+	if p.GPUInstance == nil {
+		return nil, 0, fmt.Errorf("is in MIG mode: set gpu_instance (and compute_instance) to one of %s", d.migInstanceList())
+	}
+	ci := 0
+	if p.ComputeInstance != nil {
+		ci = *p.ComputeInstance
+	}
+	m := d.findMIG(*p.GPUInstance, ci)
+	if m == nil {
+		return nil, 0, fmt.Errorf("has no MIG instance gpu_instance=%d compute_instance=%d (valid: %s)", *p.GPUInstance, ci, d.migInstanceList())
+	}
+	capacity := m.gi.memoryBytes()
+	for _, q := range onDevice {
+		if q.mig != nil && q.mig.gi == m.gi {
+			capacity -= min(capacity, q.usedMemory)
+		}
+	}
+	return m, capacity, nil
 }
 
 // loadFromProcesses sums the processes' utilization into the device's base
@@ -241,7 +262,7 @@ func (d *device) GetProcessUtilization(lastSeenTimestamp uint64) ([]nvml.Process
 			break
 		}
 		for _, p := range procs {
-			if !p.compute || !p.alive(at) {
+			if !p.compute || !p.alive(at) || at < p.sampledFrom {
 				continue
 			}
 			sm, mem := p.utilAt(at)

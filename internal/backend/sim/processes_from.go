@@ -24,7 +24,10 @@ import (
 // owners. The file is re-read whenever it changes, at the next process
 // query, so each collection sees its current content; an entry whose
 // process has exited is no longer reported, as the driver forgets a
-// process when it exits. These processes do not change the device's load
+// process when it exits. An entry without a start has utilization samples
+// only from when the file first named its PID: the driver has none of a
+// process from before it opened the GPU, and samples invented for the
+// seconds before the workload wrote the file would count as its use. These processes do not change the device's load
 // (utilization, power, energy, clocks, GPM stay those of the profile or
 // `processes`), so that every counter stays a pure function of time.
 
@@ -43,6 +46,9 @@ type liveProcesses struct {
 	version fileVersion    // of the content placed below
 	placed  [][]simProcess // by device: the config's processes, then the file's
 	err     error          // why the file's current content was refused; nil when placed is current
+	// firstNamed is when the file first named each PID (elapsed time), the
+	// start of an entry that gives none; kept across rewrites of the file.
+	firstNamed map[uint32]time.Duration
 }
 
 // fileVersion tells whether a file changed since it was last read.
@@ -95,14 +101,14 @@ func loadProcessesFrom(path string) ([]ProcessSpec, error) {
 // startProcessesFrom reads the file once (a bad file is an error at start)
 // and keeps it for procs.
 func (s *Sim) startProcessesFrom(path string) error {
-	l := &liveProcesses{path: path}
+	l := &liveProcesses{path: path, firstNamed: map[uint32]time.Duration{}}
 	s.live = l
 	static := s.staticProcesses()
 	version, err := statVersion(path)
 	if err != nil {
 		return fmt.Errorf("sim processes_from: %w", err)
 	}
-	placed, err := s.readLive(path, static)
+	placed, err := s.readLive(path, static, l.firstNamed)
 	if err != nil {
 		return err
 	}
@@ -110,8 +116,10 @@ func (s *Sim) startProcessesFrom(path string) error {
 	return nil
 }
 
-// readLive reads and places the file's processes after static's.
-func (s *Sim) readLive(path string, static [][]simProcess) ([][]simProcess, error) {
+// readLive reads and places the file's processes after static's. An
+// entry without a start has utilization samples from when the file first
+// named its PID (firstNamed, updated here); it is listed at once.
+func (s *Sim) readLive(path string, static [][]simProcess, firstNamed map[uint32]time.Duration) ([][]simProcess, error) {
 	specs, err := loadProcessesFrom(path)
 	if err != nil {
 		return nil, err
@@ -120,7 +128,32 @@ func (s *Sim) readLive(path string, static [][]simProcess) ([][]simProcess, erro
 	if err := cfg.validateShape(); err != nil {
 		return nil, err
 	}
-	return s.place(&cfg, "processes", specs, static)
+	placed, err := s.place(&cfg, "processes", specs, static)
+	if err != nil {
+		return nil, err
+	}
+	unstarted := map[uint32]bool{}
+	for _, spec := range specs {
+		if spec.Start == nil {
+			unstarted[spec.PID] = true
+		}
+	}
+	now := s.elapsed()
+	for dev := range placed {
+		for i := len(static[dev]); i < len(placed[dev]); i++ {
+			p := &placed[dev][i]
+			if !unstarted[p.pid] {
+				continue
+			}
+			at, seen := firstNamed[p.pid]
+			if !seen {
+				at = now
+				firstNamed[p.pid] = at
+			}
+			p.sampledFrom = at
+		}
+	}
+	return placed, nil
 }
 
 func (s *Sim) staticProcesses() [][]simProcess {
@@ -141,7 +174,7 @@ func (l *liveProcesses) refresh(s *Sim) [][]simProcess {
 	if err != nil || version == l.version {
 		return l.placed
 	}
-	placed, err := s.readLive(l.path, s.staticProcesses())
+	placed, err := s.readLive(l.path, s.staticProcesses(), l.firstNamed)
 	l.version = version
 	if err != nil {
 		l.err = err

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
 )
@@ -161,5 +162,46 @@ func TestProcessesFromConcurrentReadsAndRewrites(t *testing.T) {
 		if e := <-errs; e != "" {
 			t.Error(e)
 		}
+	}
+}
+
+// A live process without a start has no utilization samples from before
+// the file named it (a driver has none from before the process opened the
+// GPU), and a rewrite of the file does not move its start.
+func TestProcessesFromEntryStartsWhenTheFileNamesIt(t *testing.T) {
+	dir := t.TempDir()
+	live := filepath.Join(dir, "live.yaml")
+	s := newSim(t, Config{Profile: "h100", Processes: []ProcessSpec{}, ProcessesFrom: live})
+	s.SetElapsed(10 * time.Second)
+	p := startSleeper(t)
+	pid := strconv.Itoa(p.Process.Pid)
+	entry := "processes:\n  - {gpu: 0, pid: " + pid + ", sm_utilization: 0.5}\n"
+	writeAtomically(t, live, entry)
+	if got := computePIDs(t, s, 0); got != pid {
+		t.Fatalf("GPU 0 lists %q, want %s", got, pid)
+	}
+	named := uint64(Epoch.Add(10 * time.Second).UnixMicro())
+	oldest := func() uint64 {
+		t.Helper()
+		samples, r := handle(t, s, 0).GetProcessUtilization(0)
+		if r != nvml.SUCCESS {
+			t.Fatalf("GetProcessUtilization: %v", r)
+		}
+		first := samples[0].TimeStamp
+		for _, x := range samples {
+			first = min(first, x.TimeStamp)
+		}
+		return first
+	}
+	s.SetElapsed(11 * time.Second)
+	if got := oldest(); got < named {
+		t.Errorf("oldest sample at %d µs, before the file named the process at %d µs", got, named)
+	}
+	// Rewritten a second later (same PID): it still started at 10 s.
+	s.SetElapsed(12 * time.Second)
+	writeAtomically(t, live, entry+"  - {gpu: 0, pid: "+strconv.Itoa(os.Getpid())+"}\n")
+	s.SetElapsed(13 * time.Second)
+	if got := oldest(); got < named || got >= uint64(Epoch.Add(12*time.Second).UnixMicro()) {
+		t.Errorf("after a rewrite, oldest sample at %d µs; want from %d µs (the first naming), inside the 2 s buffer", got, named)
 	}
 }

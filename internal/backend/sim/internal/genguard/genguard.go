@@ -162,48 +162,17 @@ func Source() ([]byte, error) {
 	return src, nil
 }
 
+// writeMethod writes wrapper's method m, which checks key and calls the
+// inner value's method with handle arguments unwrapped and handle results
+// wrapped.
 func writeMethod(b *bytes.Buffer, wrapper, key string, m reflect.Method, conv map[reflect.Type]conversion) error {
-	mt := m.Type
-	var params, args []string
-	var after []string
-	for i := range mt.NumIn() {
-		t := mt.In(i)
-		name := fmt.Sprintf("a%d", i)
-		tn := typeName(t)
-		arg := name
-		if mt.IsVariadic() && i == mt.NumIn()-1 {
-			tn = "..." + typeName(t.Elem())
-			arg = name + "..."
-			if carriesHandle(t, map[reflect.Type]bool{}) {
-				return fmt.Errorf("%s: variadic handle argument", key)
-			}
-		} else if c, ok := conv[t]; ok {
-			if c.arg == "" {
-				return fmt.Errorf("%s: argument %d of type %s cannot be unwrapped", key, i, tn)
-			}
-			arg = fmt.Sprintf(c.arg, name)
-			if t == reflect.TypeFor[*nvml.GpmMetricsGetType]() {
-				after = append(after, fmt.Sprintf("defer w.g.unwrapGpmMetricsGet(%s)()", name))
-			}
-		} else if carriesHandle(t, map[reflect.Type]bool{}) {
-			return fmt.Errorf("%s: argument %d of type %s carries a handle: teach genguard to unwrap it", key, i, tn)
-		}
-		params = append(params, name+" "+tn)
-		args = append(args, arg)
+	params, args, after, err := methodParams(key, m.Type, conv)
+	if err != nil {
+		return err
 	}
-	var results, resNames, resOut []string
-	for i := range mt.NumOut() {
-		t := mt.Out(i)
-		results = append(results, typeName(t))
-		name := fmt.Sprintf("r%d", i)
-		resNames = append(resNames, name)
-		out := name
-		if c, ok := conv[t]; ok && c.result != "" {
-			out = fmt.Sprintf(c.result, name)
-		} else if carriesHandle(t, map[reflect.Type]bool{}) && !isVersionHandler(t) {
-			return fmt.Errorf("%s: result %d of type %s carries a handle: teach genguard to wrap it", key, i, typeName(t))
-		}
-		resOut = append(resOut, out)
+	results, resNames, resOut, err := methodResults(key, m.Type, conv)
+	if err != nil {
+		return err
 	}
 	res := strings.Join(results, ", ")
 	if len(results) > 1 {
@@ -232,4 +201,57 @@ func writeMethod(b *bytes.Buffer, wrapper, key string, m reflect.Method, conv ma
 	}
 	b.WriteString("}\n\n")
 	return nil
+}
+
+// methodParams are the parameters of method type mt (a0, a1, ...), the
+// arguments passed on for them (unwrapped where conv says how), and the
+// statements to run before the call. A handle argument that conv cannot
+// unwrap is an error.
+func methodParams(key string, mt reflect.Type, conv map[reflect.Type]conversion) (params, args, after []string, err error) {
+	for i := range mt.NumIn() {
+		t := mt.In(i)
+		name := fmt.Sprintf("a%d", i)
+		tn := typeName(t)
+		arg := name
+		if mt.IsVariadic() && i == mt.NumIn()-1 {
+			tn = "..." + typeName(t.Elem())
+			arg = name + "..."
+			if carriesHandle(t, map[reflect.Type]bool{}) {
+				return nil, nil, nil, fmt.Errorf("%s: variadic handle argument", key)
+			}
+		} else if c, ok := conv[t]; ok {
+			if c.arg == "" {
+				return nil, nil, nil, fmt.Errorf("%s: argument %d of type %s cannot be unwrapped", key, i, tn)
+			}
+			arg = fmt.Sprintf(c.arg, name)
+			if t == reflect.TypeFor[*nvml.GpmMetricsGetType]() {
+				after = append(after, fmt.Sprintf("defer w.g.unwrapGpmMetricsGet(%s)()", name))
+			}
+		} else if carriesHandle(t, map[reflect.Type]bool{}) {
+			return nil, nil, nil, fmt.Errorf("%s: argument %d of type %s carries a handle: teach genguard to unwrap it", key, i, tn)
+		}
+		params = append(params, name+" "+tn)
+		args = append(args, arg)
+	}
+	return params, args, after, nil
+}
+
+// methodResults are the result types of method type mt, their names (r0,
+// r1, ...) and what is returned for them (wrapped where conv says how). A
+// handle result that conv cannot wrap is an error.
+func methodResults(key string, mt reflect.Type, conv map[reflect.Type]conversion) (results, names, out []string, err error) {
+	for i := range mt.NumOut() {
+		t := mt.Out(i)
+		results = append(results, typeName(t))
+		name := fmt.Sprintf("r%d", i)
+		names = append(names, name)
+		o := name
+		if c, ok := conv[t]; ok && c.result != "" {
+			o = fmt.Sprintf(c.result, name)
+		} else if carriesHandle(t, map[reflect.Type]bool{}) && !isVersionHandler(t) {
+			return nil, nil, nil, fmt.Errorf("%s: result %d of type %s carries a handle: teach genguard to wrap it", key, i, typeName(t))
+		}
+		out = append(out, o)
+	}
+	return results, names, out, nil
 }

@@ -385,27 +385,7 @@ func (g *generator) typeExpr(t reflect.Type) (string, error) {
 		return "unsafe.Pointer", nil
 	}
 	if t.Name() != "" {
-		if strings.ContainsAny(t.Name(), "[]") {
-			return "", fmt.Errorf("generic type %s is not supported", t)
-		}
-		if t.PkgPath() == "" {
-			return t.Name(), nil // predeclared: int, string, error, ...
-		}
-		// reflect names a type by its package's name: "nvml.Device".
-		pkgName, _, ok := strings.Cut(t.String(), ".")
-		if !ok {
-			return "", fmt.Errorf("type %s: cannot tell its package name", t)
-		}
-		if have, ok := g.imports[t.PkgPath()]; ok && have != pkgName {
-			return "", fmt.Errorf("package %s named both %s and %s", t.PkgPath(), have, pkgName)
-		}
-		for path, name := range g.imports {
-			if name == pkgName && path != t.PkgPath() {
-				return "", fmt.Errorf("packages %s and %s are both named %s", path, t.PkgPath(), pkgName)
-			}
-		}
-		g.imports[t.PkgPath()] = pkgName
-		return pkgName + "." + t.Name(), nil
+		return g.namedType(t)
 	}
 	switch t.Kind() {
 	case reflect.Pointer:
@@ -425,17 +405,7 @@ func (g *generator) typeExpr(t reflect.Type) (string, error) {
 		v, err := g.typeExpr(t.Elem())
 		return "map[" + k + "]" + v, err
 	case reflect.Chan:
-		e, err := g.typeExpr(t.Elem())
-		switch t.ChanDir() {
-		case reflect.RecvDir:
-			return "<-chan " + e, err
-		case reflect.SendDir:
-			return "chan<- " + e, err
-		}
-		if t.Elem().Kind() == reflect.Chan && t.Elem().ChanDir() == reflect.RecvDir {
-			e = "(" + e + ")"
-		}
-		return "chan " + e, err
+		return g.chanType(t)
 	case reflect.Func:
 		sig, err := g.signature(t, nil)
 		return "func" + sig, err
@@ -449,6 +419,50 @@ func (g *generator) typeExpr(t reflect.Type) (string, error) {
 		}
 	}
 	return "", fmt.Errorf("unnamed type %s is not supported", t)
+}
+
+// namedType is Go source for named type t: predeclared, or qualified by
+// its package's name, whose import it records. Two packages of one name,
+// or one package under two, are an error: the generated file could not
+// import both.
+func (g *generator) namedType(t reflect.Type) (string, error) {
+	if strings.ContainsAny(t.Name(), "[]") {
+		return "", fmt.Errorf("generic type %s is not supported", t)
+	}
+	if t.PkgPath() == "" {
+		return t.Name(), nil // predeclared: int, string, error, ...
+	}
+	// reflect names a type by its package's name: "nvml.Device".
+	pkgName, _, ok := strings.Cut(t.String(), ".")
+	if !ok {
+		return "", fmt.Errorf("type %s: cannot tell its package name", t)
+	}
+	if have, ok := g.imports[t.PkgPath()]; ok && have != pkgName {
+		return "", fmt.Errorf("package %s named both %s and %s", t.PkgPath(), have, pkgName)
+	}
+	for path, name := range g.imports {
+		if name == pkgName && path != t.PkgPath() {
+			return "", fmt.Errorf("packages %s and %s are both named %s", path, t.PkgPath(), pkgName)
+		}
+	}
+	g.imports[t.PkgPath()] = pkgName
+	return pkgName + "." + t.Name(), nil
+}
+
+// chanType is Go source for channel type t, in parentheses where a
+// receive-only element would otherwise bind to the outer chan.
+func (g *generator) chanType(t reflect.Type) (string, error) {
+	e, err := g.typeExpr(t.Elem())
+	switch t.ChanDir() {
+	case reflect.RecvDir:
+		return "<-chan " + e, err
+	case reflect.SendDir:
+		return "chan<- " + e, err
+	}
+	if t.Elem().Kind() == reflect.Chan && t.Elem().ChanDir() == reflect.RecvDir {
+		e = "(" + e + ")"
+	}
+	return "chan " + e, err
 }
 
 // zero is Go source for the zero value of t.

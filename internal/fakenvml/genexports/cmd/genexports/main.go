@@ -5,23 +5,10 @@
 package main
 
 import (
-	"flag"
-	"fmt"
-	"os"
-
 	"github.com/gpuwatch/gpuwatch/internal/fakenvml/genexports"
+	"github.com/gpuwatch/gpuwatch/internal/gencmd"
 )
 
 func main() {
-	out := flag.String("o", genexports.FileName, "file to write")
-	flag.Parse()
-	src, err := genexports.Source(".")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "genexports:", err)
-		os.Exit(1)
-	}
-	if err := os.WriteFile(*out, src, 0o644); err != nil {
-		fmt.Fprintln(os.Stderr, "genexports:", err)
-		os.Exit(1)
-	}
+	gencmd.Main("genexports", genexports.FileName, func() ([]byte, error) { return genexports.Source(".") })
 }

@@ -6,23 +6,8 @@
 package main
 
 import (
-	"flag"
-	"fmt"
-	"os"
-
 	"github.com/gpuwatch/gpuwatch/internal/backend/sim/internal/genguard"
+	"github.com/gpuwatch/gpuwatch/internal/gencmd"
 )
 
-func main() {
-	out := flag.String("o", genguard.FileName, "file to write")
-	flag.Parse()
-	src, err := genguard.Source()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "genguard:", err)
-		os.Exit(1)
-	}
-	if err := os.WriteFile(*out, src, 0o644); err != nil {
-		fmt.Fprintln(os.Stderr, "genguard:", err)
-		os.Exit(1)
-	}
-}
+func main() { gencmd.Main("genguard", genguard.FileName, genguard.Source) }

@@ -6,23 +6,8 @@
 package main
 
 import (
-	"flag"
-	"fmt"
-	"os"
-
 	"github.com/gpuwatch/gpuwatch/internal/backend/sim/internal/gensafetynet"
+	"github.com/gpuwatch/gpuwatch/internal/gencmd"
 )
 
-func main() {
-	out := flag.String("o", gensafetynet.FileName, "file to write")
-	flag.Parse()
-	src, err := gensafetynet.Source()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	if err := os.WriteFile(*out, src, 0o644); err != nil {
-		fmt.Fprintln(os.Stderr, "gensafetynet:", err)
-		os.Exit(1)
-	}
-}
+func main() { gencmd.Main("gensafetynet", gensafetynet.FileName, gensafetynet.Source) }
