@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/gpuwatch/gpuwatch/internal/snapshot"
@@ -35,7 +34,23 @@ const (
 	// totals stay listed after it was last seen, so that its last value
 	// is scraped (after the hold, too) before the series goes.
 	DefaultRetention = 10 * time.Minute
+	// ListInterval is how often, at most, the accounting's reader lists a
+	// GPU's processes (and the attribution names their owners) when its
+	// samples show no change: a process that starts or ends while busy is
+	// listed at once, one that starts or ends idle is noticed within this.
+	// Between lists each owner holds the memory listed last. A list per
+	// tick cost several times a scrape (bench/RESULTS.md).
+	ListInterval = 16 * time.Second
 )
+
+// ListProcessesEvery is the reader's nvmlbackend.Options.ListProcessesEvery
+// for ticks of interval: a list at least every ListInterval.
+func ListProcessesEvery(interval time.Duration) int {
+	if interval <= 0 {
+		return 1
+	}
+	return max(1, int(ListInterval/interval))
+}
 
 // Options tunes an Accountant. Zero values mean the defaults.
 type Options struct {
@@ -81,9 +96,11 @@ type Accountant struct {
 	mu sync.Mutex
 	st state
 
-	// published is what Enrich hands to outputs: rebuilt at each tick,
-	// never modified after.
-	published atomic.Pointer[snapshot.Accounting]
+	// published is what Enrich hands to outputs, never modified after;
+	// stale says a tick integrated since it was built. It is built when
+	// an output asks (a scrape every 15 s or so), not at every tick.
+	published *snapshot.Accounting
+	stale     bool
 
 	// afterTick is told of every tick Run integrated (see AfterTick).
 	afterTick func(s *snapshot.Snapshot, totals *snapshot.Accounting)
@@ -94,9 +111,7 @@ func New(opts Options) (*Accountant, error) {
 	if err := opts.Check(); err != nil {
 		return nil, err
 	}
-	a := &Accountant{opts: opts.withDefaults(), st: newState()}
-	a.published.Store(&snapshot.Accounting{})
-	return a, nil
+	return &Accountant{opts: opts.withDefaults(), st: newState(), published: &snapshot.Accounting{}}, nil
 }
 
 // Observe integrates one enriched snapshot: the interval since the
@@ -108,13 +123,18 @@ func (a *Accountant) Observe(s *snapshot.Snapshot) {
 		return
 	}
 	a.st.expire(s.Time, a.opts.Retention)
-	a.published.Store(a.st.view(s.Time, a.opts.NewOwnerHold))
+	a.stale = true
 }
 
 // Enrich hands the totals of the last tick to a snapshot that outputs
 // render (a pipeline.Enricher, last after attribution).
 func (a *Accountant) Enrich(_ context.Context, s *snapshot.Snapshot) {
-	s.Accounting = a.published.Load()
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.stale {
+		a.published, a.stale = a.st.view(a.st.last, a.opts.NewOwnerHold), false
+	}
+	s.Accounting = a.published
 }
 
 // Totals returns a copy of the running totals without the new-owner hold:

@@ -65,17 +65,18 @@ func allocationUse(tk *deviceTick, a *snapshot.Allocation) (smSeconds float64, m
 	}
 	running := false
 	measured = true
-	for k := range tk.present {
-		if mine(k) {
+	for i := range tk.list.owners {
+		if o := &tk.list.owners[i]; mine(o.key) {
 			running = true
-			if !tk.smMeasuredFor(k) {
+			smSeconds += o.sm
+			if !tk.smMeasuredFor(&o.key) {
 				measured = false
 			}
 		}
 	}
-	for k, v := range tk.sm {
+	for k, f := range tk.ended {
 		if mine(k) {
-			smSeconds += v
+			smSeconds += f.sm
 		}
 	}
 	if !running {

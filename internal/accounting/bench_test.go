@@ -98,7 +98,8 @@ func fleetName(typical bool) string {
 
 func benchmarkTick(b *testing.B, typical bool) {
 	s := benchSim(b, typical)
-	r := benchReader(b, s, nvmlbackend.Options{Groups: ReaderGroups(), ProcessSamples: true, GPMOnlyMIG: true})
+	r := benchReader(b, s, nvmlbackend.Options{Groups: ReaderGroups(), ProcessSamples: true, GPMOnlyMIG: true,
+		ListProcessesEvery: ListProcessesEvery(DefaultInterval)})
 	a, _ := New(Options{})
 	ctx := context.Background()
 	elapsed := time.Duration(0)
@@ -117,10 +118,18 @@ func benchmarkTick(b *testing.B, typical bool) {
 	b.ReportMetric(float64(len(a.Totals().Owners)), "owners")
 }
 
-// BenchmarkObserve is the integration alone, on snapshots read before.
+// BenchmarkObserve is the integration alone, on snapshots read before:
+// listed, a tick whose snapshot lists every process (attributed); between
+// lists, one that carries only the samples and the energy counter (the
+// reader lists processes every ListInterval, or when the samples change).
 func BenchmarkObserve(b *testing.B) {
+	b.Run("listed", func(b *testing.B) { benchmarkObserve(b, 1) })
+	b.Run("between-lists", func(b *testing.B) { benchmarkObserve(b, ListProcessesEvery(DefaultInterval)) })
+}
+
+func benchmarkObserve(b *testing.B, listEvery int) {
 	s := benchSim(b, false)
-	r := benchReader(b, s, nvmlbackend.Options{Groups: ReaderGroups(), ProcessSamples: true, GPMOnlyMIG: true})
+	r := benchReader(b, s, nvmlbackend.Options{Groups: ReaderGroups(), ProcessSamples: true, GPMOnlyMIG: true, ListProcessesEvery: listEvery})
 	var snaps []*snapshot.Snapshot
 	for i := range 2 {
 		s.SetElapsed(time.Duration(i+1) * DefaultInterval)
@@ -131,12 +140,15 @@ func BenchmarkObserve(b *testing.B) {
 		benchOwners(snap)
 		snaps = append(snaps, snap)
 	}
+	if listed := !snaps[1].Devices[0].ProcessesNotListed; listed != (listEvery == 1) {
+		b.Fatalf("second read listed: %v", listed)
+	}
 	a, _ := New(Options{})
 	a.Observe(snaps[0])
 	i := 0
 	loopCPU(b, func() {
-		// Alternate two snapshots, each one tick later than the last.
-		snap := *snaps[i%2]
+		// The second snapshot again and again, each one tick later.
+		snap := *snaps[1]
 		i++
 		snap.Time = snaps[0].Time.Add(time.Duration(i) * DefaultInterval)
 		a.Observe(&snap)

@@ -26,23 +26,22 @@ import (
 // A counter that went down (a driver reload) gives no increase for that
 // interval.
 
-// splitEnergy splits device tk's energy increase since the previous tick.
-// hasEnergy is false when the GPU has no energy counter (or the interval
-// had no valid increase).
-func (st *state) splitEnergy(tk *deviceTick) (shares map[snapshot.OwnerKey]float64, idle float64, hasEnergy bool) {
+// splitEnergy splits device tk's energy increase since the previous tick
+// into the owners' figures of the tick (listedOwner.energy,
+// endedFigures.energy) and returns the idle part. hasEnergy is false when
+// the GPU has no energy counter (or the interval had no valid increase).
+func (st *state) splitEnergy(tk *deviceTick) (idle float64, hasEnergy bool) {
 	tr := st.devs[tk.dev.UUID]
 	e, ok := tk.dev.Power.Energy.Get()
 	if !ok || tr == nil || !tr.hasEnergy {
-		return nil, 0, false
+		return 0, false
 	}
 	increase := e - tr.energy
 	if increase < 0 {
-		return nil, 0, false
+		return 0, false
 	}
-	shares = map[snapshot.OwnerKey]float64{}
 	if !isMIG(tk.dev) || len(tk.dev.MIGInstances) == 0 {
-		idle = splitUnit(increase, tk, func(snapshot.OwnerKey) bool { return true }, shares)
-		return shares, idle, true
+		return splitUnit(increase, tk, ""), true
 	}
 	var total float64
 	for i := range tk.dev.MIGInstances {
@@ -50,39 +49,48 @@ func (st *state) splitEnergy(tk *deviceTick) (shares map[snapshot.OwnerKey]float
 	}
 	for i := range tk.dev.MIGInstances {
 		m := &tk.dev.MIGInstances[i]
-		part := increase * computeSlices(m.Profile) / total
-		idle += splitUnit(part, tk, func(k snapshot.OwnerKey) bool { return k.MIGUUID == m.UUID }, shares)
+		idle += splitUnit(increase*computeSlices(m.Profile)/total, tk, m.UUID)
 	}
-	return shares, idle, true
+	return idle, true
 }
 
-// splitUnit splits one unit's energy among the owners in it (in) by SM
-// time, or equally; it returns what nobody held (idle).
-func splitUnit(joules float64, tk *deviceTick, in func(snapshot.OwnerKey) bool, shares map[snapshot.OwnerKey]float64) (idle float64) {
+// splitUnit splits one unit's energy (the whole GPU, or the MIG instance
+// mig) among the owners in it by SM time, or equally; it returns what
+// nobody held (idle).
+func splitUnit(joules float64, tk *deviceTick, mig string) (idle float64) {
+	in := func(k *snapshot.OwnerKey) bool { return mig == "" || k.MIGUUID == mig }
 	var sm float64
-	var holders []snapshot.OwnerKey
-	for k := range tk.present {
-		if in(k) {
-			holders = append(holders, k)
+	holders := 0
+	for i := range tk.list.owners {
+		if o := &tk.list.owners[i]; in(&o.key) {
+			holders++
+			sm += o.sm
 		}
 	}
-	for k, v := range tk.sm {
-		if in(k) {
-			sm += v
+	for k, f := range tk.ended {
+		if in(&k) {
+			sm += f.sm
 		}
 	}
 	switch {
 	case sm > 0:
 		// Owners with SM time, including one whose processes ended since
-		// the previous tick and left samples.
-		for k, v := range tk.sm {
-			if in(k) {
-				shares[k] += joules * v / sm
+		// the previous list and left samples.
+		for i := range tk.list.owners {
+			if o := &tk.list.owners[i]; in(&o.key) {
+				o.energy += joules * o.sm / sm
 			}
 		}
-	case len(holders) > 0:
-		for _, k := range holders {
-			shares[k] += joules / float64(len(holders))
+		for k, f := range tk.ended {
+			if in(&k) {
+				f.energy += joules * f.sm / sm
+			}
+		}
+	case holders > 0:
+		for i := range tk.list.owners {
+			if o := &tk.list.owners[i]; in(&o.key) {
+				o.energy += joules / float64(holders)
+			}
 		}
 	default:
 		return joules

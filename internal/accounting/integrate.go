@@ -11,15 +11,18 @@ import (
 
 // The integration rules, per interval (previous tick, this tick]:
 //
-//   - Held time and memory: an owner listed at this tick held the GPU
-//     (and the memory listed) for the whole interval. An owner's start
-//     and end fall somewhere in an interval, so each is off by less than
-//     one interval, half of one on average, in opposite directions.
+//   - Held time and memory: an owner named by the GPU's last process list
+//     held the GPU (and the memory listed then) for the whole interval.
+//     The reader lists when the samples show a process start or end, and
+//     every ListInterval: a busy owner's start is off by less than one
+//     interval, its end by less than two; an idle one's by up to
+//     ListInterval.
 //   - SM time, where the driver measures it per process (whole GPUs): the
 //     sum of the process's samples newer than the previous tick, each
 //     standing for one driver sample period. Samples exist only while a
 //     process runs, so a process's start and end cost nothing here, and a
-//     process that ended since the previous tick still finds its owner.
+//     process that ended since the last list still finds its owner (in
+//     the list before).
 //   - SM time on a MIG instance: the driver has no per-process samples
 //     there; GPM measures the instance's SM activity, split equally
 //     among the owners listed in it (modelled).
@@ -29,25 +32,39 @@ import (
 //     their own (equally when they have none).
 //   - Energy: see energy.go.
 
-// deviceTick is one GPU's figures for one interval.
+// deviceTick is one GPU's figures for one interval. The listed owners'
+// figures are kept beside them in list (listedOwner.sm, .energy); those
+// of owners listed only in the list before (processes that ended since,
+// whose last samples are still being read) in ended.
 type deviceTick struct {
 	dev *snapshot.Device
 	dt  float64 // the interval, seconds
-	// pidKey maps the PIDs listed at this tick to their owner.
-	pidKey  *pidOwners
-	present map[snapshot.OwnerKey]*presence
-	// sm is each owner's SM-seconds in the interval; smMeasured says
-	// whether SM time was measured at all (per GPU) and smMeasuredMIG
-	// per MIG instance.
-	sm            map[snapshot.OwnerKey]float64
+	// list is the last process list's owners, who held the GPU in the
+	// interval; before the list before it.
+	list, before *ownerList
+	// ended is the SM-seconds and energy of owners not in list.
+	ended map[snapshot.OwnerKey]*endedFigures
+	// smMeasured says whether SM time was measured at all (per GPU) and
+	// smMeasuredMIG per MIG instance.
 	smMeasured    bool
 	smMeasuredMIG map[string]bool
 }
 
-type presence struct {
-	memory    uint64
-	hasMemory bool
-	mpsClient bool
+// endedFigures are an ended owner's figures of one interval.
+type endedFigures struct{ sm, energy float64 }
+
+// addSM adds SM-seconds to owner k, listed or ended.
+func (tk *deviceTick) addSM(k snapshot.OwnerKey, v float64) {
+	if j, ok := tk.list.index[k]; ok {
+		tk.list.owners[j].sm += v
+		return
+	}
+	f := tk.ended[k]
+	if f == nil {
+		f = &endedFigures{}
+		tk.ended[k] = f
+	}
+	f.sm += v
 }
 
 // integrate adds the interval ending at s.Time. It reports whether it did
@@ -56,7 +73,9 @@ func (st *state) integrate(s *snapshot.Snapshot, opts Options) bool {
 	if !st.started {
 		st.started, st.last = true, s.Time
 		for i := range s.Devices {
-			st.track(s, &s.Devices[i], nil)
+			if d := &s.Devices[i]; d.UUID != "" {
+				st.trackEnergy(d, st.track(s, d))
+			}
 		}
 		return false
 	}
@@ -65,31 +84,21 @@ func (st *state) integrate(s *snapshot.Snapshot, opts Options) bool {
 		return false
 	}
 	st.last = s.Time
-	byUUID := make(map[string]*deviceTick, len(s.Devices))
+	byUUID := st.byUUID
+	clear(byUUID)
 	for i := range s.Devices {
 		d := &s.Devices[i]
 		if !d.Up || d.UUID == "" {
 			continue
 		}
-		tk := st.tickDevice(s, d, dt)
+		tr := st.track(s, d)
+		tk := st.tickDevice(d, tr, dt)
 		byUUID[d.UUID] = tk
 		st.addOwners(tk, s.Time, dt)
-		st.track(s, d, tk)
+		st.trackEnergy(d, tr)
 	}
 	st.addAllocations(s, byUUID, dt, opts.IdleThreshold)
 	return true
-}
-
-// processesOf lists the processes of device d.
-func processesOf(s *snapshot.Snapshot, d *snapshot.Device) []*snapshot.Process {
-	var out []*snapshot.Process
-	for i := range s.Processes {
-		p := &s.Processes[i]
-		if p.GPUUUID == d.UUID || (p.GPUUUID == "" && p.GPU == d.Index) {
-			out = append(out, p)
-		}
-	}
-	return out
 }
 
 // keyOf is the owner key of process p on device d.
@@ -119,48 +128,24 @@ func isMIG(d *snapshot.Device) bool {
 }
 
 // tickDevice works out who held device d in the interval and their SM time.
-func (st *state) tickDevice(s *snapshot.Snapshot, d *snapshot.Device, dt float64) *deviceTick {
-	tr := st.devs[d.UUID]
-	tk := &deviceTick{dev: d, dt: dt}
-	if tr != nil && tr.spare.pidKey != nil {
-		// Reuse the maps of two ticks ago: at 2048 processes a tick
-		// would otherwise allocate a megabyte of them.
-		tk.pidKey, tk.present, tk.sm = tr.spare.pidKey, tr.spare.present, tr.spare.sm
-		tk.pidKey.reset()
-		clear(tk.present)
-		clear(tk.sm)
+// Who held it is the last process list's owners: the reader lists a GPU's
+// processes only every few ticks, and at once when its samples show a
+// process that started or ended (nvmlbackend.Options.ListProcessesEvery).
+func (st *state) tickDevice(d *snapshot.Device, tr *deviceTrack, dt float64) *deviceTick {
+	tk := &tr.tick
+	if tk.ended == nil {
+		tk.ended, tk.smMeasuredMIG = map[snapshot.OwnerKey]*endedFigures{}, map[string]bool{}
 	}
-	if tk.pidKey == nil {
-		tk.pidKey, tk.present, tk.sm = newPIDOwners(), map[snapshot.OwnerKey]*presence{}, map[snapshot.OwnerKey]float64{}
-	}
-	pidKey := tk.pidKey
-	daemons := map[uint32]bool{}
-	for _, p := range processesOf(s, d) {
-		if isMPSDaemon(p) {
-			daemons[p.PID] = true
-			continue
-		}
-		k := keyOf(d, p)
-		pidKey.set(p.PID, k)
-		pr := tk.present[k]
-		if pr == nil {
-			pr = &presence{}
-			tk.present[k] = pr
-		}
-		if v, ok := p.UsedMemory.Get(); ok {
-			pr.memory += v
-			pr.hasMemory = true
-		}
-		if strings.Contains(p.Type, "mps") {
-			pr.mpsClient = true
-		}
-	}
+	clear(tk.ended)
+	clear(tk.smMeasuredMIG)
+	tk.dev, tk.dt, tk.list, tk.before, tk.smMeasured = d, dt, &tr.list, &tr.before, false
+	tk.list.startTick()
 	switch {
 	case isMIG(d):
 		st.smFromGPM(tk, dt)
 	case d.ProcessSamples != nil:
 		tk.smMeasured = true
-		st.smFromSamples(tk, tr, pidKey, daemons)
+		st.smFromSamples(tk, tr)
 	}
 	return tk
 }
@@ -168,7 +153,6 @@ func (st *state) tickDevice(s *snapshot.Snapshot, d *snapshot.Device, dt float64
 // smFromGPM gives each MIG instance's measured SM activity (GPM) to the
 // owners listed in it, equally.
 func (st *state) smFromGPM(tk *deviceTick, dt float64) {
-	tk.smMeasuredMIG = map[string]bool{}
 	for i := range tk.dev.MIGInstances {
 		m := &tk.dev.MIGInstances[i]
 		active, ok := m.GPM.SMActive.Get()
@@ -176,20 +160,22 @@ func (st *state) smFromGPM(tk *deviceTick, dt float64) {
 			continue
 		}
 		tk.smMeasuredMIG[m.UUID] = true
-		var in []snapshot.OwnerKey
-		for k := range tk.present {
-			if k.MIGUUID == m.UUID {
-				in = append(in, k)
+		in := 0
+		for j := range tk.list.owners {
+			if tk.list.owners[j].key.MIGUUID == m.UUID {
+				in++
 			}
 		}
-		for _, k := range in {
-			tk.sm[k] += active * dt / float64(len(in))
+		for j := range tk.list.owners {
+			if o := &tk.list.owners[j]; o.key.MIGUUID == m.UUID {
+				o.sm += active * dt / float64(in)
+			}
 		}
 	}
 }
 
 // smMeasuredFor says whether SM time was measured for owner k this interval.
-func (tk *deviceTick) smMeasuredFor(k snapshot.OwnerKey) bool {
+func (tk *deviceTick) smMeasuredFor(k *snapshot.OwnerKey) bool {
 	if tk.smMeasured {
 		return true
 	}
@@ -198,40 +184,39 @@ func (tk *deviceTick) smMeasuredFor(k snapshot.OwnerKey) bool {
 
 // addOwners adds the interval to the totals of the owners of one GPU.
 func (st *state) addOwners(tk *deviceTick, now time.Time, dt float64) {
-	shares, idle, hasEnergy := st.splitEnergy(tk)
-	for k, p := range tk.present {
-		t := st.owner(k, now)
+	idle, hasEnergy := st.splitEnergy(tk)
+	for i := range tk.list.owners {
+		o := &tk.list.owners[i]
+		t := st.listedTotal(o, now)
 		t.LastSeen = now
 		t.Seconds += dt
-		if p.hasMemory {
-			t.MemoryByteSeconds = snapshot.Some(t.MemoryByteSeconds.Value + float64(p.memory)*dt)
-			t.MemoryBytesMax = snapshot.Some(max(t.MemoryBytesMax.Value, p.memory))
+		if o.hasMemory {
+			t.MemoryByteSeconds = snapshot.Some(t.MemoryByteSeconds.Value + float64(o.memory)*dt)
+			t.MemoryBytesMax = snapshot.Some(max(t.MemoryBytesMax.Value, o.memory))
 		}
-	}
-	for k, v := range tk.sm {
-		if t := st.owners[k]; t != nil || v > 0 {
-			t = st.owner(k, now)
-			t.SMSeconds = snapshot.Some(t.SMSeconds.Value + v)
-		}
-	}
-	for k := range tk.present {
-		if tk.smMeasuredFor(k) {
-			t := st.owners[k]
+		t.SMSeconds.Value += o.sm
+		if tk.smMeasuredFor(&o.key) {
 			t.SMSeconds.Valid = true
+		}
+		if hasEnergy {
+			t.EnergyJoules = snapshot.Some(t.EnergyJoules.Value + o.energy)
+		}
+	}
+	// Owners whose processes ended since the list before: their samples
+	// read now make a total only when they used SM time.
+	for k, f := range tk.ended {
+		t := st.owners[k]
+		if t == nil && f.sm <= 0 {
+			continue
+		}
+		t = st.owner(k, now)
+		t.SMSeconds = snapshot.Some(t.SMSeconds.Value + f.sm)
+		if hasEnergy {
+			t.EnergyJoules = snapshot.Some(t.EnergyJoules.Value + f.energy)
 		}
 	}
 	if !hasEnergy {
 		return
-	}
-	for k, j := range shares {
-		if _, known := st.owners[k]; !known && j == 0 {
-			continue // an ended process's samples with no SM time: no new total
-		}
-		t := st.owner(k, now)
-		t.EnergyJoules = snapshot.Some(t.EnergyJoules.Value + j)
-	}
-	for k := range tk.present {
-		st.owners[k].EnergyJoules.Valid = true
 	}
 	e := st.idle[tk.dev.UUID]
 	if e == nil {
@@ -241,32 +226,27 @@ func (st *state) addOwners(tk *deviceTick, now time.Time, dt float64) {
 	e.Joules += idle
 }
 
-// track remembers what the next tick needs of device d.
-func (st *state) track(s *snapshot.Snapshot, d *snapshot.Device, tk *deviceTick) {
-	if d.UUID == "" {
-		return
-	}
+// track takes device d's process list of this snapshot, when the reader
+// listed them: it replaces the last list, which becomes the list before.
+// A device the reader did not list keeps its last list. A device never
+// listed (tracked from a read that did not list it) has none yet.
+func (st *state) track(s *snapshot.Snapshot, d *snapshot.Device) *deviceTrack {
 	tr := st.devs[d.UUID]
 	if tr == nil {
 		tr = &deviceTrack{}
 		st.devs[d.UUID] = tr
 	}
+	if d.ProcessesNotListed {
+		return tr
+	}
+	tr.spare.fill(s, d)
+	tr.list, tr.before, tr.spare = tr.spare, tr.list, tr.before
+	return tr
+}
+
+// trackEnergy remembers the energy counter for the next tick.
+func (st *state) trackEnergy(d *snapshot.Device, tr *deviceTrack) {
 	if e, ok := d.Power.Energy.Get(); ok && d.Up {
 		tr.energy, tr.hasEnergy = e, true
 	}
-	if tk == nil { // the first snapshot: learn the PIDs' owners only
-		tr.pidOwner = newPIDOwners()
-		for _, p := range processesOf(s, d) {
-			if !isMPSDaemon(p) {
-				tr.pidOwner.set(p.PID, keyOf(d, p))
-			}
-		}
-		return
-	}
-	// This tick's maps are the next tick's previous; the previous ones
-	// are reused two ticks on.
-	prev := tr.current
-	tr.current = tickMaps{pidKey: tk.pidKey, present: tk.present, sm: tk.sm}
-	tr.spare = prev
-	tr.pidOwner = tk.pidKey
 }

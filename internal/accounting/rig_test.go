@@ -32,7 +32,8 @@ func newRig(t *testing.T, cfg sim.Config, owners map[uint32]snapshot.Owner, opts
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, err := nvmlbackend.New(s, nvmlbackend.Options{Groups: ReaderGroups(), Now: s.Now, ProcessSamples: true, GPMOnlyMIG: true, Library: "simulator"})
+	r, err := nvmlbackend.New(s, nvmlbackend.Options{Groups: ReaderGroups(), Now: s.Now, ProcessSamples: true, GPMOnlyMIG: true, Library: "simulator",
+		ListProcessesEvery: ListProcessesEvery(DefaultInterval)})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,18 +15,16 @@ import (
 // (a GPU's first samples), each process's mean sample stands for the
 // interval. When the driver's buffer is shorter than the interval, the
 // samples it still holds stand for all of it (see bufferScale).
-func (st *state) smFromSamples(tk *deviceTick, tr *deviceTrack, pidKey *pidOwners, daemons map[uint32]bool) {
-	if tr == nil {
-		return // not yet tracked: the next tick integrates from here
-	}
-	sums := tr.sums.add(tk.dev.ProcessSamples)
+func (st *state) smFromSamples(tk *deviceTick, tr *deviceTrack) {
+	tr.sums.add(tk.dev.ProcessSamples)
 	last := tr.spareLast
 	clear(last)
 	if last == nil {
-		last = make(map[uint32]uint64, len(sums))
+		last = make(map[uint32]uint64, len(tr.sums.list))
 	}
-	for pid, i := range sums {
+	for i := range tr.sums.list {
 		ps := &tr.sums.list[i]
+		pid := ps.pid
 		if prev, ok := tr.lastSample[pid]; ok && ps.first > prev {
 			ps.sinceLastRead = ps.first - prev
 			if gap := ps.first - prev; ps.minGap == 0 || gap < ps.minGap {
@@ -42,24 +40,25 @@ func (st *state) smFromSamples(tk *deviceTick, tr *deviceTrack, pidKey *pidOwner
 	period := tr.period.Seconds()
 	scale := tr.bufferScale(period, tk.dt)
 	var server float64
-	for pid, i := range sums {
+	for i := range tr.sums.list {
 		ps := &tr.sums.list[i]
+		pid := ps.pid
 		w := ps.sm * period * scale
 		if period == 0 {
 			w = ps.sm / float64(ps.n) * tk.dt
 		}
-		if daemons[pid] {
+		if tk.list.daemons[pid] {
 			server += w
 			continue
 		}
-		k, ok := pidKey.get(pid)
-		if !ok && tr.pidOwner != nil {
-			k, ok = tr.pidOwner.get(pid)
+		if j, ok := tk.list.pid[pid]; ok {
+			tk.list.owners[j].sm += w
+			continue
 		}
-		if !ok {
-			continue // a process that lived and ended between two ticks: no owner known
+		if k, ok := tk.before.owner(pid); ok {
+			tk.addSM(k, w)
 		}
-		tk.sm[k] += w
+		// else a process that lived and ended between two lists: no owner known
 	}
 	if server > 0 {
 		tk.shareMPSServer(server)
@@ -68,6 +67,7 @@ func (st *state) smFromSamples(tk *deviceTick, tr *deviceTrack, pidKey *pidOwner
 
 // pidSum is one process's samples in one read.
 type pidSum struct {
+	pid          uint32
 	sm           float64
 	n            int
 	first, last  uint64 // oldest and newest sample time, µs
@@ -84,10 +84,9 @@ type pidSums struct {
 	list  []pidSum
 }
 
-// add sums the samples per process in one pass (owners are then looked up
-// once per process: an owner key hashes ten strings) and returns the
-// index of each process's sum in list.
-func (sums *pidSums) add(samples []snapshot.ProcessSample) map[uint32]int32 {
+// add sums the samples per process in one pass into list (owners are
+// then looked up once per process).
+func (sums *pidSums) add(samples []snapshot.ProcessSample) {
 	if sums.index == nil {
 		sums.index = map[uint32]int32{}
 	}
@@ -98,7 +97,7 @@ func (sums *pidSums) add(samples []snapshot.ProcessSample) map[uint32]int32 {
 		j, ok := sums.index[smp.PID]
 		if !ok {
 			j = int32(len(sums.list))
-			sums.list = append(sums.list, pidSum{first: smp.TimeMicros, last: smp.TimeMicros, prev: smp.TimeMicros})
+			sums.list = append(sums.list, pidSum{pid: smp.PID, first: smp.TimeMicros, last: smp.TimeMicros, prev: smp.TimeMicros})
 			sums.index[smp.PID] = j
 		}
 		ps := &sums.list[j]
@@ -114,7 +113,6 @@ func (sums *pidSums) add(samples []snapshot.ProcessSample) map[uint32]int32 {
 		ps.sm += smp.SM
 		ps.n++
 	}
-	return sums.index
 }
 
 // bufferScale is how many times the interval is longer than what the
@@ -154,19 +152,22 @@ func (tr *deviceTrack) bufferScale(period, dt float64) float64 {
 // to the MPS clients on the GPU, in proportion to their own SM time, or
 // equally when they have none.
 func (tk *deviceTick) shareMPSServer(server float64) {
-	var clients []snapshot.OwnerKey
 	var own float64
-	for k, p := range tk.present {
-		if p.mpsClient {
-			clients = append(clients, k)
-			own += tk.sm[k]
+	clients := 0
+	for i := range tk.list.owners {
+		if o := &tk.list.owners[i]; o.mpsClient {
+			clients++
+			own += o.sm
 		}
 	}
-	for _, k := range clients {
-		if own > 0 {
-			tk.sm[k] += server * tk.sm[k] / own
-		} else {
-			tk.sm[k] += server / float64(len(clients))
+	for i := range tk.list.owners {
+		o := &tk.list.owners[i]
+		switch {
+		case !o.mpsClient:
+		case own > 0:
+			o.sm += server * o.sm / own
+		default:
+			o.sm += server / float64(clients)
 		}
 	}
 }

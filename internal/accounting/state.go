@@ -14,9 +14,15 @@ type state struct {
 	last    time.Time // snapshot time of the last tick integrated
 
 	owners map[snapshot.OwnerKey]*snapshot.OwnerTotal
-	allocs map[allocKey]*snapshot.AllocationTotal
-	idle   map[string]*snapshot.DeviceEnergy // by GPU UUID
-	devs   map[string]*deviceTrack           // by GPU UUID
+	// ownersGen counts the expiries that removed owner totals: a total
+	// cached by a listed owner (listedOwner.total) is valid while it
+	// holds.
+	ownersGen uint64
+	allocs    map[allocKey]*snapshot.AllocationTotal
+	idle      map[string]*snapshot.DeviceEnergy // by GPU UUID
+	devs      map[string]*deviceTrack           // by GPU UUID
+	// byUUID is the scratch of a tick's devices.
+	byUUID map[string]*deviceTick
 
 	// ownerOrder and allocOrder are the totals sorted by their labels,
 	// rebuilt only when one is added or removed: the outputs see a stable
@@ -30,15 +36,16 @@ type state struct {
 type deviceTrack struct {
 	energy    float64 // the energy counter, joules
 	hasEnergy bool
-	// pidOwner maps the PIDs listed at the previous tick to their owner,
-	// so the samples a process left before it ended still find it.
-	pidOwner *pidOwners
+	// list is the last process list's owners, which held the GPU at every
+	// tick until the next list; before is the list before it, whose PIDs
+	// still name the owners of samples left by processes ended since;
+	// spare is reused by the next list.
+	list, before, spare ownerList
+	// tick is the scratch of each tick's figures.
+	tick deviceTick
 	// period is the driver's sample period, learnt as the smallest gap
 	// between two samples of one process; 0 until one has been seen.
 	period time.Duration
-	// current holds this tick's maps (pidOwner is its pidKey); spare the
-	// tick's before, free for reuse.
-	current, spare tickMaps
 	// lastSample is each process's newest sample time (µs) of the last read;
 	// spareLast the map before it, for reuse.
 	lastSample, spareLast map[uint32]uint64
@@ -59,7 +66,16 @@ func newState() state {
 		allocs: map[allocKey]*snapshot.AllocationTotal{},
 		idle:   map[string]*snapshot.DeviceEnergy{},
 		devs:   map[string]*deviceTrack{},
+		byUUID: map[string]*deviceTick{},
 	}
+}
+
+// listedTotal is listed owner o's running total, made if need be.
+func (st *state) listedTotal(o *listedOwner, now time.Time) *snapshot.OwnerTotal {
+	if o.total == nil || o.totalGen != st.ownersGen {
+		o.total, o.totalGen = st.owner(o.key, now), st.ownersGen
+	}
+	return o.total
 }
 
 func (st *state) owner(k snapshot.OwnerKey, now time.Time) *snapshot.OwnerTotal {
@@ -79,6 +95,7 @@ func (st *state) expire(now time.Time, retention time.Duration) {
 		if now.Sub(t.LastSeen) > retention {
 			delete(st.owners, k)
 			st.reorder = true
+			st.ownersGen++
 		}
 	}
 	for k, t := range st.allocs {

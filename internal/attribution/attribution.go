@@ -231,7 +231,9 @@ func (a *Attributor) Enrich(ctx context.Context, s *snapshot.Snapshot) {
 	a.current = 0
 
 	due := a.readProcfs(ctx, s.Processes, start)
-	a.evictUnseen()
+	if everyGPUListed(s) {
+		a.evictUnseen()
+	}
 	a.resolve(ctx, s)
 
 	if s.AttributionErrors == nil {

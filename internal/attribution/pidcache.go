@@ -167,6 +167,20 @@ func (a *Attributor) noteExits() {
 	}
 }
 
+// everyGPUListed says whether s lists the processes of every GPU. The
+// accounting's reader, which shares the Attributor with the scrapes, lists
+// them only every few ticks (snapshot.Device.ProcessesNotListed): a
+// process missing from such a snapshot has not ended, and evicting it
+// would have the next scrape read it again.
+func everyGPUListed(s *snapshot.Snapshot) bool {
+	for i := range s.Devices {
+		if s.Devices[i].ProcessesNotListed {
+			return false
+		}
+	}
+	return true
+}
+
 // evictUnseen forgets the processes not in the current Enrich, which is
 // also what makes a PID that comes back get re-read. When every cached
 // process was seen, as in most scrapes, it costs nothing.

@@ -136,6 +136,25 @@ func TestPIDsNoLongerReportedAreEvicted(t *testing.T) {
 	}
 }
 
+// The accounting's reader lists a GPU's processes only every few ticks: a
+// snapshot in which some GPU's processes were not listed evicts nothing
+// (the scrapes share the cache, and would read every process again).
+func TestPIDsKeptWhenAGPUWasNotListed(t *testing.T) {
+	a := newFixtureAttributor(t, Options{})
+	a.Enrich(context.Background(), procs(1001, 1002, 1003))
+	s := procs(1002)
+	s.Devices = []snapshot.Device{{Index: 0, UUID: "GPU-0"}, {Index: 1, UUID: "GPU-1", ProcessesNotListed: true}}
+	a.Enrich(context.Background(), s)
+	if len(a.pids) != 3 {
+		t.Errorf("cache holds %d pids after a snapshot that did not list GPU 1, want all 3", len(a.pids))
+	}
+	s.Devices[1].ProcessesNotListed = false
+	a.Enrich(context.Background(), s)
+	if _, ok := a.pids[1001]; ok || len(a.pids) != 1 {
+		t.Errorf("cache holds %d pids after a whole list with only 1002, want 1", len(a.pids))
+	}
+}
+
 func TestMalformedProcFilesAreErrorsNotPanics(t *testing.T) {
 	root := tempProc(t, 1001, 1002, 1003)
 	write := func(pid, name, content string) {

@@ -181,14 +181,16 @@ func TestEndMarkEndsTheJob(t *testing.T) {
 	if recs, _, _ := ReadJournal(r.dir); len(recs) != 1 {
 		t.Fatalf("at 68 s: %d records, want the pod's alone: a marked job with a process left has not ended", len(recs))
 	}
-	// The process ends at 70 s; the allocation is listed until 74 s.
-	r.run(step, 70*time.Second)
+	// The process ends at 70 s; the allocation is listed until 74 s. The
+	// 70 s tick reads its last samples (to 69.8 s); the 72 s tick finds
+	// none, which has the reader list the GPU's processes: it is gone.
+	r.run(step, 72*time.Second)
 	recs, _, _ := ReadJournal(r.dir)
 	if len(recs) != 2 || recs[1].ID != "1234" {
-		t.Fatalf("at 70 s: %+v, want job 1234's record", recs)
+		t.Fatalf("at 72 s: %+v, want job 1234's record", recs)
 	}
-	if end := recs[1].End; !end.Before(sim.Epoch.Add(70 * time.Second)) {
-		t.Errorf("job ended at %s, want its last process's tick (68 s), not its allocation's end", end)
+	if end := recs[1].End; !end.Before(sim.Epoch.Add(72 * time.Second)) {
+		t.Errorf("job ended at %s, want its last process's tick (70 s), not its allocation's end", end)
 	}
 	if _, err := os.Stat(filepath.Join(r.dir, EndedDir, "1234")); !os.IsNotExist(err) {
 		t.Errorf("the end mark is still there: %v", err)

@@ -32,6 +32,18 @@ type Tracker struct {
 	// done are jobs recorded on their end mark whose allocation Slurm
 	// still lists: it must not start them again.
 	done map[string]bool
+	// listed is, per GPU UUID, the owners of the processes its last
+	// process list held. The accounting's reader lists a GPU's processes
+	// only every few ticks (snapshot.Device.ProcessesNotListed): in
+	// between, they still run.
+	listed map[string][]listedOwner
+}
+
+// listedOwner is one process's owner at a GPU's last process list.
+type listedOwner struct {
+	owner         snapshot.Owner
+	gpu           int
+	uuid, migUUID string
 }
 
 type ownerFigures struct {
@@ -111,7 +123,7 @@ func NewTracker(node string) *Tracker {
 	return &Tracker{
 		node: node, jobs: map[string]*job{},
 		prevOwners: map[snapshot.OwnerKey]ownerFigures{}, prevAllocs: map[allocID]allocFigures{},
-		xids: map[string]uint64{}, done: map[string]bool{},
+		xids: map[string]uint64{}, done: map[string]bool{}, listed: map[string][]listedOwner{},
 	}
 }
 
@@ -135,10 +147,9 @@ func (t *Tracker) Observe(s *snapshot.Snapshot, acc *snapshot.Accounting) []Reco
 		}
 		held[key][id] = idx
 	}
-	for i := range s.Processes {
-		p := &s.Processes[i]
-		if j := t.present(p.Owner.Slurm, p.Owner.Pod, p.Owner.User, now); j != nil {
-			hold(j.Key, p.GPU, gpuID{uuidOf(s, p.GPUUUID, p.GPU), p.MIGUUID})
+	for _, o := range t.runningProcesses(s) {
+		if j := t.present(o.owner.Slurm, o.owner.Pod, o.owner.User, now); j != nil {
+			hold(j.Key, o.gpu, gpuID{o.uuid, o.migUUID})
 		}
 	}
 	stillListed := map[string]bool{}
@@ -180,6 +191,31 @@ func (t *Tracker) Observe(s *snapshot.Snapshot, acc *snapshot.Accounting) []Reco
 	}
 	slices.SortFunc(ended, func(a, b Record) int { return cmp.Compare(a.ID, b.ID) })
 	return ended
+}
+
+// runningProcesses are the owners of the processes running at this tick:
+// those listed in s, then, on each GPU whose processes s did not list,
+// those of its last list.
+func (t *Tracker) runningProcesses(s *snapshot.Snapshot) []listedOwner {
+	var out []listedOwner
+	byGPU := map[string][]listedOwner{}
+	for i := range s.Processes {
+		p := &s.Processes[i]
+		o := listedOwner{owner: p.Owner, gpu: p.GPU, uuid: uuidOf(s, p.GPUUUID, p.GPU), migUUID: p.MIGUUID}
+		out = append(out, o)
+		byGPU[o.uuid] = append(byGPU[o.uuid], o)
+	}
+	for i := range s.Devices {
+		d := &s.Devices[i]
+		switch {
+		case d.UUID == "":
+		case d.ProcessesNotListed:
+			out = append(out, t.listed[d.UUID]...)
+		case d.Up:
+			t.listed[d.UUID] = byGPU[d.UUID]
+		}
+	}
+	return out
 }
 
 // uuidOf is the UUID of a process's or allocation's GPU, looked up by

@@ -183,6 +183,11 @@ type Device struct {
 	// "insufficient_size"); "" when they were. Snapshot.Processes then
 	// holds none or only some of them, and their count is absent, not 0.
 	ProcessesUnknown string
+	// ProcessesNotListed says this read did not list the device's
+	// processes (the accounting's reader lists them only every few reads,
+	// or when its samples say they changed): Snapshot.Processes holds none
+	// of them, which says nothing about how many there are.
+	ProcessesNotListed bool
 	// NVLinkBytesPerSecond is the traffic over all links, transmitted plus
 	// received, between the last two reads of the links' byte counters;
 	// absent before the second read (as DCGM's NVLINK_BANDWIDTH_TOTAL).

@@ -50,6 +50,8 @@ type deviceState struct {
 	nvlinkTraffic counterSample
 	// energy carries the driver's energy counter over its resets (validate.go).
 	energy validate.Counter
+	// listing decides which reads list the processes (Options.ListProcessesEvery).
+	listing processListing
 }
 
 // deviceReader reads one device once. It is not shared between goroutines.
@@ -63,6 +65,8 @@ type deviceReader struct {
 	// gone is set when a call reported the GPU lost mid-read; reading stops
 	// and the device is reported down with this reason.
 	gone string
+	// listAll: this read lists the processes (Options.ListProcessesEvery).
+	listAll bool
 
 	fields fieldBatch
 
@@ -80,7 +84,7 @@ type deviceReader struct {
 // readDevice reads device index into out. It never panics: a panic inside a
 // group (a broken binding, a mock without a function) becomes that group's
 // error.
-func (r *Reader) readDevice(index int, out *deviceResult) {
+func (r *Reader) readDevice(index int, out *deviceResult, listAll bool) {
 	out.device = snapshot.Device{Index: index}
 	dev, ret := r.lib.DeviceGetHandleByIndex(index)
 	if ret != nvml.SUCCESS {
@@ -111,7 +115,7 @@ func (r *Reader) readDevice(index int, out *deviceResult) {
 	st.mu.Lock()
 	defer st.mu.Unlock()
 
-	d := &deviceReader{r: r, index: index, dev: dev, st: st, out: out}
+	d := &deviceReader{r: r, index: index, dev: dev, st: st, out: out, listAll: listAll}
 	d.readAll()
 	if d.gone != "" {
 		out.device = snapshot.Device{Index: index, UUID: uuid, DownReason: d.gone, CallLatency: out.device.CallLatency}

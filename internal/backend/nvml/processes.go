@@ -25,6 +25,29 @@ const memoryNotAvailable = math.MaxUint64
 // (an error, or NOT_SUPPORTED with no list read), the device's
 // ProcessesUnknown says why: its process count is then unknown, not 0.
 func (d *deviceReader) readProcesses() []snapshot.Process {
+	if !d.r.processSamples {
+		procs := d.listProcesses()
+		if len(procs) > 0 && d.can(callGetProcessUtilization) {
+			d.addUtilization(procs, d.fetchProcessSamples())
+		}
+		return procs
+	}
+	// The accounting's reader: the samples first, each once; they say
+	// whether the processes must be listed at this read.
+	samples, sampled := d.readProcessSamples()
+	if !d.st.listing.due(d.listAll, samples, sampled, d.out.device.MIGInstances) {
+		d.out.device.ProcessesNotListed = true
+		return nil
+	}
+	procs := d.listProcesses()
+	d.addUtilization(procs, samples)
+	d.st.listing.listed(procs, samples)
+	return procs
+}
+
+// listProcesses reads the process lists of the device and of its MIG
+// devices.
+func (d *deviceReader) listProcesses() []snapshot.Process {
 	var lists listOutcomes
 	procs, onMIG := d.migProcesses(&lists)
 	procs = append(procs, d.parentProcesses(&lists, onMIG)...)
@@ -32,9 +55,6 @@ func (d *deviceReader) readProcesses() []snapshot.Process {
 	d.out.device.ProcessesUnknown = lists.unknown()
 	procs = mergeContexts(procs)
 	d.st.processHint = len(procs)
-	if (len(procs) > 0 || d.r.processSamples) && d.can(callGetProcessUtilization) {
-		d.readProcessUtilization(procs)
-	}
 	return procs
 }
 
@@ -213,37 +233,57 @@ func newProcess(gpu int, uuid, kind string, info nvml.ProcessInfo) snapshot.Proc
 // server) with none, and the process without utilization.
 const processSampleLookback = uint64(time.Second / time.Microsecond)
 
-// readProcessUtilization adds SM and memory utilization from the driver's
-// per-process samples: each pid's newest sample from the second before the
-// newest sample seen so far. A process with no sample there (idle for that
-// second, or sampling unsupported, as on MIG) keeps the readings absent.
-func (d *deviceReader) readProcessUtilization(procs []snapshot.Process) {
-	since := d.st.lastProcessSample - min(d.st.lastProcessSample, processSampleLookback)
-	if d.r.processSamples {
-		// Each sample once: the accounting integrates them.
-		since = d.st.lastProcessSample
+// fetchProcessSamples reads the driver's per-process samples from the
+// second before the newest sample seen so far (for the gauges: each
+// process's newest one). nil when there is none or the read failed.
+func (d *deviceReader) fetchProcessSamples() []nvml.ProcessUtilizationSample {
+	samples, _ := d.getProcessUtilization(d.st.lastProcessSample - min(d.st.lastProcessSample, processSampleLookback))
+	return samples
+}
+
+// readProcessSamples reads every sample newer than the previous read's
+// newest, each once (the accounting integrates them), into
+// Device.ProcessSamples. sampled says the driver answered: with samples,
+// or with none because nobody was busy (then ProcessSamples is empty, not
+// nil: measured, not unknown).
+func (d *deviceReader) readProcessSamples() (samples []nvml.ProcessUtilizationSample, sampled bool) {
+	if !d.can(callGetProcessUtilization) {
+		return nil, false
 	}
+	samples, sampled = d.getProcessUtilization(d.st.lastProcessSample)
+	if sampled {
+		d.out.device.ProcessSamples = processSamples(samples)
+	}
+	return samples, sampled
+}
+
+// getProcessUtilization reads the samples newer than since. ok says the
+// driver answered (ERROR_NOT_FOUND, no sample in the window, is an answer).
+func (d *deviceReader) getProcessUtilization(since uint64) (samples []nvml.ProcessUtilizationSample, ok bool) {
 	samples, ret := d.dev.GetProcessUtilization(since)
 	if ret == nvml.ERROR_INSUFFICIENT_SIZE {
 		// go-nvml sizes the buffer, then reads; samples that arrived in
 		// between make the read fail. Once more.
 		samples, ret = d.dev.GetProcessUtilization(since)
 	}
-	if ret == nvml.ERROR_NOT_FOUND { // no sample in the window
-		if d.r.processSamples {
-			// Measured: nobody was busy (not "unknown", which is nil).
-			d.out.device.ProcessSamples = []snapshot.ProcessSample{}
-		}
-		return
+	if ret == nvml.ERROR_NOT_FOUND {
+		return nil, true
 	}
 	if !d.ok(gProcesses, "GetProcessUtilization", ret) {
-		return
+		return nil, false
 	}
 	for _, s := range samples {
 		d.st.lastProcessSample = max(d.st.lastProcessSample, s.TimeStamp)
 	}
-	if d.r.processSamples {
-		d.out.device.ProcessSamples = processSamples(samples)
+	return samples, true
+}
+
+// addUtilization sets each process's SM and memory utilization from its
+// newest sample. A process with no sample (idle over the samples read, or
+// sampling unsupported, as on MIG) keeps the readings absent.
+func (d *deviceReader) addUtilization(procs []snapshot.Process, samples []nvml.ProcessUtilizationSample) {
+	if len(procs) == 0 || len(samples) == 0 {
+		return
 	}
 	// Usually a device has a handful of processes and scanning is cheapest;
 	// a shared inference or MPS host can have hundreds, where a scan per

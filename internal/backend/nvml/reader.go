@@ -61,6 +61,16 @@ type Options struct {
 	// accounting needs it there alone (per-process samples measure whole
 	// GPUs), and a GPM sample of every GPU at every tick costs.
 	GPMOnlyMIG bool
+	// ListProcessesEvery, with ProcessSamples, lists every GPU's
+	// processes only at every this many reads (the first, and then all
+	// GPUs at the same read), and a GPU's at any read where what the read
+	// measured says they may have changed: a sample from a PID the last
+	// list did not hold, a PID sampled at the previous read and not at
+	// this one, a MIG instance turned busy with nobody listed in it or
+	// turned idle (process_listing.go). A GPU with no such measure is
+	// listed at every read. A read that does not list a GPU marks it
+	// Device.ProcessesNotListed. 0 or 1: every read lists.
+	ListProcessesEvery int
 }
 
 // defaultStartTimeout is Options.StartTimeout's default.
@@ -90,12 +100,15 @@ type Reader struct {
 	// Close waits for in-flight reads before it frees NVML resources.
 	processSamples bool // Options.ProcessSamples
 	gpmOnlyMIG     bool // Options.GPMOnlyMIG
+	listEvery      int  // Options.ListProcessesEvery
 
 	lifecycle sync.RWMutex
 	closed    bool
 
-	mu       sync.Mutex
-	states   map[int]*deviceState // by device index
+	mu     sync.Mutex
+	states map[int]*deviceState // by device index
+	// reads counts the reads, for ListProcessesEvery.
+	reads    uint64
 	versions versions
 	// gpmFirstWindow is when the GPM windows opened by New span
 	// gpmMinWindow; zero once the first Read has passed it.
@@ -134,6 +147,7 @@ func New(lib nvml.Interface, opts Options) (*Reader, error) {
 		waitForGPM:     opts.WaitForGPM,
 		processSamples: opts.ProcessSamples,
 		gpmOnlyMIG:     opts.GPMOnlyMIG,
+		listEvery:      opts.ListProcessesEvery,
 	}
 	if r.now == nil {
 		r.now = time.Now
@@ -264,7 +278,7 @@ func (r *Reader) Read(ctx context.Context) (*snapshot.Snapshot, error) {
 	if r.groups[gGPM] {
 		r.waitFirstGPMWindow(ctx)
 	}
-	results, err := r.readDevices(ctx, count)
+	results, err := r.readDevices(ctx, count, r.listsAll())
 	if err != nil {
 		return nil, err
 	}
@@ -303,6 +317,20 @@ func (r *Reader) Read(ctx context.Context) (*snapshot.Snapshot, error) {
 	return snap, nil
 }
 
+// listsAll says whether this read lists every GPU's processes: every read,
+// or with ListProcessesEvery every so many, all GPUs at the same read, so
+// that the attribution sees a whole list (and forgets the processes that
+// ended) at least that often.
+func (r *Reader) listsAll() bool {
+	if !r.processSamples || r.listEvery <= 1 {
+		return true
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.reads++
+	return r.reads%uint64(r.listEvery) == 1
+}
+
 func compareProcesses(a, b snapshot.Process) int {
 	return cmp.Or(
 		cmp.Compare(a.GPU, b.GPU),
@@ -327,7 +355,7 @@ type deviceResult struct {
 // ("not_answering") and its read is left to finish on its own; until it
 // does, later reads report that device down at once instead of starting
 // another read that would block too. The other GPUs are read as usual.
-func (r *Reader) readDevices(ctx context.Context, count int) ([]*deviceResult, error) {
+func (r *Reader) readDevices(ctx context.Context, count int, listAll bool) ([]*deviceResult, error) {
 	type finished struct {
 		index  int
 		result *deviceResult
@@ -363,7 +391,7 @@ func (r *Reader) readDevices(ctx context.Context, count int) ([]*deviceResult, e
 			timer := time.AfterFunc(hold, freeSlot)
 			res := new(deviceResult)
 			started := time.Now()
-			r.readDevice(i, res)
+			r.readDevice(i, res, listAll)
 			res.device.ReadingAge = time.Since(started)
 			// Kept even when this Read has given up on it: a late
 			// reading serves the next collections (latereads.go).

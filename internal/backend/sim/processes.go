@@ -249,7 +249,13 @@ func (d *device) GetProcessUtilization(lastSeenTimestamp uint64) ([]nvml.Process
 	}
 	newest := e.Truncate(processSamplePeriod)
 	procs := d.procs()
-	var out []nvml.ProcessUtilizationSample
+	// Sized for every process busy at every period asked for: a read of
+	// the whole buffer of 2048 processes would otherwise grow it ten times.
+	periods := int(processSampleBuffer / processSamplePeriod)
+	if since := Epoch.Add(newest).UnixMicro() - int64(lastSeenTimestamp); since >= 0 && since < processSampleBuffer.Microseconds() {
+		periods = int(time.Duration(since)*time.Microsecond/processSamplePeriod) + 1
+	}
+	out := make([]nvml.ProcessUtilizationSample, 0, periods*len(procs))
 	for at := newest; at > newest-processSampleBuffer && at >= 0; at -= processSamplePeriod {
 		ts := uint64(Epoch.Add(at).UnixMicro())
 		if ts <= lastSeenTimestamp {

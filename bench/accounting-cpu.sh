@@ -1,0 +1,83 @@
+#!/bin/bash
+# CPU cost of the accounting at the process level: four `gpuwatch serve
+# --backend=sim` side by side (the 2048-process fleet of
+# internal/accounting's benchmarks and the dgx-h100 profile, each with
+# --no-accounting and with the default --accounting), all scraped every
+# SCRAPE seconds, their CPU time (utime+stime from /proc/PID/stat) taken
+# over WINDOWS windows of WINDOW seconds. Prints each window and the
+# medians, per fleet, and accounting's share on top of the scrapes.
+# Usage: bench/accounting-cpu.sh [WINDOWS [WINDOW [SCRAPE]]] after make build.
+set -euo pipefail
+windows=${1:-5}
+window=${2:-60}
+scrape=${3:-15}
+bin=${GPUWATCH_BIN:-$PWD/bin/gpuwatch}
+tmp=$(mktemp -d)
+pids=()
+cleanup() {
+	for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+	wait 2>/dev/null || true
+	rm -rf "$tmp"
+}
+trap cleanup EXIT
+
+# The fleet: a DGX H100 (GPU 7 in MIG mode) with 256 busy processes per GPU
+# (as benchConfig in internal/accounting/bench_test.go).
+{
+	echo "profile: dgx-h100"
+	echo "processes:"
+	for gpu in 0 1 2 3 4 5 6 7; do
+		for i in $(seq 0 255); do
+			echo "  - {gpu: $gpu, pid: $((200000 + gpu * 256 + i)), used_memory_bytes: 268435456, sm_utilization: 0.003$(
+				[ "$gpu" = 7 ] && echo ", gpu_instance: $(echo 1 1 1 1 5 5 13 14 | cut -d' ' -f$((i % 8 + 1))), compute_instance: 0")}"
+		done
+	done
+} >"$tmp/fleet.yaml"
+
+free_port() { python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
+names=(fleet-off fleet-on dgx-off dgx-on)
+declare -A port pid
+for n in "${names[@]}"; do
+	args=(--backend=sim)
+	case $n in fleet-*) args+=(--sim.config="$tmp/fleet.yaml") ;; *) args+=(--sim.profile=dgx-h100) ;; esac
+	case $n in *-off) args+=(--no-accounting) ;; esac
+	port[$n]=$(free_port)
+	"$bin" serve "${args[@]}" --web.listen-address="127.0.0.1:${port[$n]}" >"$tmp/$n.log" 2>&1 &
+	pid[$n]=$!
+	pids+=($!)
+done
+for n in "${names[@]}"; do
+	for _ in $(seq 100); do curl -fs -o /dev/null "http://127.0.0.1:${port[$n]}/metrics" && break; sleep 0.2; done
+done
+(
+	while :; do
+		for n in "${names[@]}"; do curl -fs -o /dev/null --compressed "http://127.0.0.1:${port[$n]}/metrics" || true; done
+		sleep "$scrape"
+	done
+) &
+pids+=($!)
+sleep "$scrape"
+
+hz=$(getconf CLK_TCK)
+ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
+declare -A got
+for w in $(seq "$windows"); do
+	declare -A a
+	for n in "${names[@]}"; do a[$n]=$(ticks "${pid[$n]}"); done
+	sleep "$window"
+	line="window $w:"
+	for n in "${names[@]}"; do
+		ms=$(((($(ticks "${pid[$n]}") - ${a[$n]}) * 1000 / hz)))
+		got[$n]="${got[$n]:-} $ms"
+		line="$line $n ${ms} ms"
+	done
+	echo "$line (CPU per ${window}s)"
+done
+median() { tr ' ' '\n' | grep . | sort -n | awk '{v[NR] = $1} END {print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2}'; }
+for f in fleet dgx; do
+	off=$(echo "${got[$f-off]}" | median)
+	on=$(echo "${got[$f-on]}" | median)
+	awk -v f="$f" -v off="$off" -v on="$on" -v w="$window" -v s="$scrape" 'BEGIN {
+		printf "%s: median CPU per %ds window, scraped every %ds: --no-accounting %.0f ms, --accounting %.0f ms: accounting %+.0f ms (%+.0f %% on top)\n",
+			f, w, s, off, on, on - off, (off > 0 ? 100 * (on - off) / off : 0) }'
+done

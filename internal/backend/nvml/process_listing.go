@@ -1,0 +1,157 @@
+package nvmlbackend
+
+import (
+	"github.com/NVIDIA/go-nvml/pkg/nvml"
+
+	"github.com/gpuwatch/gpuwatch/internal/snapshot"
+)
+
+// processListing decides, for the accounting's reader, which reads of one
+// GPU list its processes (Options.ListProcessesEvery): every so many reads
+// the reader lists every GPU's (Reader.listsAll), and in between a GPU's
+// when what the read measured says they may have changed. A list costs
+// the three list calls per GPU and MIG device, and then the attribution of
+// every process; the samples, read at every read anyway, say when the
+// processes may have changed:
+//
+//   - a sample from a PID not seen since the last list: a process started
+//     (it is listed, and so attributed, at the read of its first sample);
+//   - a PID sampled at the previous read and not at this one: a busy
+//     process ended, or went idle (the driver samples only processes with
+//     some utilization);
+//   - on a MIG GPU, which has no per-process samples, GPM: an instance
+//     turned busy with no process listed in it, or one busy at the
+//     previous read and idle now.
+//
+// A GPU with none of these measures (the samples or GPM unsupported, or
+// their read failed) is listed at every read. What a list every few reads
+// misses, a process that starts or ends while idle, is noticed at the next
+// one.
+type processListing struct {
+	// reads counts the reads since the last list, to tell the samples
+	// of the previous read.
+	reads int
+	// listedOnce is false until the first list.
+	listedOnce bool
+	// pid indexes seen: the PIDs of the last list and those sampled since.
+	pid  map[uint32]int32
+	seen []seenPID
+	// migListed holds the MIG devices with a process at the last list;
+	// migBusy those GPM showed busy at the previous read.
+	migListed, migBusy map[string]bool
+}
+
+type seenPID struct {
+	pid uint32
+	// sampledAt is the read (counted by reads) of its newest sample, -1
+	// for none since the last list, ended for a PID sampled but not listed.
+	sampledAt int
+}
+
+// ended marks a PID that the list did not hold although the same read
+// sampled it.
+const ended = -2
+
+// due says whether this read lists the processes, after noting what its
+// samples (sampled: the driver answered) and MIG instances show. listAll
+// is the reader's periodic list of every GPU.
+func (l *processListing) due(listAll bool, samples []nvml.ProcessUtilizationSample, sampled bool, migs []snapshot.MIGInstance) bool {
+	l.reads++
+	changed := l.noteSamples(samples)
+	measured := sampled
+	if len(migs) > 0 {
+		measured, changed = l.noteMIG(migs, changed)
+	}
+	return listAll || !l.listedOnce || !measured || changed
+}
+
+// noteSamples records which PIDs this read sampled and reports a new PID
+// or one no longer sampled.
+func (l *processListing) noteSamples(samples []nvml.ProcessUtilizationSample) (changed bool) {
+	if l.pid == nil {
+		l.pid = map[uint32]int32{}
+	}
+	for i := range samples {
+		pid := samples[i].Pid
+		j, ok := l.pid[pid]
+		if !ok {
+			changed = true
+			j = int32(len(l.seen))
+			l.seen = append(l.seen, seenPID{pid: pid})
+			l.pid[pid] = j
+		}
+		l.seen[j].sampledAt = l.reads
+	}
+	for i := range l.seen {
+		if l.seen[i].sampledAt == l.reads-1 {
+			changed = true // sampled at the previous read, not at this one
+		}
+	}
+	return changed
+}
+
+// noteMIG reads the instances' GPM activity; measured is false when an
+// instance has none.
+func (l *processListing) noteMIG(migs []snapshot.MIGInstance, changed bool) (measured, changedNow bool) {
+	if l.migBusy == nil {
+		l.migBusy = map[string]bool{}
+	}
+	measured = true
+	for i := range migs {
+		m := &migs[i]
+		active, ok := m.GPM.SMActive.Get()
+		if !ok {
+			measured = false
+			continue
+		}
+		busy, wasBusy := active > 0, l.migBusy[m.UUID]
+		// Transitions only: an instance that stays busy with nobody
+		// listed (a process the lists do not show) must not have every
+		// read list.
+		if (busy && !wasBusy && !l.migListed[m.UUID]) || (!busy && wasBusy) {
+			changed = true
+		}
+		l.migBusy[m.UUID] = busy
+	}
+	return measured, changed
+}
+
+// listed starts over from this read's list: its PIDs and those of its
+// samples (a PID sampled but not listed ended before the list; its
+// samples must not ask for another).
+func (l *processListing) listed(procs []snapshot.Process, samples []nvml.ProcessUtilizationSample) {
+	l.listedOnce, l.reads = true, 0
+	if l.pid == nil {
+		l.pid = map[uint32]int32{}
+	}
+	clear(l.pid)
+	l.seen = l.seen[:0]
+	for i := range procs {
+		if _, ok := l.pid[procs[i].PID]; !ok {
+			l.pid[procs[i].PID] = int32(len(l.seen))
+			l.seen = append(l.seen, seenPID{pid: procs[i].PID, sampledAt: -1})
+		}
+	}
+	for i := range samples {
+		pid := samples[i].Pid
+		j, ok := l.pid[pid]
+		switch {
+		case !ok:
+			// Sampled, not listed: it ended before the list. Known, and
+			// not expected at the next read.
+			l.pid[pid] = int32(len(l.seen))
+			l.seen = append(l.seen, seenPID{pid: pid, sampledAt: ended})
+		case l.seen[j].sampledAt != ended:
+			l.seen[j].sampledAt = 0
+		}
+	}
+	if l.migListed == nil {
+		l.migListed = map[string]bool{}
+	}
+	clear(l.migListed)
+	for i := range procs {
+		if procs[i].MIGUUID != "" {
+			l.migListed[procs[i].MIGUUID] = true
+		}
+	}
+}

@@ -1,0 +1,146 @@
+package nvmlbackend
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/gpuwatch/gpuwatch/internal/backend/sim"
+	"github.com/gpuwatch/gpuwatch/internal/snapshot"
+)
+
+// listingReads reads every 2 s from 2 s to end and returns, per read
+// time in seconds, the PIDs listed on GPU gpu (nil where the read did not
+// list them).
+func listingReads(t *testing.T, cfg sim.Config, gpu int, end time.Duration) map[int][]uint32 {
+	t.Helper()
+	s := newSim(t, cfg, 0)
+	groups := map[string]bool{snapshot.GroupProcesses: true, snapshot.GroupMIG: true, snapshot.GroupGPM: true}
+	r := newReaderWith(t, s, Options{Groups: groups, Now: s.Now, ProcessSamples: true, GPMOnlyMIG: true, ListProcessesEvery: 8})
+	out := map[int][]uint32{}
+	for e := 2 * time.Second; e <= end; e += 2 * time.Second {
+		s.SetElapsed(e)
+		snap, err := r.Read(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		d := snap.Devices[gpu]
+		var pids []uint32
+		for _, p := range snap.Processes {
+			if p.GPU == gpu {
+				pids = append(pids, p.PID)
+			}
+		}
+		if d.ProcessesNotListed {
+			if len(pids) > 0 {
+				t.Errorf("at %s: not listed, yet %d processes", e, len(pids))
+			}
+			continue
+		}
+		out[int(e/time.Second)] = append([]uint32{}, pids...)
+	}
+	return out
+}
+
+func listTimes(listed map[int][]uint32) []int {
+	var at []int
+	for s := range listed {
+		at = append(at, s)
+	}
+	slices.Sort(at)
+	return at
+}
+
+// The accounting's reader lists every GPU's processes every eighth read,
+// and a GPU's at once when the samples show a new PID (a process listed,
+// and so attributed, at the read of its first sample) or miss one sampled
+// at the read before (a busy process ended). An idle process is listed
+// with the others.
+func TestProcessesListedWhenSamplesChange(t *testing.T) {
+	cfg := sim.Config{Profile: "h100", Processes: []sim.ProcessSpec{
+		{GPU: 0, PID: 10, UsedMemoryBytes: 1 << 30, SMUtilization: 0.5},
+		{GPU: 0, PID: 11, UsedMemoryBytes: 1 << 30, SMUtilization: 0.3, Start: durationPtr(21 * time.Second), End: durationPtr(41 * time.Second)},
+		{GPU: 0, PID: 12, UsedMemoryBytes: 1 << 30}, // idle: never sampled
+	}}
+	listed := listingReads(t, cfg, 0, 60*time.Second)
+	// Every eighth read (2 s, 18 s, 34 s, 50 s) lists every GPU; 22 s:
+	// PID 11's first sample (21.17 s); 44 s: PID 11's last sample (40.83 s)
+	// was read at 42 s, none at 44 s.
+	if at, want := listTimes(listed), []int{2, 18, 22, 34, 44, 50}; !slices.Equal(at, want) {
+		t.Errorf("listed at %v s, want %v", at, want)
+	}
+	if got := listed[22]; !slices.Equal(got, []uint32{10, 11, 12}) {
+		t.Errorf("at 22 s listed %v, want PIDs 10, 11 and the idle 12", got)
+	}
+	if got := listed[44]; !slices.Equal(got, []uint32{10, 12}) {
+		t.Errorf("at 44 s listed %v, want PIDs 10 and 12 (11 ended)", got)
+	}
+}
+
+// A MIG GPU has no per-process samples: with GPM steady, its processes
+// are listed every eighth read, not at every one.
+func TestMIGProcessesListedEveryEighthRead(t *testing.T) {
+	cfg := sim.Config{Profile: "dgx-h100", Processes: []sim.ProcessSpec{
+		{GPU: 7, PID: 701, UsedMemoryBytes: 1 << 30, SMUtilization: 0.6, GPUInstance: new(1), ComputeInstance: new(0)},
+	}}
+	listed := listingReads(t, cfg, 7, 40*time.Second)
+	if at, want := listTimes(listed), []int{2, 18, 34}; !slices.Equal(at, want) {
+		t.Errorf("listed at %v s, want %v", at, want)
+	}
+	if got := listed[18]; !slices.Equal(got, []uint32{701}) {
+		t.Errorf("at 18 s listed %v, want 701", got)
+	}
+}
+
+// GPM says when a MIG instance turned busy with nobody listed in it (a
+// process started there) or turned idle (its processes may have ended).
+// The simulator's GPM does not follow processes' start and end, so the
+// transitions are given here.
+func TestMIGListingFollowsGPMTransitions(t *testing.T) {
+	busy := func(pairs ...float64) []snapshot.MIGInstance {
+		var out []snapshot.MIGInstance
+		for i, v := range pairs {
+			out = append(out, snapshot.MIGInstance{UUID: fmt.Sprint("MIG-", i), GPM: snapshot.GPM{SMActive: snapshot.Some(v)}})
+		}
+		return out
+	}
+	var l processListing
+	steps := []struct {
+		migs   []snapshot.MIGInstance
+		listed []snapshot.Process // the list, when due
+		due    bool
+	}{
+		{busy(0.5, 0), []snapshot.Process{{PID: 1, MIGUUID: "MIG-0"}}, true}, // the first read
+		{busy(0.5, 0), nil, false},
+		{busy(0.5, 0.3), []snapshot.Process{{PID: 1, MIGUUID: "MIG-0"}, {PID: 2, MIGUUID: "MIG-1"}}, true}, // MIG-1 turned busy, nobody listed
+		{busy(0.5, 0.3), nil, false},
+		{busy(0.5, 0), []snapshot.Process{{PID: 1, MIGUUID: "MIG-0"}}, true}, // MIG-1 turned idle
+		{busy(0.5, 0), nil, false},
+		{busy(0.5, 0.2), nil, true}, // MIG-1 turned busy again, nobody listed in it
+	}
+	for i, st := range steps {
+		if due := l.due(false, nil, true, st.migs); due != st.due {
+			t.Fatalf("read %d: due %v, want %v", i, due, st.due)
+		}
+		if st.due {
+			l.listed(st.listed, nil)
+		}
+	}
+	// An instance busy throughout with nobody listed asks once, not at
+	// every read.
+	var m processListing
+	for i := range 7 {
+		if due := m.due(false, nil, true, busy(0.4)); due != (i == 0) {
+			t.Errorf("read %d: due %v, want a list at the first read only", i, due)
+		}
+		if i == 0 {
+			m.listed(nil, nil)
+		}
+	}
+	// GPM absent (its first window): nothing says who is busy, so list.
+	if !m.due(false, nil, true, []snapshot.MIGInstance{{UUID: "MIG-0"}}) {
+		t.Error("not due with GPM absent")
+	}
+}
