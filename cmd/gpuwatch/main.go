@@ -27,6 +27,7 @@ func main() {
 	// record per allocation site for the life of the process, memory that
 	// an exporter nobody profiles would pay for in RSS.
 	runtime.MemProfileRate = 0
+	tuneGC()
 	os.Exit(run(os.Args[1:]))
 }
 
