@@ -14,12 +14,16 @@ import (
 	"github.com/gpuwatch/gpuwatch/internal/snapshot"
 )
 
-const (
+// The watcher's intervals. They are variables only so that this package's
+// tests can shorten the event wait and the retry (main_test.go): a Close
+// waits for each waiter to come back from its wait, and every test would
+// otherwise sit that out.
+var (
 	// xidWaitTimeout bounds each wait for an event.
 	xidWaitTimeout = 500 * time.Millisecond
 	// xidStopTimeout bounds how long Close waits for the watcher: a wait
 	// stuck in a hung driver must not hang the exporter's shutdown.
-	xidStopTimeout = 2 * xidWaitTimeout
+	xidStopTimeout = time.Second
 	// xidRetryInterval paces rebuilding the event set after a failure.
 	xidRetryInterval = 5 * time.Second
 )
