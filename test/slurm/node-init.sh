@@ -53,31 +53,30 @@ munged -f -S "$DIR/node/munge/munge.sock" --key-file="$DIR/munge.key" \
 # With accounting (DIR/slurmdbd.conf, written by internal/testenv/slurmdbd.go):
 # MariaDB on this node's loopback, slurmdbd, and the cluster registered,
 # before slurmctld, which needs the database at its first start.
+# retry TRIES DELAY MESSAGE COMMAND...: runs COMMAND until it succeeds, at
+# most TRIES times DELAY seconds apart; then fails with MESSAGE.
+retry() {
+	tries=$1 delay=$2 message=$3
+	shift 3
+	i=0
+	until "$@" >>"$DIR/node/daemons.out" 2>&1; do
+		i=$((i + 1))
+		if [ "$i" -gt "$tries" ]; then
+			echo "node-init.sh: $message" >&2
+			exit 1
+		fi
+		sleep "$delay"
+	done
+}
 if [ "$ROLE" = ctl ] && [ -f "$DIR/slurmdbd.conf" ]; then
 	export SLURM_CONF="$DIR/slurm.conf"
 	mariadbd --no-defaults --user=root --datadir="$DIR/node/db" --socket="$DIR/node/mariadb.sock" \
 		--bind-address=127.0.0.1 --port=3306 --pid-file="$DIR/node/mariadbd.pid" \
 		--log-error="$DIR/node/mariadbd.log" --innodb-buffer-pool-size=8M --innodb-log-file-size=4M \
 		--innodb-lock-wait-timeout=900 </dev/null >>"$DIR/node/daemons.out" 2>&1 &
-	i=0
-	until [ -S "$DIR/node/mariadb.sock" ]; do
-		i=$((i + 1))
-		if [ "$i" -gt 300 ]; then
-			echo "node-init.sh: mariadbd did not start (see $DIR/node/mariadbd.log)" >&2
-			exit 1
-		fi
-		sleep 0.1
-	done
+	retry 300 0.1 "mariadbd did not start (see $DIR/node/mariadbd.log)" test -S "$DIR/node/mariadb.sock"
 	slurmdbd </dev/null >>"$DIR/node/daemons.out" 2>&1
-	i=0
-	until sacctmgr -n list cluster >>"$DIR/node/daemons.out" 2>&1; do
-		i=$((i + 1))
-		if [ "$i" -gt 100 ]; then
-			echo "node-init.sh: slurmdbd does not answer (see $DIR/node/slurmdbd.log)" >&2
-			exit 1
-		fi
-		sleep 0.2
-	done
+	retry 100 0.2 "slurmdbd does not answer (see $DIR/node/slurmdbd.log)" sacctmgr -n list cluster
 	# The cluster, and the test's accounts (DIR/accounts: a comma-separated
 	# list) with root as their user.
 	cluster=$(sed -n 's/^ClusterName=//p' "$DIR/slurm.conf")
