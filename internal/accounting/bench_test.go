@@ -18,8 +18,8 @@ import (
 
 // The cost of accounting on issue 25's fleet: a DGX H100 (GPU 7 in MIG
 // mode) with 256 processes per GPU in 50 containers, each process busy,
-// so every read carries the driver's whole sample buffer (12 samples per
-// process per 2 s tick).
+// so every read carries a sample of every process (one per process per
+// read, the simulator's default driver).
 const (
 	benchGPUs        = 8
 	benchProcsPerGPU = 256

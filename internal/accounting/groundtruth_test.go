@@ -15,11 +15,22 @@ import (
 
 const step = DefaultInterval
 
+// eachSampleDriver runs test against both drivers nvml.h admits: one
+// sample per process per read (its mean since the last read, what drivers
+// are seen to do) and every buffered 1/6 s sample.
+func eachSampleDriver(t *testing.T, test func(t *testing.T, samples string)) {
+	for _, samples := range []string{sim.ProcessSamplesPerProcess, sim.ProcessSamplesEveryPeriod} {
+		t.Run(samples, func(t *testing.T) { test(t, samples) })
+	}
+}
+
 func pod(ns, name string) snapshot.Owner {
 	return snapshot.Owner{User: "root", Pod: snapshot.Pod{Namespace: ns, Name: name, Container: "main"}}
 }
 
-func TestExclusiveGPU(t *testing.T) {
+func TestExclusiveGPU(t *testing.T) { eachSampleDriver(t, testExclusiveGPU) }
+
+func testExclusiveGPU(t *testing.T, samples string) {
 	cfg := sim.Config{Profile: "h100", Processes: []sim.ProcessSpec{{
 		GPU: 0, PID: 100, UsedMemoryBytes: 10 << 30, SMUtilization: 0.3,
 		Start: dur(10 * time.Second), End: dur(310 * time.Second),
@@ -28,6 +39,7 @@ func TestExclusiveGPU(t *testing.T) {
 			{At: sim.Duration(210 * time.Second), SMUtilization: 0.5},
 		},
 	}}}
+	cfg.ProcessSamples = samples
 	r := newRig(t, cfg, map[uint32]snapshot.Owner{100: {User: "alice"}}, Options{})
 	r.run(step, 400*time.Second)
 
@@ -53,7 +65,9 @@ func TestExclusiveGPU(t *testing.T) {
 // Three pods time-slicing one GPU (the same device in pod-resources for
 // each), starting and ending at different times, one of them idle for a
 // while: each gets its own measured SM time.
-func TestTimeSlicingPods(t *testing.T) {
+func TestTimeSlicingPods(t *testing.T) { eachSampleDriver(t, testTimeSlicingPods) }
+
+func testTimeSlicingPods(t *testing.T, samples string) {
 	cfg := sim.Config{Profile: "h100", Processes: []sim.ProcessSpec{
 		{GPU: 0, PID: 201, UsedMemoryBytes: 4 << 30, SMUtilization: 0.2, Start: dur(0), End: dur(240 * time.Second)},
 		{GPU: 0, PID: 202, UsedMemoryBytes: 4 << 30, SMUtilization: 0.5, Start: dur(60 * time.Second),
@@ -62,6 +76,7 @@ func TestTimeSlicingPods(t *testing.T) {
 		{GPU: 0, PID: 204, UsedMemoryBytes: 2 << 30, SMUtilization: 0.1, Start: dur(30 * time.Second), End: dur(90 * time.Second)},
 	}}
 	owners := map[uint32]snapshot.Owner{201: pod("ml", "a"), 202: pod("ml", "b"), 203: pod("web", "c"), 204: pod("web", "d")}
+	cfg.ProcessSamples = samples
 	r := newRig(t, cfg, owners, Options{})
 	// The kubelet lists every pod on the same GPU.
 	allocs := func() []snapshot.Allocation {
@@ -100,7 +115,9 @@ func TestTimeSlicingPods(t *testing.T) {
 
 // MPS: three clients in three containers, and the MPS server, which holds
 // a context (and memory) of its own and must never be an owner.
-func TestMPSClients(t *testing.T) {
+func TestMPSClients(t *testing.T) { eachSampleDriver(t, testMPSClients) }
+
+func testMPSClients(t *testing.T, samples string) {
 	cfg := sim.Config{Profile: "h100", Processes: []sim.ProcessSpec{
 		{GPU: 0, PID: 300, UsedMemoryBytes: 1 << 30, Type: "compute"},
 		{GPU: 0, PID: 301, UsedMemoryBytes: 3 << 30, SMUtilization: 0.15, Type: "compute+mps", Start: dur(20 * time.Second)},
@@ -114,6 +131,7 @@ func TestMPSClients(t *testing.T) {
 		302: {User: "u2", Container: snapshot.Container{Name: "c2"}},
 		303: {User: "u3", Container: snapshot.Container{Name: "c3"}},
 	}
+	cfg.ProcessSamples = samples
 	r := newRig(t, cfg, owners, Options{})
 	r.run(step, 200*time.Second)
 	near(t, "client 1 SM-seconds", r.ownerTotal(byContainer("c1")).SMSeconds, 180*0.15, 0.01)
@@ -210,10 +228,13 @@ func TestMIGWithoutGPMHasNoSMTime(t *testing.T) {
 }
 
 // A job shorter than a scrape interval (8 s) is counted whole.
-func TestShortJob(t *testing.T) {
+func TestShortJob(t *testing.T) { eachSampleDriver(t, testShortJob) }
+
+func testShortJob(t *testing.T, samples string) {
 	cfg := sim.Config{Profile: "h100", Processes: []sim.ProcessSpec{
 		{GPU: 0, PID: 900, UsedMemoryBytes: 1 << 30, SMUtilization: 0.6, Start: dur(101 * time.Second), End: dur(109 * time.Second)},
 	}}
+	cfg.ProcessSamples = samples
 	r := newRig(t, cfg, map[uint32]snapshot.Owner{900: {Slurm: snapshot.SlurmJob{JobID: "77"}, User: "bob"}}, Options{})
 	r.run(step, 140*time.Second)
 	near(t, "short job SM-seconds", r.ownerTotal(byUser("bob")).SMSeconds, 8*0.6, 0.01)
@@ -249,6 +270,10 @@ func (r *rig) observe(s *snapshot.Snapshot) {
 // clients' work: shared among the clients in proportion to their own SM
 // time (modelled), never kept by the server.
 func TestMPSServerSamplesGoToClients(t *testing.T) {
+	eachSampleDriver(t, testMPSServerSamplesGoToClients)
+}
+
+func testMPSServerSamplesGoToClients(t *testing.T, samples string) {
 	cfg := sim.Config{Profile: "h100", Processes: []sim.ProcessSpec{
 		{GPU: 0, PID: 300, UsedMemoryBytes: 1 << 30, SMUtilization: 0.3, Type: "compute"},
 		{GPU: 0, PID: 301, UsedMemoryBytes: 3 << 30, SMUtilization: 0.1, Type: "compute+mps"},
@@ -259,6 +284,7 @@ func TestMPSServerSamplesGoToClients(t *testing.T) {
 		301: {User: "u1", Container: snapshot.Container{Name: "c1"}},
 		302: {User: "u2", Container: snapshot.Container{Name: "c2"}},
 	}
+	cfg.ProcessSamples = samples
 	r := newRig(t, cfg, owners, Options{})
 	r.run(step, 100*time.Second)
 	// 100 s: client 1 0.1 + 1/3 of the server's 0.3; client 2 0.2 + 2/3.
@@ -272,11 +298,16 @@ func TestMPSServerSamplesGoToClients(t *testing.T) {
 // stand for the whole interval. Steady load stays exact; each change of
 // load costs up to one interval of the old or new value.
 func TestIntervalLongerThanTheDriverBuffer(t *testing.T) {
+	eachSampleDriver(t, testIntervalLongerThanTheDriverBuffer)
+}
+
+func testIntervalLongerThanTheDriverBuffer(t *testing.T, samples string) {
 	cfg := sim.Config{Profile: "h100", Processes: []sim.ProcessSpec{{
 		GPU: 0, PID: 100, UsedMemoryBytes: 1 << 30, SMUtilization: 0.4,
 		Start: dur(10 * time.Second), End: dur(610 * time.Second),
 		Schedule: []sim.UtilizationStep{{At: sim.Duration(310 * time.Second), SMUtilization: 0.8}},
 	}}}
+	cfg.ProcessSamples = samples
 	r := newRig(t, cfg, map[uint32]snapshot.Owner{100: {User: "alice"}}, Options{})
 	r.run(5*time.Second, 700*time.Second)
 	near(t, "SM-seconds", r.ownerTotal(byUser("alice")).SMSeconds, 300*0.4+300*0.8, 0.02)

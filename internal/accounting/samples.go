@@ -7,16 +7,23 @@ import (
 )
 
 // smFromSamples integrates the driver's per-process samples of the
-// interval: SM-seconds = Σ samples × sample period. The period is learnt
-// as the smallest gap between two samples of one process (within a read or
-// across two reads): the driver's sample period where it keeps a buffer of
-// samples (about 1/6 s), the tick where it gives one sample per process
-// per read, which then stands for the whole interval. Until a gap is seen
-// (a GPU's first samples), each process's mean sample stands for the
-// interval. When the driver's buffer is shorter than the interval, the
-// samples it still holds stand for all of it (see bufferScale).
+// interval. nvml.h admits two drivers, and gpuwatch tells them apart by
+// what they answer:
+//
+//   - One sample per process per read (what drivers are seen to do): the
+//     process's utilization since the last seen time. It stands for the
+//     time from the process's sample of the previous read (a process
+//     sampled then), else from the newest sample of the previous read
+//     (a process that started or resumed since): that is the window the
+//     driver averaged over. A GPU's first read stands for the interval.
+//   - Every buffered sample (several of one process in one read): each
+//     stands for the driver's sample period, learnt as the smallest gap
+//     between two samples of one process. When the buffer is shorter
+//     than the interval, the samples it still holds stand for all of it
+//     (see bufferScale).
 func (st *state) smFromSamples(tk *deviceTick, tr *deviceTrack) {
 	tr.sums.add(tk.dev.ProcessSamples)
+	readBefore := tr.newest
 	last := tr.spareLast
 	clear(last)
 	if last == nil {
@@ -35,6 +42,10 @@ func (st *state) smFromSamples(tk *deviceTick, tr *deviceTrack) {
 			tr.period = time.Duration(ps.minGap) * time.Microsecond
 		}
 		last[pid] = ps.last
+		tr.newest = max(tr.newest, ps.last)
+		if ps.n > 1 {
+			tr.buffered = true
+		}
 	}
 	tr.spareLast, tr.lastSample = tr.lastSample, last
 	period := tr.period.Seconds()
@@ -43,8 +54,15 @@ func (st *state) smFromSamples(tk *deviceTick, tr *deviceTrack) {
 	for i := range tr.sums.list {
 		ps := &tr.sums.list[i]
 		pid := ps.pid
-		w := ps.sm * period * scale
-		if period == 0 {
+		var w float64
+		switch {
+		case tr.buffered && period > 0:
+			w = ps.sm * period * scale
+		case ps.sinceLastRead > 0:
+			w = ps.sm / float64(ps.n) * float64(ps.sinceLastRead) / 1e6
+		case readBefore > 0 && ps.last > readBefore:
+			w = ps.sm / float64(ps.n) * float64(ps.last-readBefore) / 1e6
+		default:
 			w = ps.sm / float64(ps.n) * tk.dt
 		}
 		if tk.list.daemons[pid] {

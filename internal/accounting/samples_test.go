@@ -4,6 +4,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gpuwatch/gpuwatch/internal/backend/sim"
 	"github.com/gpuwatch/gpuwatch/internal/snapshot"
 )
 
@@ -43,5 +44,22 @@ func TestOneSamplePerProcessPerRead(t *testing.T) {
 		if !o.SMSeconds.Valid || !within(o.SMSeconds.Value, want, 0.01) {
 			t.Errorf("%s: SM-seconds %+v, want %.1f", o.Key.User, o.SMSeconds, want)
 		}
+	}
+}
+
+// Ticks that do not fall on the driver's 1/6 s periods read 11 periods
+// one time and 12 the next: a per-process sample (its mean since the
+// last read) must stand for the time since that read, not for a gap
+// learnt once.
+func TestTicksOffTheDriverPeriods(t *testing.T) {
+	for _, samples := range []string{sim.ProcessSamplesPerProcess, sim.ProcessSamplesEveryPeriod} {
+		t.Run(samples, func(t *testing.T) {
+			cfg := sim.Config{Profile: "h100", ProcessSamples: samples, Processes: []sim.ProcessSpec{
+				{GPU: 0, PID: 100, UsedMemoryBytes: 1 << 30, SMUtilization: 0.5, Start: dur(3 * time.Second), End: dur(63 * time.Second)},
+			}}
+			r := newRig(t, cfg, map[uint32]snapshot.Owner{100: {User: "alice"}}, Options{})
+			r.run(1900*time.Millisecond, 80*time.Second)
+			near(t, "SM-seconds", r.ownerTotal(byUser("alice")).SMSeconds, 60*0.5, 0.01)
+		})
 	}
 }

@@ -46,6 +46,12 @@ type deviceTrack struct {
 	// period is the driver's sample period, learnt as the smallest gap
 	// between two samples of one process; 0 until one has been seen.
 	period time.Duration
+	// buffered: the driver has given several samples of one process in
+	// one read (every buffered sample, not one per process).
+	buffered bool
+	// newest is the newest sample time (µs) read so far: the reader's
+	// next lastSeenTimestamp.
+	newest uint64
 	// lastSample is each process's newest sample time (µs) of the last read;
 	// spareLast the map before it, for reuse.
 	lastSample, spareLast map[uint32]uint64

@@ -60,6 +60,12 @@ type Config struct {
 	// test what gpuwatch makes of a hostile one (control characters,
 	// newlines).
 	DriverVersion *string `yaml:"driver_version"`
+	// ProcessSamples is how GetProcessUtilization answers (see
+	// processes.go): "per_process" (the default) one sample per process,
+	// its utilization since lastSeenTimestamp, as drivers are seen to do;
+	// "every_period" every buffered 1/6 s sample, several per process,
+	// which nvml.h's words also admit.
+	ProcessSamples string `yaml:"process_samples"`
 
 	// source is the file (or name) the config was parsed from, for errors.
 	source string
@@ -339,6 +345,9 @@ func (c *Config) validateShape() error {
 		if _, ok := initErrors[c.InitError]; !ok {
 			return fmt.Errorf("%s: init_error %q is not one of %s", c.sourceName(), c.InitError, strings.Join(InitErrorNames(), ", "))
 		}
+	}
+	if c.ProcessSamples != "" && c.ProcessSamples != ProcessSamplesPerProcess && c.ProcessSamples != ProcessSamplesEveryPeriod {
+		return fmt.Errorf("%s: process_samples %q is not one of %s, %s", c.sourceName(), c.ProcessSamples, ProcessSamplesPerProcess, ProcessSamplesEveryPeriod)
 	}
 	for i, p := range c.Processes {
 		if err := p.validate(); err != nil {

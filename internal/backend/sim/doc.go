@@ -91,9 +91,11 @@
 // unprivileged caller, unless privileged is set; the MIG device handles
 // list their processes either way.
 // GetProcessUtilization answers from a buffer of samples taken every 1/6 s
-// over the last 2 s, each with its past timestamp, for the busy compute
-// processes: every buffered sample newer than lastSeenTimestamp, or
-// ERROR_NOT_FOUND.
+// over the last 2 s, for the busy compute processes: one sample per
+// process, its mean utilization over the buffered periods newer than
+// lastSeenTimestamp, stamped with the newest period's time (or, with
+// process_samples: every_period, every buffered sample with its past
+// timestamp); ERROR_NOT_FOUND when no process was busy.
 //
 // # Time
 //
@@ -124,6 +126,10 @@
 //	                           # driver_not_loaded, no_permission, unknown_error)
 //	driver_version: "550.90.07"  # optional: the version string the driver
 //	                           # reports, verbatim (a hostile one for tests)
+//	process_samples: every_period  # optional: GetProcessUtilization answers
+//	                           # every buffered 1/6 s sample; default
+//	                           # per_process: one per process, its mean since
+//	                           # lastSeenTimestamp (see processes.go)
 //	processes:                 # GPU processes the simulated driver reports;
 //	                           # replaces the profile's defaults ([] = none)
 //	  - gpu: 0                 # device index

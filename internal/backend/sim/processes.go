@@ -224,21 +224,41 @@ func (d *device) runningProcesses(graphics bool, only *migDevice) ([]nvml.Proces
 }
 
 // The driver samples process utilization every processSamplePeriod and
-// keeps the samples of the last processSampleBuffer in a buffer: a query
-// returns every buffered sample newer than lastSeenTimestamp, several per
-// process, stamped with the (past) time each was taken. A process that was
-// idle over a period has no sample for it (nvml.h: "one utilization sample
-// structure is returned per process running, that had some non-zero
-// utilization during the last sample period").
+// keeps the samples of the last processSampleBuffer. A process that was
+// idle over all of a query's periods has no sample (nvml.h: "one
+// utilization sample structure is returned per process running, that had
+// some non-zero utilization during the last sample period").
+//
+// How a query answers is Config.ProcessSamples:
+//
+//   - per_process (the default): one sample per process, its mean
+//     utilization over the buffered periods newer than lastSeenTimestamp
+//     (periods before it ran count as idle), stamped with the newest
+//     period's time. This is what drivers are seen to do: tools that
+//     read the call report as many samples as processes, and a value
+//     "since the previous query" when lastSeenTimestamp is the previous
+//     answer's time (nvml.h: "Set lastSeenTimeStamp to a timeStamp
+//     retrieved from a previous query to read utilization since the
+//     previous query").
+//   - every_period: every buffered sample newer than lastSeenTimestamp,
+//     several per process, each stamped with the (past) time it was
+//     taken, which nvml.h's words also admit.
 const (
 	processSamplePeriod = time.Second / 6
-	processSampleBuffer = 2 * time.Second
+	// processSampleBuffer is twelve periods (2 s): as a count, since 1/6 s
+	// is no whole number of nanoseconds and 2 s would hold a 13th.
+	processSampleBuffer = 12 * processSamplePeriod
 )
 
-// GetProcessUtilization returns the buffered samples newer than
-// lastSeenTimestamp (µs since the Unix epoch on the simulated clock), or
-// ERROR_NOT_FOUND when there is none, as NVML does. It is NOT_SUPPORTED in
-// MIG mode.
+// Values of Config.ProcessSamples.
+const (
+	ProcessSamplesPerProcess  = "per_process"
+	ProcessSamplesEveryPeriod = "every_period"
+)
+
+// GetProcessUtilization returns the samples newer than lastSeenTimestamp
+// (µs since the Unix epoch on the simulated clock), or ERROR_NOT_FOUND
+// when there is none, as NVML does. It is NOT_SUPPORTED in MIG mode.
 func (d *device) GetProcessUtilization(lastSeenTimestamp uint64) ([]nvml.ProcessUtilizationSample, nvml.Return) {
 	e, r := d.begin(featProcessUtilization)
 	if r != nvml.SUCCESS {
@@ -247,35 +267,93 @@ func (d *device) GetProcessUtilization(lastSeenTimestamp uint64) ([]nvml.Process
 	if d.migEnabled {
 		return nil, nvml.ERROR_NOT_SUPPORTED
 	}
-	newest := e.Truncate(processSamplePeriod)
+	w := sampleWindowOf(e, lastSeenTimestamp)
+	var out []nvml.ProcessUtilizationSample
+	if d.sim.everyPeriod {
+		out = d.everyPeriodSamples(w)
+	} else {
+		out = d.perProcessSamples(w)
+	}
+	if len(out) == 0 {
+		return nil, nvml.ERROR_NOT_FOUND
+	}
+	return out, r
+}
+
+// sampleWindow is the buffered sample periods a query reads: those of
+// the last processSampleBuffer up to newest whose time (in µs, as the
+// driver stamps it) is after lastSeen.
+type sampleWindow struct {
+	newest   time.Duration // elapsed time
+	lastSeen uint64
+	periods  int
+}
+
+func sampleWindowOf(e time.Duration, lastSeenTimestamp uint64) sampleWindow {
+	w := sampleWindow{newest: e.Truncate(processSamplePeriod), lastSeen: lastSeenTimestamp}
+	w.each(func(time.Duration, uint64) { w.periods++ })
+	return w
+}
+
+// each calls f for each period of the window, newest first, with its
+// time stamp.
+func (w sampleWindow) each(f func(at time.Duration, ts uint64)) {
+	for at := w.newest; at > w.newest-processSampleBuffer && at >= 0; at -= processSamplePeriod {
+		ts := uint64(Epoch.Add(at).UnixMicro())
+		if ts <= w.lastSeen {
+			return
+		}
+		f(at, ts)
+	}
+}
+
+// sampled says whether process p has a sample for period at.
+func (p *simProcess) sampled(at time.Duration) bool {
+	return p.compute && p.alive(at) && at >= p.sampledFrom
+}
+
+func (d *device) perProcessSamples(w sampleWindow) []nvml.ProcessUtilizationSample {
+	if w.periods == 0 {
+		return nil
+	}
+	procs := d.procs()
+	out := make([]nvml.ProcessUtilizationSample, 0, len(procs))
+	ts := uint64(Epoch.Add(w.newest).UnixMicro())
+	for i := range procs {
+		p := &procs[i]
+		var sm, mem float64
+		w.each(func(at time.Duration, _ uint64) {
+			if p.sampled(at) {
+				s, m := p.utilAt(at)
+				sm, mem = sm+s, mem+m
+			}
+		})
+		if sm == 0 && mem == 0 {
+			continue
+		}
+		n := float64(w.periods)
+		out = append(out, nvml.ProcessUtilizationSample{Pid: p.pid, TimeStamp: ts, SmUtil: pct(sm / n), MemUtil: pct(mem / n)})
+	}
+	return out
+}
+
+func (d *device) everyPeriodSamples(w sampleWindow) []nvml.ProcessUtilizationSample {
 	procs := d.procs()
 	// Sized for every process busy at every period asked for: a read of
 	// the whole buffer of 2048 processes would otherwise grow it ten times.
-	periods := int(processSampleBuffer / processSamplePeriod)
-	if since := Epoch.Add(newest).UnixMicro() - int64(lastSeenTimestamp); since >= 0 && since < processSampleBuffer.Microseconds() {
-		periods = int(time.Duration(since)*time.Microsecond/processSamplePeriod) + 1
-	}
-	out := make([]nvml.ProcessUtilizationSample, 0, periods*len(procs))
-	for at := newest; at > newest-processSampleBuffer && at >= 0; at -= processSamplePeriod {
-		ts := uint64(Epoch.Add(at).UnixMicro())
-		if ts <= lastSeenTimestamp {
-			break
-		}
-		for _, p := range procs {
-			if !p.compute || !p.alive(at) || at < p.sampledFrom {
+	out := make([]nvml.ProcessUtilizationSample, 0, w.periods*len(procs))
+	w.each(func(at time.Duration, ts uint64) {
+		for i := range procs {
+			p := &procs[i]
+			if !p.sampled(at) {
 				continue
 			}
 			sm, mem := p.utilAt(at)
 			if sm == 0 && mem == 0 {
 				continue
 			}
-			out = append(out, nvml.ProcessUtilizationSample{
-				Pid: p.pid, TimeStamp: ts, SmUtil: pct(sm), MemUtil: pct(mem),
-			})
+			out = append(out, nvml.ProcessUtilizationSample{Pid: p.pid, TimeStamp: ts, SmUtil: pct(sm), MemUtil: pct(mem)})
 		}
-	}
-	if len(out) == 0 {
-		return nil, nvml.ERROR_NOT_FOUND
-	}
-	return out, r
+	})
+	return out
 }

@@ -171,7 +171,8 @@ func TestProcessesFromConcurrentReadsAndRewrites(t *testing.T) {
 func TestProcessesFromEntryStartsWhenTheFileNamesIt(t *testing.T) {
 	dir := t.TempDir()
 	live := filepath.Join(dir, "live.yaml")
-	s := newSim(t, Config{Profile: "h100", Processes: []ProcessSpec{}, ProcessesFrom: live})
+	// Every buffered sample, each with the time it was taken.
+	s := newSim(t, Config{Profile: "h100", Processes: []ProcessSpec{}, ProcessesFrom: live, ProcessSamples: ProcessSamplesEveryPeriod})
 	s.SetElapsed(10 * time.Second)
 	p := startSleeper(t)
 	pid := strconv.Itoa(p.Process.Pid)

@@ -417,17 +417,14 @@ func TestProcessUtilization(t *testing.T) {
 	s := newSim(t, Config{Profile: "h100", PinTime: pinAt(time.Minute)})
 	d := handle(t, s, 0)
 	samples, r := d.GetProcessUtilization(0)
-	// The driver's buffer: a sample every 1/6 s over the last 2 s, newest
-	// first, each stamped with the past time it was taken.
+	// One sample per process: its mean over the buffered periods, stamped
+	// with the newest period's time.
 	now := uint64(s.Now().UnixMicro())
-	if r != nvml.SUCCESS || len(samples) < 10 || len(samples) > 13 {
+	if r != nvml.SUCCESS || len(samples) != 1 {
 		t.Fatalf("samples %+v %v", samples, r)
 	}
-	for i, x := range samples {
-		if x.Pid != 48213 || x.SmUtil != 72 || x.MemUtil != 41 || x.TimeStamp > now || x.TimeStamp < now-2.2e6 ||
-			(i > 0 && x.TimeStamp >= samples[i-1].TimeStamp) {
-			t.Fatalf("sample %d = %+v (now %d)", i, x, now)
-		}
+	if x := samples[0]; x.Pid != 48213 || x.SmUtil != 72 || x.MemUtil != 41 || x.TimeStamp > now || x.TimeStamp < now-uint64(processSamplePeriod.Microseconds()) {
+		t.Fatalf("sample %+v (now %d)", x, now)
 	}
 	// Nothing newer than the last seen sample: NOT_FOUND, as NVML.
 	if _, r := d.GetProcessUtilization(samples[0].TimeStamp); r != nvml.ERROR_NOT_FOUND {
@@ -483,5 +480,57 @@ func TestMIGPrivileges(t *testing.T) {
 		if procs, r := m.GetComputeRunningProcesses(); r != nvml.SUCCESS || len(procs) != 1 {
 			t.Errorf("privileged %v: MIG device process list %+v %v", privileged, procs, r)
 		}
+	}
+}
+
+// With process_samples: every_period the query answers the driver's
+// buffer: a sample every 1/6 s over the last 2 s, newest first, each
+// stamped with the past time it was taken.
+func TestProcessUtilizationEveryPeriod(t *testing.T) {
+	s := newSim(t, Config{Profile: "h100", PinTime: pinAt(time.Minute), ProcessSamples: ProcessSamplesEveryPeriod})
+	d := handle(t, s, 0)
+	samples, r := d.GetProcessUtilization(0)
+	now := uint64(s.Now().UnixMicro())
+	if r != nvml.SUCCESS || len(samples) < 10 || len(samples) > 13 {
+		t.Fatalf("samples %+v %v", samples, r)
+	}
+	for i, x := range samples {
+		if x.Pid != 48213 || x.SmUtil != 72 || x.MemUtil != 41 || x.TimeStamp > now || x.TimeStamp < now-2.2e6 ||
+			(i > 0 && x.TimeStamp >= samples[i-1].TimeStamp) {
+			t.Fatalf("sample %d = %+v (now %d)", i, x, now)
+		}
+	}
+	if _, r := d.GetProcessUtilization(samples[0].TimeStamp); r != nvml.ERROR_NOT_FOUND {
+		t.Errorf("no new samples: %v", r)
+	}
+}
+
+// A per-process sample is the mean over every period since the last
+// seen time, those before the process started counting as idle: the
+// sample times the time since the last read is the process's SM time.
+func TestPerProcessSampleIsTheMeanSinceLastSeen(t *testing.T) {
+	start := Duration(10*time.Second + 500*time.Millisecond)
+	s := newSim(t, Config{Profile: "h100", PinTime: pinAt(10 * time.Second), Processes: []ProcessSpec{
+		{GPU: 0, PID: 7, SMUtilization: 0.6, MemoryUtilization: 0.3, Start: &start},
+	}})
+	d := handle(t, s, 0)
+	if _, r := d.GetProcessUtilization(0); r != nvml.ERROR_NOT_FOUND {
+		t.Fatalf("before the start: %v", r)
+	}
+	lastSeen := uint64(s.Now().UnixMicro())
+	s.SetElapsed(11 * time.Second)
+	samples, r := d.GetProcessUtilization(lastSeen)
+	if r != nvml.SUCCESS || len(samples) != 1 {
+		t.Fatalf("samples %+v %v", samples, r)
+	}
+	// Busy 0.5 s of the 1 s since the last read, at 60 %: 30 %.
+	if x := samples[0]; x.Pid != 7 || x.SmUtil != 30 || x.MemUtil != 15 || x.TimeStamp != uint64(Epoch.Add((11*time.Second).Truncate(processSamplePeriod)).UnixMicro()) {
+		t.Errorf("sample %+v", x)
+	}
+	// Past the buffer, the mean is over the buffer's 2 s.
+	s.SetElapsed(20 * time.Second)
+	samples, _ = d.GetProcessUtilization(samples[0].TimeStamp)
+	if len(samples) != 1 || samples[0].SmUtil != 60 {
+		t.Errorf("after 9 s: %+v", samples)
 	}
 }

@@ -46,6 +46,9 @@ type Sim struct {
 	// driverVersionText replaces the reported driver version when set
 	// (Config.DriverVersion).
 	driverVersionText *string
+	// everyPeriod: GetProcessUtilization answers every buffered sample
+	// (Config.ProcessSamples "every_period").
+	everyPeriod bool
 
 	start time.Time // real time at New, origin of the unpinned clock
 	// pinned holds the pinned elapsed time in nanoseconds, or -1.
@@ -83,6 +86,7 @@ func New(cfg Config) (*Sim, error) {
 		s.initError = initErrors[cfg.InitError] // validateShape checked it
 	}
 	s.driverVersionText = cfg.DriverVersion
+	s.everyPeriod = cfg.ProcessSamples == ProcessSamplesEveryPeriod
 	if cfg.Driver != "" {
 		s.branch, _ = nvmlbranch.Lookup(cfg.Driver) // validateShape checked it
 	}
