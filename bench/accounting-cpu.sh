@@ -3,8 +3,10 @@
 # --backend=sim` side by side (the 2048-process fleet of
 # internal/accounting's benchmarks and the dgx-h100 profile, each with
 # --no-accounting and with the default --accounting), all scraped every
-# SCRAPE seconds, their CPU time (utime+stime from /proc/PID/stat) taken
-# over WINDOWS windows of WINDOW seconds. Prints each window and the
+# SCRAPE seconds, their CPU time taken over WINDOWS windows of WINDOW
+# seconds: the run time of every thread in /proc/PID/task/*/schedstat, in
+# nanoseconds (utime+stime in /proc/PID/stat count 10 ms clock ticks, too
+# coarse for a tick that costs a fraction of a millisecond). Prints each window and the
 # medians, per fleet, and accounting's share on top of the scrapes.
 # Usage: bench/accounting-cpu.sh [WINDOWS [WINDOW [SCRAPE]]] after make build.
 set -euo pipefail
@@ -58,16 +60,15 @@ done
 pids+=($!)
 sleep "$scrape"
 
-hz=$(getconf CLK_TCK)
-ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
+cpu_ns() { cat /proc/"$1"/task/*/schedstat 2>/dev/null | awk '{t += $1} END {printf "%.0f", t}'; }
 declare -A got
 for w in $(seq "$windows"); do
 	declare -A a
-	for n in "${names[@]}"; do a[$n]=$(ticks "${pid[$n]}"); done
+	for n in "${names[@]}"; do a[$n]=$(cpu_ns "${pid[$n]}"); done
 	sleep "$window"
 	line="window $w:"
 	for n in "${names[@]}"; do
-		ms=$(((($(ticks "${pid[$n]}") - ${a[$n]}) * 1000 / hz)))
+		ms=$(awk -v b="$(cpu_ns "${pid[$n]}")" -v a="${a[$n]}" 'BEGIN {printf "%.1f", (b - a) / 1e6}')
 		got[$n]="${got[$n]:-} $ms"
 		line="$line $n ${ms} ms"
 	done
@@ -78,6 +79,6 @@ for f in fleet dgx; do
 	off=$(echo "${got[$f-off]}" | median)
 	on=$(echo "${got[$f-on]}" | median)
 	awk -v f="$f" -v off="$off" -v on="$on" -v w="$window" -v s="$scrape" 'BEGIN {
-		printf "%s: median CPU per %ds window, scraped every %ds: --no-accounting %.0f ms, --accounting %.0f ms: accounting %+.0f ms (%+.0f %% on top)\n",
+		printf "%s: median CPU per %ds window, scraped every %ds: --no-accounting %.1f ms, --accounting %.1f ms: accounting %+.1f ms (%+.1f %% on top)\n",
 			f, w, s, off, on, on - off, (off > 0 ? 100 * (on - off) / off : 0) }'
 done
