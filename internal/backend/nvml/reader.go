@@ -116,6 +116,7 @@ type Reader struct {
 	waitForGPM     bool
 
 	blocked blockedReads
+	workers deviceWorkers
 	// completed keeps each device's newest completed reading, for the
 	// collections its next read does not answer in time (latereads.go).
 	completed completedReadings
@@ -213,6 +214,7 @@ func (r *Reader) Close() error {
 		return nil
 	}
 	r.closed = true
+	r.workers.stop()
 	if r.xid != nil {
 		r.xid.stop()
 	}
@@ -347,8 +349,9 @@ type deviceResult struct {
 	stats     groupStats
 }
 
-// readDevices reads devices 0..count-1 with at most r.parallel at a time.
-// Results are indexed by device index, so the snapshot is sorted for free.
+// readDevices reads devices 0..count-1 with at most r.parallel at a time
+// (readSlots). Results are indexed by device index, so the snapshot is
+// sorted for free.
 //
 // An NVML call can block for a long time on a GPU in a bad state. When ctx
 // ends before a device's read returns, the device is reported down
@@ -356,62 +359,46 @@ type deviceResult struct {
 // does, later reads report that device down at once instead of starting
 // another read that would block too. The other GPUs are read as usual.
 func (r *Reader) readDevices(ctx context.Context, count int, listAll bool) ([]*deviceResult, error) {
-	type finished struct {
-		index  int
-		result *deviceResult
-	}
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
 	results := make([]*deviceResult, count)
-	done := make(chan finished, count) // buffered: an abandoned read never blocks on it
-	slots := make(chan struct{}, max(r.parallel, 1))
-	hold := slotHold(ctx, count, cap(slots))
-	pending := 0
-	for i := range count {
-		if !r.blocked.start(i) {
-			results[i] = r.lateOrDown(i)
-			continue
-		}
-		pending++
-		go func() {
-			defer r.blocked.finish(i)
-			select {
-			case slots <- struct{}{}:
-			case <-ctx.Done():
-				// Never started: the loop below sees the same ctx.Done and
-				// reports this device as not answering.
-				return
+	done := make(chan deviceDone, count) // buffered: an abandoned read never blocks on it
+	slots := newReadSlots(ctx, count, r.parallel)
+	defer slots.stop()
+	next, pending := 0, 0 // next: the first device not started yet
+	startReads := func() {
+		for ; next < count && slots.free(); next++ {
+			if !r.blocked.start(next) {
+				results[next] = r.lateOrDown(next)
+				continue
 			}
-			// A read that outlasts hold gives its slot up and runs on
-			// without one: a hung GPU must not keep a healthy one from
-			// being read before the deadline.
-			var release sync.Once
-			freeSlot := func() { release.Do(func() { <-slots }) }
-			timer := time.AfterFunc(hold, freeSlot)
-			res := new(deviceResult)
-			started := time.Now()
-			r.readDevice(i, res, listAll)
-			res.device.ReadingAge = time.Since(started)
-			// Kept even when this Read has given up on it: a late
-			// reading serves the next collections (latereads.go).
-			r.completed.store(i, res, started)
-			timer.Stop()
-			freeSlot()
-			done <- finished{i, res}
-		}()
+			slots.take(next, time.Now())
+			pending++
+			r.workers.start(r, deviceRead{index: next, listAll: listAll, done: done})
+		}
+		if next < count {
+			slots.wait(time.Now())
+		}
 	}
+	startReads()
 	for pending > 0 {
 		select {
 		case f := <-done:
 			results[f.index] = f.result
 			pending--
+			slots.release(f.index)
+			startReads()
+		case now := <-slots.expired():
+			slots.expire(now)
+			startReads()
 		case <-ctx.Done():
 			if errors.Is(ctx.Err(), context.Canceled) {
 				return nil, ctx.Err()
 			}
-			// Deadline: report what answered, and the rest from their
-			// last completed reading, or as down.
+			// Deadline: report what answered, and the rest (in a call,
+			// or never started) from their last completed reading, or
+			// as down.
 			for i := range count {
 				if results[i] == nil {
 					r.blocked.abandon(i)
@@ -422,22 +409,6 @@ func (r *Reader) readDevices(ctx context.Context, count int, listAll bool) ([]*d
 		}
 	}
 	return results, nil
-}
-
-// slotHold is how long one device read may keep its slot. The slots bound
-// concurrent NVML work for throughput, not for safety: the reads running
-// without a slot are at most one per device (blockedReads). Reads are
-// split into rounds of one slot each, and each round may take half its
-// share of the budget before its slots are handed on, so even when every
-// GPU hangs each one gets started before the deadline.
-func slotHold(ctx context.Context, count, slots int) time.Duration {
-	const floor = 10 * time.Millisecond
-	deadline, ok := ctx.Deadline()
-	if !ok {
-		return time.Second
-	}
-	rounds := (count + slots - 1) / max(slots, 1)
-	return max(time.Until(deadline)/time.Duration(2*max(rounds, 1)), floor)
 }
 
 // notAnswering is the reading of a device whose read did not return in time.
