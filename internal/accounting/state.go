@@ -23,6 +23,10 @@ type state struct {
 	devs      map[string]*deviceTrack           // by GPU UUID
 	// byUUID is the scratch of a tick's devices.
 	byUUID map[string]*deviceTick
+	// devProcs is the scratch of a tick's processes by device, allocSeen
+	// of its allocations.
+	devProcs  deviceProcesses
+	allocSeen map[allocKey]bool
 
 	// ownerOrder and allocOrder are the totals sorted by their labels,
 	// rebuilt only when one is added or removed: the outputs see a stable
