@@ -40,6 +40,8 @@ type deviceState struct {
 	// processHint is how many processes the last read listed: it sizes
 	// the first process-list buffer.
 	processHint int
+	// merge is mergeContexts' index of a long list.
+	merge map[contextKey]int32
 	// clockEventsSupported is the device's supported clock-event reasons,
 	// read once (clockEventsSupportKnown).
 	clockEventsSupported    uint64
