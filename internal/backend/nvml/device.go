@@ -40,8 +40,12 @@ type deviceState struct {
 	// processHint is how many processes the last read listed: it sizes
 	// the first process-list buffer.
 	processHint int
-	// merge is mergeContexts' index of a long list.
-	merge map[contextKey]int32
+	// merge is mergeContexts' index of a long list, newestSample
+	// addUtilization's of many samples.
+	merge        map[contextKey]int32
+	newestSample map[uint32]int32
+	// samples hold Device.ProcessSamples (Options.ProcessSamples).
+	samples sampleBuffers
 	// clockEventsSupported is the device's supported clock-event reasons,
 	// read once (clockEventsSupportKnown).
 	clockEventsSupported    uint64

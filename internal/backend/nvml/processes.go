@@ -257,7 +257,7 @@ func (d *deviceReader) readProcessSamples() (samples []nvml.ProcessUtilizationSa
 	}
 	samples, sampled = d.getProcessUtilization(d.st.lastProcessSample)
 	if sampled {
-		d.out.device.ProcessSamples = processSamples(samples)
+		d.out.device.ProcessSamples = d.st.samples.convert(samples)
 	}
 	return samples, sampled
 }
@@ -304,14 +304,24 @@ func (d *deviceReader) addUtilization(procs []snapshot.Process, samples []nvml.P
 		return newest
 	}
 	if len(samples) > 16 {
-		byPID := make(map[uint32]*nvml.ProcessUtilizationSample, len(samples))
+		// Kept by the device from one read to the next: the indexes of
+		// each PID's newest sample.
+		if d.st.newestSample == nil {
+			d.st.newestSample = make(map[uint32]int32, len(samples))
+		}
+		byPID := d.st.newestSample
+		clear(byPID)
 		for j := range samples {
-			s := &samples[j]
-			if old, ok := byPID[s.Pid]; !ok || s.TimeStamp > old.TimeStamp {
-				byPID[s.Pid] = s
+			if old, ok := byPID[samples[j].Pid]; !ok || samples[j].TimeStamp > samples[old].TimeStamp {
+				byPID[samples[j].Pid] = int32(j)
 			}
 		}
-		newestOf = func(pid uint32) *nvml.ProcessUtilizationSample { return byPID[pid] }
+		newestOf = func(pid uint32) *nvml.ProcessUtilizationSample {
+			if j, ok := byPID[pid]; ok {
+				return &samples[j]
+			}
+			return nil
+		}
 	}
 	for i := range procs {
 		if newest := newestOf(procs[i].PID); newest != nil {
@@ -321,11 +331,28 @@ func (d *deviceReader) addUtilization(procs []snapshot.Process, samples []nvml.P
 	}
 }
 
-// processSamples converts the driver's samples, in its order.
-func processSamples(samples []nvml.ProcessUtilizationSample) []snapshot.ProcessSample {
-	out := make([]snapshot.ProcessSample, len(samples))
-	for i, s := range samples {
-		out[i] = snapshot.ProcessSample{PID: s.Pid, TimeMicros: s.TimeStamp, SM: percent(s.SmUtil), Memory: percent(s.MemUtil)}
+// sampleBuffers are the two slices Device.ProcessSamples alternates
+// between, read after read (Options.ProcessSamples): a snapshot's samples
+// are overwritten by the read after the next one, when its consumer (the
+// accounting, which integrates a tick before it reads the next) is done
+// with them. A new slice per read was a third of the accounting's
+// garbage.
+type sampleBuffers struct {
+	bufs [2][]snapshot.ProcessSample
+	next int
+}
+
+// convert converts the driver's samples, in its order, into the buffer
+// the previous read did not fill. Never nil: no sample is a measure.
+func (b *sampleBuffers) convert(samples []nvml.ProcessUtilizationSample) []snapshot.ProcessSample {
+	out := b.bufs[b.next][:0]
+	if out == nil {
+		out = make([]snapshot.ProcessSample, 0, len(samples))
 	}
+	for _, s := range samples {
+		out = append(out, snapshot.ProcessSample{PID: s.Pid, TimeMicros: s.TimeStamp, SM: percent(s.SmUtil), Memory: percent(s.MemUtil)})
+	}
+	b.bufs[b.next] = out
+	b.next ^= 1
 	return out
 }

@@ -55,7 +55,11 @@ type Options struct {
 	// this reader's previous read to Device.ProcessSamples, and reads them
 	// even when no process is listed (one that ended since the last read
 	// leaves its samples). For the accounting stage, whose reader is its
-	// own: the samples are then read exactly once each.
+	// own: the samples are then read exactly once each. A snapshot's
+	// ProcessSamples stay valid until the read after the next one begins
+	// (two buffers per device take turns): such a reader's snapshots are
+	// for one consumer that is done with each before reading the next
+	// but one.
 	ProcessSamples bool
 	// GPMOnlyMIG reads GPM only on MIG-enabled GPUs, per instance: the
 	// accounting needs it there alone (per-process samples measure whole
