@@ -44,8 +44,10 @@ type deviceState struct {
 	// addUtilization's of many samples.
 	merge        map[contextKey]int32
 	newestSample map[uint32]int32
-	// samples hold Device.ProcessSamples (Options.ProcessSamples).
-	samples sampleBuffers
+	// samples hold Device.ProcessSamples, and processes the lists, of the
+	// accounting's reader (Options.ProcessSamples; alternating.go).
+	samples   alternating[snapshot.ProcessSample]
+	processes alternating[snapshot.Process]
 	// clockEventsSupported is the device's supported clock-event reasons,
 	// read once (clockEventsSupportKnown).
 	clockEventsSupported    uint64

@@ -50,9 +50,13 @@ func (d *deviceReader) readProcesses() []snapshot.Process {
 func (d *deviceReader) listProcesses() []snapshot.Process {
 	var lists listOutcomes
 	// Sized for the last list's processes: one allocation, where growing
-	// by appends made five at 256 processes of 472 bytes each.
+	// by appends made five at 256 processes of 472 bytes each; none for
+	// the accounting's reader, whose lists take turns in two buffers.
 	var procs []snapshot.Process
-	if d.st.processHint > 0 {
+	switch {
+	case d.r.processSamples:
+		procs = d.st.processes.take(d.st.processHint)
+	case d.st.processHint > 0:
 		procs = make([]snapshot.Process, 0, d.st.processHint)
 	}
 	procs, onMIG := d.migProcesses(procs, &lists)
@@ -61,6 +65,9 @@ func (d *deviceReader) listProcesses() []snapshot.Process {
 	d.out.device.ProcessesUnknown = lists.unknown()
 	procs = mergeContexts(procs, &d.st.merge)
 	d.st.processHint = len(procs)
+	if d.r.processSamples {
+		d.st.processes.keep(procs)
+	}
 	return procs
 }
 
@@ -257,7 +264,7 @@ func (d *deviceReader) readProcessSamples() (samples []nvml.ProcessUtilizationSa
 	}
 	samples, sampled = d.getProcessUtilization(d.st.lastProcessSample)
 	if sampled {
-		d.out.device.ProcessSamples = d.st.samples.convert(samples)
+		d.out.device.ProcessSamples = d.st.convertSamples(samples)
 	}
 	return samples, sampled
 }
@@ -331,28 +338,13 @@ func (d *deviceReader) addUtilization(procs []snapshot.Process, samples []nvml.P
 	}
 }
 
-// sampleBuffers are the two slices Device.ProcessSamples alternates
-// between, read after read (Options.ProcessSamples): a snapshot's samples
-// are overwritten by the read after the next one, when its consumer (the
-// accounting, which integrates a tick before it reads the next) is done
-// with them. A new slice per read was a third of the accounting's
-// garbage.
-type sampleBuffers struct {
-	bufs [2][]snapshot.ProcessSample
-	next int
-}
-
-// convert converts the driver's samples, in its order, into the buffer
-// the previous read did not fill. Never nil: no sample is a measure.
-func (b *sampleBuffers) convert(samples []nvml.ProcessUtilizationSample) []snapshot.ProcessSample {
-	out := b.bufs[b.next][:0]
-	if out == nil {
-		out = make([]snapshot.ProcessSample, 0, len(samples))
-	}
+// convertSamples converts the driver's samples, in its order, into the
+// device's buffer of this read (alternating.go). Never nil: no sample is a
+// measure.
+func (st *deviceState) convertSamples(samples []nvml.ProcessUtilizationSample) []snapshot.ProcessSample {
+	out := st.samples.take(len(samples))
 	for _, s := range samples {
 		out = append(out, snapshot.ProcessSample{PID: s.Pid, TimeMicros: s.TimeStamp, SM: percent(s.SmUtil), Memory: percent(s.MemUtil)})
 	}
-	b.bufs[b.next] = out
-	b.next ^= 1
-	return out
+	return st.samples.keep(out)
 }

@@ -56,10 +56,10 @@ type Options struct {
 	// even when no process is listed (one that ended since the last read
 	// leaves its samples). For the accounting stage, whose reader is its
 	// own: the samples are then read exactly once each. A snapshot's
-	// ProcessSamples stay valid until the read after the next one begins
-	// (two buffers per device take turns): such a reader's snapshots are
-	// for one consumer that is done with each before reading the next
-	// but one.
+	// ProcessSamples and Processes stay valid until the read after the
+	// next one begins (two buffers take turns, alternating.go): such a
+	// reader's snapshots are for one consumer that is done with each
+	// before reading the next but one.
 	ProcessSamples bool
 	// GPMOnlyMIG reads GPM only on MIG-enabled GPUs, per instance: the
 	// accounting needs it there alone (per-process samples measure whole
@@ -112,8 +112,11 @@ type Reader struct {
 	mu     sync.Mutex
 	states map[int]*deviceState // by device index
 	// reads counts the reads, for ListProcessesEvery.
-	reads    uint64
-	versions versions
+	reads uint64
+	// processes holds the snapshots' process lists of the accounting's
+	// reader (Options.ProcessSamples; alternating.go).
+	processes alternating[snapshot.Process]
+	versions  versions
 	// gpmFirstWindow is when the GPM windows opened by New span
 	// gpmMinWindow; zero once the first Read has passed it.
 	gpmFirstWindow time.Time
@@ -297,10 +300,11 @@ func (r *Reader) Read(ctx context.Context) (*snapshot.Snapshot, error) {
 		nprocs += len(res.processes)
 	}
 	if nprocs > 0 {
-		snap.Processes = make([]snapshot.Process, 0, nprocs)
+		snap.Processes = r.takeProcesses(nprocs)
 		for _, res := range results {
 			snap.Processes = appendSorted(snap.Processes, res.processes)
 		}
+		r.keepProcesses(snap.Processes)
 	}
 
 	if r.groups[gXID] {
@@ -320,6 +324,28 @@ func (r *Reader) Read(ctx context.Context) (*snapshot.Snapshot, error) {
 	snap.Groups = stats.statusMap(r.groups)
 	snap.ReadingsDropped = r.dropped.copy()
 	return snap, nil
+}
+
+// takeProcesses is the slice for a snapshot's n processes: the
+// accounting's reader's buffer of this read (alternating.go), a new one
+// for any other.
+func (r *Reader) takeProcesses(n int) []snapshot.Process {
+	if !r.processSamples {
+		return make([]snapshot.Process, 0, n)
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.processes.take(n)
+}
+
+// keepProcesses hands the buffer from takeProcesses back.
+func (r *Reader) keepProcesses(procs []snapshot.Process) {
+	if !r.processSamples {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.processes.keep(procs)
 }
 
 // listsAll says whether this read lists every GPU's processes: every read,
