@@ -21,9 +21,9 @@ type state struct {
 	// oldestSeen is the oldest LastSeen of the totals at expire's last
 	// pass; zero when there were none.
 	oldestSeen time.Time
-	allocs    map[allocKey]*snapshot.AllocationTotal
-	idle      map[string]*snapshot.DeviceEnergy // by GPU UUID
-	devs      map[string]*deviceTrack           // by GPU UUID
+	allocs     map[allocKey]*snapshot.AllocationTotal
+	idle       map[string]*snapshot.DeviceEnergy // by GPU UUID
+	devs       map[string]*deviceTrack           // by GPU UUID
 	// byUUID is the scratch of a tick's devices.
 	byUUID map[string]*deviceTick
 	// devProcs is the scratch of a tick's processes by device, allocSeen
