@@ -89,10 +89,41 @@ func (w *deviceWorkers) stop() {
 // it: a late reading serves the next collections (latereads.go).
 func (r *Reader) runDeviceRead(job deviceRead) {
 	defer r.blocked.finish(job.index)
-	res := new(deviceResult)
+	res := r.newResult(job.index)
 	started := time.Now()
 	r.readDevice(job.index, res, job.listAll)
 	res.device.ReadingAge = time.Since(started)
 	r.completed.store(job.index, res, started)
 	job.done <- deviceDone{job.index, res} // buffered: never blocks
+}
+
+// newResult is the result of a read of device i: for the accounting's
+// reader the device's result of the read before the last one, emptied
+// (alternating.go: its snapshot, and any later one that served it late, are
+// done with by now, and a newer reading is kept in its place), for any
+// other reader a new one.
+func (r *Reader) newResult(i int) *deviceResult {
+	if !r.processSamples {
+		return new(deviceResult)
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if i >= len(r.results) {
+		r.results = append(r.results, make([]*resultPair, i+1-len(r.results))...)
+	}
+	p := r.results[i]
+	if p == nil {
+		p = new(resultPair)
+		r.results[i] = p
+	}
+	res := &p.bufs[p.turn]
+	p.turn ^= 1
+	*res = deviceResult{}
+	return res
+}
+
+// resultPair is one device's two results that take turns.
+type resultPair struct {
+	bufs [2]deviceResult
+	turn int
 }

@@ -32,7 +32,7 @@ type slotHolder struct {
 
 func newReadSlots(ctx context.Context, count, size int) readSlots {
 	size = max(size, 1)
-	return readSlots{size: size, hold: slotHold(ctx, count, size)}
+	return readSlots{size: size, hold: slotHold(ctx, count, size), holders: make([]slotHolder, 0, min(size, count))}
 }
 
 // free says whether a read may start now.

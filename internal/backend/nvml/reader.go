@@ -114,8 +114,10 @@ type Reader struct {
 	// reads counts the reads, for ListProcessesEvery.
 	reads uint64
 	// processes holds the snapshots' process lists of the accounting's
-	// reader (Options.ProcessSamples; alternating.go).
+	// reader (Options.ProcessSamples; alternating.go), results its device
+	// results, by device index.
 	processes alternating[snapshot.Process]
+	results   []*resultPair
 	versions  versions
 	// gpmFirstWindow is when the GPM windows opened by New span
 	// gpmMinWindow; zero once the first Read has passed it.
