@@ -423,17 +423,18 @@ func (r *Reader) readDevices(ctx context.Context, count int, listAll bool) ([]*d
 	defer slots.stop()
 	next, pending := 0, 0 // next: the first device not started yet
 	startReads := func() {
+		now := time.Now() // one clock read for the reads started together
 		for ; next < count && slots.free(); next++ {
-			if !r.blocked.start(next) {
+			if !r.blocked.start(next, now) {
 				results[next] = r.lateOrDown(next)
 				continue
 			}
-			slots.take(next, time.Now())
+			slots.take(next, now)
 			pending++
 			r.workers.start(r, deviceRead{index: next, listAll: listAll, done: done})
 		}
 		if next < count {
-			slots.wait(time.Now())
+			slots.wait(now)
 		}
 	}
 	startReads()
