@@ -3,6 +3,7 @@ package nvmlbackend
 import (
 	"context"
 	"slices"
+	"sync"
 	"time"
 )
 
@@ -22,8 +23,11 @@ type readSlots struct {
 	// holders are the reads that hold a slot, by device index, with when
 	// each began.
 	holders []slotHolder
-	timer   *time.Timer // made when a device first waits for a slot
+	timer   *time.Timer // from slotTimers, when a device first waits for a slot
 }
+
+// slotTimers keeps the slot timers of finished Reads for the next ones.
+var slotTimers sync.Pool
 
 type slotHolder struct {
 	index   int
@@ -71,9 +75,15 @@ func (s *readSlots) wait(now time.Time) {
 	}
 	d := oldest.Add(s.hold).Sub(now)
 	if s.timer == nil {
-		s.timer = time.NewTimer(d)
-		return
+		if t, ok := slotTimers.Get().(*time.Timer); ok {
+			s.timer = t
+		} else {
+			s.timer = time.NewTimer(d)
+			return
+		}
 	}
+	// A stopped timer, or one whose hold passed: Reset drops a value it
+	// may hold (Go 1.23 timers).
 	s.timer.Reset(d)
 }
 
@@ -86,6 +96,8 @@ func (s *readSlots) expire(now time.Time) {
 func (s *readSlots) stop() {
 	if s.timer != nil {
 		s.timer.Stop()
+		slotTimers.Put(s.timer)
+		s.timer = nil
 	}
 }
 

@@ -56,10 +56,10 @@ type Options struct {
 	// even when no process is listed (one that ended since the last read
 	// leaves its samples). For the accounting stage, whose reader is its
 	// own: the samples are then read exactly once each. A snapshot's
-	// ProcessSamples and Processes stay valid until the read after the
-	// next one begins (two buffers take turns, alternating.go): such a
-	// reader's snapshots are for one consumer that is done with each
-	// before reading the next but one.
+	// Devices (with their ProcessSamples) and Processes stay valid until
+	// the read after the next one begins (two buffers take turns,
+	// alternating.go): such a reader's snapshots are for one consumer
+	// that is done with each before reading the next but one.
 	ProcessSamples bool
 	// GPMOnlyMIG reads GPM only on MIG-enabled GPUs, per instance: the
 	// accounting needs it there alone (per-process samples measure whole
@@ -113,10 +113,11 @@ type Reader struct {
 	states map[int]*deviceState // by device index
 	// reads counts the reads, for ListProcessesEvery.
 	reads uint64
-	// processes holds the snapshots' process lists of the accounting's
-	// reader (Options.ProcessSamples; alternating.go), results its device
-	// results, by device index.
+	// processes and devices hold the snapshots' process and device lists
+	// of the accounting's reader (Options.ProcessSamples;
+	// alternating.go), results its device results, by device index.
 	processes alternating[snapshot.Process]
+	devices   alternating[snapshot.Device]
 	results   []*resultPair
 	versions  versions
 	// gpmFirstWindow is when the GPM windows opened by New span
@@ -294,7 +295,7 @@ func (r *Reader) Read(ctx context.Context) (*snapshot.Snapshot, error) {
 		return nil, err
 	}
 
-	snap.Devices = make([]snapshot.Device, count)
+	snap.Devices = r.takeDevices(count)
 	nprocs := 0
 	for i, res := range results {
 		snap.Devices[i] = res.device
@@ -326,6 +327,18 @@ func (r *Reader) Read(ctx context.Context) (*snapshot.Snapshot, error) {
 	snap.Groups = stats.statusMap(r.groups)
 	snap.ReadingsDropped = r.dropped.copy()
 	return snap, nil
+}
+
+// takeDevices is the slice for a snapshot's count devices, each to be
+// set whole: the accounting's reader's buffer of this read
+// (alternating.go), a new one for any other.
+func (r *Reader) takeDevices(count int) []snapshot.Device {
+	if !r.processSamples {
+		return make([]snapshot.Device, count)
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.devices.keep(r.devices.take(count)[:count])
 }
 
 // takeProcesses is the slice for a snapshot's n processes: the
