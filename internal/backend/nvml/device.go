@@ -40,10 +40,12 @@ type deviceState struct {
 	// processHint is how many processes the last read listed: it sizes
 	// the first process-list buffer.
 	processHint int
-	// merge is mergeContexts' index of a long list, newestSample
-	// addUtilization's of many samples.
+	// Scratch kept from one read to the next: merge is mergeContexts'
+	// index of a long list, newestSample addUtilization's of many
+	// samples.
 	merge        map[contextKey]int32
 	newestSample map[uint32]int32
+	onMIG        map[processKey]bool // migProcesses' processes seen on MIG devices
 	// samples hold Device.ProcessSamples, and processes the lists, of the
 	// accounting's reader (Options.ProcessSamples; alternating.go).
 	samples   alternating[snapshot.ProcessSample]

@@ -98,7 +98,12 @@ func (d *deviceReader) migProcesses(procs []snapshot.Process, lists *listOutcome
 				p.ComputeInstanceID = snapshot.Some(m.computeInstanceID)
 				procs = append(procs, p)
 				if onMIG == nil {
-					onMIG = make(map[processKey]bool)
+					// Kept by the device from one list to the next.
+					if d.st.onMIG == nil {
+						d.st.onMIG = make(map[processKey]bool)
+					}
+					onMIG = d.st.onMIG
+					clear(onMIG)
 				}
 				onMIG[processKey{info.Pid, kind.name}] = true
 			}
