@@ -13,7 +13,11 @@ import (
 // allocation with no process running was idle; one whose processes' SM
 // time was not measured (a MIG instance without GPM) adds no idle time.
 func (st *state) addAllocations(s *snapshot.Snapshot, byUUID map[string]*deviceTick, dt float64, threshold float64) {
-	seen := map[allocKey]bool{}
+	if st.allocSeen == nil {
+		st.allocSeen = map[allocKey]bool{}
+	}
+	seen := st.allocSeen
+	clear(seen)
 	for i := range s.Allocations {
 		a := &s.Allocations[i]
 		tk := byUUID[a.GPUUUID]

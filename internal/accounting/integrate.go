@@ -55,7 +55,7 @@ type endedFigures struct{ sm, energy float64 }
 
 // addSM adds SM-seconds to owner k, listed or ended.
 func (tk *deviceTick) addSM(k snapshot.OwnerKey, v float64) {
-	if j, ok := tk.list.index[k]; ok {
+	if j, ok := tk.list.indexOf(&k); ok {
 		tk.list.owners[j].sm += v
 		return
 	}
@@ -72,9 +72,10 @@ func (tk *deviceTick) addSM(k snapshot.OwnerKey, v float64) {
 func (st *state) integrate(s *snapshot.Snapshot, opts Options) bool {
 	if !st.started {
 		st.started, st.last = true, s.Time
+		st.devProcs.group(s)
 		for i := range s.Devices {
 			if d := &s.Devices[i]; d.UUID != "" {
-				st.trackEnergy(d, st.track(s, d))
+				st.trackEnergy(d, st.track(s, i))
 			}
 		}
 		return false
@@ -86,12 +87,13 @@ func (st *state) integrate(s *snapshot.Snapshot, opts Options) bool {
 	st.last = s.Time
 	byUUID := st.byUUID
 	clear(byUUID)
+	st.devProcs.group(s)
 	for i := range s.Devices {
 		d := &s.Devices[i]
 		if !d.Up || d.UUID == "" {
 			continue
 		}
-		tr := st.track(s, d)
+		tr := st.track(s, i)
 		tk := st.tickDevice(d, tr, dt)
 		byUUID[d.UUID] = tk
 		st.addOwners(tk, s.Time, dt)
@@ -226,11 +228,12 @@ func (st *state) addOwners(tk *deviceTick, now time.Time, dt float64) {
 	e.Joules += idle
 }
 
-// track takes device d's process list of this snapshot, when the reader
+// track takes device s.Devices[dev]'s process list of this snapshot, when the reader
 // listed them: it replaces the last list, which becomes the list before.
 // A device the reader did not list keeps its last list. A device never
 // listed (tracked from a read that did not list it) has none yet.
-func (st *state) track(s *snapshot.Snapshot, d *snapshot.Device) *deviceTrack {
+func (st *state) track(s *snapshot.Snapshot, dev int) *deviceTrack {
+	d := &s.Devices[dev]
 	tr := st.devs[d.UUID]
 	if tr == nil {
 		tr = &deviceTrack{}
@@ -239,7 +242,7 @@ func (st *state) track(s *snapshot.Snapshot, d *snapshot.Device) *deviceTrack {
 	if d.ProcessesNotListed {
 		return tr
 	}
-	tr.spare.fill(s, d)
+	tr.spare.fill(s, d, st.devProcs.of(dev), &tr.list)
 	tr.list, tr.before, tr.spare = tr.spare, tr.list, tr.before
 	return tr
 }

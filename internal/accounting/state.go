@@ -18,11 +18,18 @@ type state struct {
 	// cached by a listed owner (listedOwner.total) is valid while it
 	// holds.
 	ownersGen uint64
-	allocs    map[allocKey]*snapshot.AllocationTotal
-	idle      map[string]*snapshot.DeviceEnergy // by GPU UUID
-	devs      map[string]*deviceTrack           // by GPU UUID
+	// oldestSeen is the oldest LastSeen of the totals at expire's last
+	// pass; zero when there were none.
+	oldestSeen time.Time
+	allocs     map[allocKey]*snapshot.AllocationTotal
+	idle       map[string]*snapshot.DeviceEnergy // by GPU UUID
+	devs       map[string]*deviceTrack           // by GPU UUID
 	// byUUID is the scratch of a tick's devices.
 	byUUID map[string]*deviceTick
+	// devProcs is the scratch of a tick's processes by device, allocSeen
+	// of its allocations.
+	devProcs  deviceProcesses
+	allocSeen map[allocKey]bool
 
 	// ownerOrder and allocOrder are the totals sorted by their labels,
 	// rebuilt only when one is added or removed: the outputs see a stable
@@ -95,21 +102,37 @@ func (st *state) owner(k snapshot.OwnerKey, now time.Time) *snapshot.OwnerTotal 
 }
 
 // expire drops the totals of owners and allocations not seen for longer
-// than retention.
+// than retention. A pass over them all is made only once the oldest
+// LastSeen of the last pass is older than retention: LastSeen only grows,
+// and totals made since are newer (they start at their tick's time).
 func (st *state) expire(now time.Time, retention time.Duration) {
+	if !st.oldestSeen.IsZero() && now.Sub(st.oldestSeen) <= retention {
+		return
+	}
+	var oldest time.Time
+	keep := func(seen time.Time) bool {
+		if now.Sub(seen) > retention {
+			return false
+		}
+		if oldest.IsZero() || seen.Before(oldest) {
+			oldest = seen
+		}
+		return true
+	}
 	for k, t := range st.owners {
-		if now.Sub(t.LastSeen) > retention {
+		if !keep(t.LastSeen) {
 			delete(st.owners, k)
 			st.reorder = true
 			st.ownersGen++
 		}
 	}
 	for k, t := range st.allocs {
-		if now.Sub(t.LastSeen) > retention {
+		if !keep(t.LastSeen) {
 			delete(st.allocs, k)
 			st.reorder = true
 		}
 	}
+	st.oldestSeen = oldest
 }
 
 // sortOrders rebuilds the sorted orders after totals came or went.

@@ -14,9 +14,9 @@ type blockedReads struct {
 	since     map[int]time.Time // when the device's oldest read in flight began
 }
 
-// start registers a read of device i; false when an abandoned read of it
-// is still blocked.
-func (b *blockedReads) start(i int) bool {
+// start registers a read of device i, beginning now; false when an
+// abandoned read of it is still blocked.
+func (b *blockedReads) start(i int, now time.Time) bool {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.abandoned[i] {
@@ -26,7 +26,7 @@ func (b *blockedReads) start(i int) bool {
 		b.running, b.abandoned, b.since = map[int]int{}, map[int]bool{}, map[int]time.Time{}
 	}
 	if b.running[i] == 0 {
-		b.since[i] = time.Now()
+		b.since[i] = now
 	}
 	b.running[i]++
 	return true

@@ -40,6 +40,16 @@ type deviceState struct {
 	// processHint is how many processes the last read listed: it sizes
 	// the first process-list buffer.
 	processHint int
+	// Scratch kept from one read to the next: merge is mergeContexts'
+	// index of a long list, newestSample addUtilization's of many
+	// samples.
+	merge        map[contextKey]int32
+	newestSample map[uint32]int32
+	onMIG        map[processKey]bool // migProcesses' processes seen on MIG devices
+	// samples hold Device.ProcessSamples, and processes the lists, of the
+	// accounting's reader (Options.ProcessSamples; alternating.go).
+	samples   alternating[snapshot.ProcessSample]
+	processes alternating[snapshot.Process]
 	// clockEventsSupported is the device's supported clock-event reasons,
 	// read once (clockEventsSupportKnown).
 	clockEventsSupported    uint64
@@ -69,6 +79,9 @@ type deviceReader struct {
 	listAll bool
 
 	fields fieldBatch
+	// lastEnd is when the last group run ended (run); the field batch
+	// between groups moves it on.
+	lastEnd time.Time
 
 	// Facts read once per device read and shared by several groups.
 	migModeRead  bool
@@ -159,9 +172,16 @@ func (d *deviceReader) run(g groupID, fn func()) {
 	if !d.r.groups[g] || d.gone != "" {
 		return
 	}
-	start := time.Now()
+	// One clock read per group: a group starts when the one before it
+	// ended (the groups run back to back), and the clock is slow to read
+	// on some machines (a tenth of the accounting's tick on a VM).
+	start := d.lastEnd
+	if start.IsZero() {
+		start = time.Now()
+	}
 	defer func() {
-		d.out.stats[g].dur += time.Since(start)
+		d.lastEnd = time.Now()
+		d.out.stats[g].dur += d.lastEnd.Sub(start)
 		if p := recover(); p != nil {
 			d.out.stats.fail(g, fmt.Errorf("gpu %d: %s: panic: %v", d.index, g, p))
 		}

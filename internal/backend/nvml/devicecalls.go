@@ -38,7 +38,7 @@ func (b *blockedReads) callEach(timeout time.Duration, indices []int, call func(
 	done := make(chan int, len(indices)) // buffered: an abandoned call never blocks on it
 	pending := make(map[int]bool, len(indices))
 	for k, i := range indices {
-		if !b.start(i) {
+		if !b.start(i, time.Now()) {
 			outcomes[k] = callSkipped
 			continue
 		}

@@ -57,7 +57,8 @@ func (d *deviceReader) readFieldBatch() {
 
 	start := time.Now()
 	ret := d.callFieldValues(b.values)
-	elapsed := time.Since(start)
+	d.lastEnd = time.Now()
+	elapsed := d.lastEnd.Sub(start)
 	for _, g := range b.groups {
 		d.out.stats[g].dur += elapsed / time.Duration(len(b.groups))
 	}

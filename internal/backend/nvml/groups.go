@@ -117,7 +117,13 @@ func (s *groupStats) add(o *groupStats) {
 
 // statusMap renders the stats of the enabled groups for Snapshot.Groups.
 func (s *groupStats) statusMap(enabled groupSet) map[string]snapshot.GroupStatus {
-	m := make(map[string]snapshot.GroupStatus, numGroups)
+	n := 0
+	for g := range numGroups {
+		if enabled[g] {
+			n++
+		}
+	}
+	m := make(map[string]snapshot.GroupStatus, n)
 	for g := range numGroups {
 		if enabled[g] {
 			m[groupNames[g]] = snapshot.GroupStatus{Duration: s[g].dur, Err: s[g].err}

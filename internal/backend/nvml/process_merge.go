@@ -10,30 +10,64 @@ const processTypeBoth = "compute+graphics"
 // one GPU (or MIG device) into a single entry. nvml.h says of both
 // nvmlDeviceGetComputeRunningProcesses and ...GraphicsRunningProcesses that
 // usedGpuMemory "is all of the memory used by the application": listing the
-// process twice would count its memory, and its SM share, twice. The lists
-// are short, so a quadratic scan beats a map.
-func mergeContexts(procs []snapshot.Process) []snapshot.Process {
+// process twice would count its memory, and its SM share, twice. A short
+// list is scanned; a long one (an inference or MPS host lists hundreds,
+// where the scan turned quadratic) finds each process's first entry in
+// first, a map kept by the device from one list to the next.
+func mergeContexts(procs []snapshot.Process, first *map[contextKey]int32) []snapshot.Process {
+	const scanMax = 16
+	long := len(procs) > scanMax
+	if long {
+		if *first == nil {
+			*first = make(map[contextKey]int32, len(procs))
+		}
+		clear(*first)
+	}
 	out := procs[:0]
 	for _, p := range procs {
-		merged := false
-		for j := range out {
-			q := &out[j]
-			if q.PID != p.PID || q.MIGUUID != p.MIGUUID || q.Type == p.Type {
-				continue
+		var into *snapshot.Process
+		if long {
+			k := contextKey{p.PID, p.MIGUUID}
+			j, seen := (*first)[k]
+			switch {
+			case !seen:
+				(*first)[k] = int32(len(out))
+			case out[j].Type != p.Type:
+				into = &out[j]
+			default:
+				into = mergeTarget(out, &p) // the same list twice: rare
 			}
-			q.Type = combineProcessTypes(q.Type, p.Type)
-			// Both report the whole application; they differ only when the
-			// two calls were made a moment apart, and the larger is newer
-			// or more complete.
-			if v, ok := p.UsedMemory.Get(); ok && (!q.UsedMemory.Valid || v > q.UsedMemory.Value) {
-				q.UsedMemory = p.UsedMemory
-			}
-			merged = true
-			break
+		} else {
+			into = mergeTarget(out, &p)
 		}
-		if !merged {
+		if into == nil {
 			out = append(out, p)
+			continue
+		}
+		into.Type = combineProcessTypes(into.Type, p.Type)
+		// Both report the whole application; they differ only when the
+		// two calls were made a moment apart, and the larger is newer
+		// or more complete.
+		if v, ok := p.UsedMemory.Get(); ok && (!into.UsedMemory.Valid || v > into.UsedMemory.Value) {
+			into.UsedMemory = p.UsedMemory
 		}
 	}
 	return out
+}
+
+// contextKey is one process on one GPU or MIG device.
+type contextKey struct {
+	pid uint32
+	mig string
+}
+
+// mergeTarget is the first entry of out that p folds into: the same
+// process on the same GPU or MIG device, listed as another kind.
+func mergeTarget(out []snapshot.Process, p *snapshot.Process) *snapshot.Process {
+	for j := range out {
+		if q := &out[j]; q.PID == p.PID && q.MIGUUID == p.MIGUUID && q.Type != p.Type {
+			return q
+		}
+	}
+	return nil
 }

@@ -49,12 +49,25 @@ func (d *deviceReader) readProcesses() []snapshot.Process {
 // devices.
 func (d *deviceReader) listProcesses() []snapshot.Process {
 	var lists listOutcomes
-	procs, onMIG := d.migProcesses(&lists)
-	procs = append(procs, d.parentProcesses(&lists, onMIG)...)
+	// Sized for the last list's processes: one allocation, where growing
+	// by appends made five at 256 processes of 472 bytes each; none for
+	// the accounting's reader, whose lists take turns in two buffers.
+	var procs []snapshot.Process
+	switch {
+	case d.r.processSamples:
+		procs = d.st.processes.take(d.st.processHint)
+	case d.st.processHint > 0:
+		procs = make([]snapshot.Process, 0, d.st.processHint)
+	}
+	procs, onMIG := d.migProcesses(procs, &lists)
+	procs = d.parentProcesses(procs, &lists, onMIG)
 
 	d.out.device.ProcessesUnknown = lists.unknown()
-	procs = mergeContexts(procs)
+	procs = mergeContexts(procs, &d.st.merge)
 	d.st.processHint = len(procs)
+	if d.r.processSamples {
+		d.st.processes.keep(procs)
+	}
 	return procs
 }
 
@@ -64,11 +77,10 @@ type processKey struct {
 	kind string
 }
 
-// migProcesses lists the processes of each MIG device, which carry its
-// identity, and says which were seen there: the same process may also
-// appear in the parent GPU's list, where it is skipped.
-func (d *deviceReader) migProcesses(lists *listOutcomes) ([]snapshot.Process, map[processKey]bool) {
-	var procs []snapshot.Process
+// migProcesses appends the processes of each MIG device, which carry its
+// identity, to procs and says which were seen there: the same process may
+// also appear in the parent GPU's list, where it is skipped.
+func (d *deviceReader) migProcesses(procs []snapshot.Process, lists *listOutcomes) ([]snapshot.Process, map[processKey]bool) {
 	var onMIG map[processKey]bool // nil on a GPU without MIG devices: no allocation
 	for _, m := range d.migDevices(gProcesses) {
 		for _, kind := range processKinds {
@@ -86,7 +98,12 @@ func (d *deviceReader) migProcesses(lists *listOutcomes) ([]snapshot.Process, ma
 				p.ComputeInstanceID = snapshot.Some(m.computeInstanceID)
 				procs = append(procs, p)
 				if onMIG == nil {
-					onMIG = make(map[processKey]bool)
+					// Kept by the device from one list to the next.
+					if d.st.onMIG == nil {
+						d.st.onMIG = make(map[processKey]bool)
+					}
+					onMIG = d.st.onMIG
+					clear(onMIG)
 				}
 				onMIG[processKey{info.Pid, kind.name}] = true
 			}
@@ -95,9 +112,9 @@ func (d *deviceReader) migProcesses(lists *listOutcomes) ([]snapshot.Process, ma
 	return procs, onMIG
 }
 
-// parentProcesses lists the GPU's own processes, less those onMIG.
-func (d *deviceReader) parentProcesses(lists *listOutcomes, onMIG map[processKey]bool) []snapshot.Process {
-	var procs []snapshot.Process
+// parentProcesses appends the GPU's own processes, less those onMIG, to
+// procs.
+func (d *deviceReader) parentProcesses(procs []snapshot.Process, lists *listOutcomes, onMIG map[processKey]bool) []snapshot.Process {
 	for _, kind := range processKinds {
 		if d.migEnabled && d.st.migParentDenied {
 			break
@@ -252,7 +269,7 @@ func (d *deviceReader) readProcessSamples() (samples []nvml.ProcessUtilizationSa
 	}
 	samples, sampled = d.getProcessUtilization(d.st.lastProcessSample)
 	if sampled {
-		d.out.device.ProcessSamples = processSamples(samples)
+		d.out.device.ProcessSamples = d.st.convertSamples(samples)
 	}
 	return samples, sampled
 }
@@ -299,14 +316,24 @@ func (d *deviceReader) addUtilization(procs []snapshot.Process, samples []nvml.P
 		return newest
 	}
 	if len(samples) > 16 {
-		byPID := make(map[uint32]*nvml.ProcessUtilizationSample, len(samples))
+		// Kept by the device from one read to the next: the indexes of
+		// each PID's newest sample.
+		if d.st.newestSample == nil {
+			d.st.newestSample = make(map[uint32]int32, len(samples))
+		}
+		byPID := d.st.newestSample
+		clear(byPID)
 		for j := range samples {
-			s := &samples[j]
-			if old, ok := byPID[s.Pid]; !ok || s.TimeStamp > old.TimeStamp {
-				byPID[s.Pid] = s
+			if old, ok := byPID[samples[j].Pid]; !ok || samples[j].TimeStamp > samples[old].TimeStamp {
+				byPID[samples[j].Pid] = int32(j)
 			}
 		}
-		newestOf = func(pid uint32) *nvml.ProcessUtilizationSample { return byPID[pid] }
+		newestOf = func(pid uint32) *nvml.ProcessUtilizationSample {
+			if j, ok := byPID[pid]; ok {
+				return &samples[j]
+			}
+			return nil
+		}
 	}
 	for i := range procs {
 		if newest := newestOf(procs[i].PID); newest != nil {
@@ -316,11 +343,13 @@ func (d *deviceReader) addUtilization(procs []snapshot.Process, samples []nvml.P
 	}
 }
 
-// processSamples converts the driver's samples, in its order.
-func processSamples(samples []nvml.ProcessUtilizationSample) []snapshot.ProcessSample {
-	out := make([]snapshot.ProcessSample, len(samples))
-	for i, s := range samples {
-		out[i] = snapshot.ProcessSample{PID: s.Pid, TimeMicros: s.TimeStamp, SM: percent(s.SmUtil), Memory: percent(s.MemUtil)}
+// convertSamples converts the driver's samples, in its order, into the
+// device's buffer of this read (alternating.go). Never nil: no sample is a
+// measure.
+func (st *deviceState) convertSamples(samples []nvml.ProcessUtilizationSample) []snapshot.ProcessSample {
+	out := st.samples.take(len(samples))
+	for _, s := range samples {
+		out = append(out, snapshot.ProcessSample{PID: s.Pid, TimeMicros: s.TimeStamp, SM: percent(s.SmUtil), Memory: percent(s.MemUtil)})
 	}
-	return out
+	return st.samples.keep(out)
 }

@@ -55,7 +55,11 @@ type Options struct {
 	// this reader's previous read to Device.ProcessSamples, and reads them
 	// even when no process is listed (one that ended since the last read
 	// leaves its samples). For the accounting stage, whose reader is its
-	// own: the samples are then read exactly once each.
+	// own: the samples are then read exactly once each. A snapshot's
+	// Devices (with their ProcessSamples) and Processes stay valid until
+	// the read after the next one begins (two buffers take turns,
+	// alternating.go): such a reader's snapshots are for one consumer
+	// that is done with each before reading the next but one.
 	ProcessSamples bool
 	// GPMOnlyMIG reads GPM only on MIG-enabled GPUs, per instance: the
 	// accounting needs it there alone (per-process samples measure whole
@@ -108,14 +112,21 @@ type Reader struct {
 	mu     sync.Mutex
 	states map[int]*deviceState // by device index
 	// reads counts the reads, for ListProcessesEvery.
-	reads    uint64
-	versions versions
+	reads uint64
+	// processes and devices hold the snapshots' process and device lists
+	// of the accounting's reader (Options.ProcessSamples;
+	// alternating.go), results its device results, by device index.
+	processes alternating[snapshot.Process]
+	devices   alternating[snapshot.Device]
+	results   []*resultPair
+	versions  versions
 	// gpmFirstWindow is when the GPM windows opened by New span
 	// gpmMinWindow; zero once the first Read has passed it.
 	gpmFirstWindow time.Time
 	waitForGPM     bool
 
 	blocked blockedReads
+	workers deviceWorkers
 	// completed keeps each device's newest completed reading, for the
 	// collections its next read does not answer in time (latereads.go).
 	completed completedReadings
@@ -213,6 +224,7 @@ func (r *Reader) Close() error {
 		return nil
 	}
 	r.closed = true
+	r.workers.stop()
 	if r.xid != nil {
 		r.xid.stop()
 	}
@@ -283,7 +295,7 @@ func (r *Reader) Read(ctx context.Context) (*snapshot.Snapshot, error) {
 		return nil, err
 	}
 
-	snap.Devices = make([]snapshot.Device, count)
+	snap.Devices = r.takeDevices(count)
 	nprocs := 0
 	for i, res := range results {
 		snap.Devices[i] = res.device
@@ -291,11 +303,11 @@ func (r *Reader) Read(ctx context.Context) (*snapshot.Snapshot, error) {
 		nprocs += len(res.processes)
 	}
 	if nprocs > 0 {
-		snap.Processes = make([]snapshot.Process, 0, nprocs)
+		snap.Processes = r.takeProcesses(nprocs)
 		for _, res := range results {
-			snap.Processes = append(snap.Processes, res.processes...)
+			snap.Processes = appendSorted(snap.Processes, res.processes)
 		}
-		slices.SortFunc(snap.Processes, compareProcesses)
+		r.keepProcesses(snap.Processes)
 	}
 
 	if r.groups[gXID] {
@@ -317,6 +329,40 @@ func (r *Reader) Read(ctx context.Context) (*snapshot.Snapshot, error) {
 	return snap, nil
 }
 
+// takeDevices is the slice for a snapshot's count devices, each to be
+// set whole: the accounting's reader's buffer of this read
+// (alternating.go), a new one for any other.
+func (r *Reader) takeDevices(count int) []snapshot.Device {
+	if !r.processSamples {
+		return make([]snapshot.Device, count)
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.devices.keep(r.devices.take(count)[:count])
+}
+
+// takeProcesses is the slice for a snapshot's n processes: the
+// accounting's reader's buffer of this read (alternating.go), a new one
+// for any other.
+func (r *Reader) takeProcesses(n int) []snapshot.Process {
+	if !r.processSamples {
+		return make([]snapshot.Process, 0, n)
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.processes.take(n)
+}
+
+// keepProcesses hands the buffer from takeProcesses back.
+func (r *Reader) keepProcesses(procs []snapshot.Process) {
+	if !r.processSamples {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.processes.keep(procs)
+}
+
 // listsAll says whether this read lists every GPU's processes: every read,
 // or with ListProcessesEvery every so many, all GPUs at the same read, so
 // that the attribution sees a whole list (and forgets the processes that
@@ -331,7 +377,31 @@ func (r *Reader) listsAll() bool {
 	return r.reads%uint64(r.listEvery) == 1
 }
 
-func compareProcesses(a, b snapshot.Process) int {
+// appendSorted appends one device's processes to dst in compareProcesses'
+// order. The devices come in index order and a device's processes are its
+// own, so the snapshot is sorted device by device: a list already in order
+// is copied as it is, and another is sorted by index, not by moving its
+// 472-byte entries about.
+func appendSorted(dst, procs []snapshot.Process) []snapshot.Process {
+	sorted := true
+	for i := 1; i < len(procs) && sorted; i++ {
+		sorted = compareProcesses(&procs[i-1], &procs[i]) <= 0
+	}
+	if sorted {
+		return append(dst, procs...)
+	}
+	order := make([]int32, len(procs))
+	for i := range order {
+		order[i] = int32(i)
+	}
+	slices.SortFunc(order, func(a, b int32) int { return compareProcesses(&procs[a], &procs[b]) })
+	for _, i := range order {
+		dst = append(dst, procs[i])
+	}
+	return dst
+}
+
+func compareProcesses(a, b *snapshot.Process) int {
 	return cmp.Or(
 		cmp.Compare(a.GPU, b.GPU),
 		cmp.Compare(a.PID, b.PID),
@@ -347,8 +417,9 @@ type deviceResult struct {
 	stats     groupStats
 }
 
-// readDevices reads devices 0..count-1 with at most r.parallel at a time.
-// Results are indexed by device index, so the snapshot is sorted for free.
+// readDevices reads devices 0..count-1 with at most r.parallel at a time
+// (readSlots). Results are indexed by device index, so the snapshot is
+// sorted for free.
 //
 // An NVML call can block for a long time on a GPU in a bad state. When ctx
 // ends before a device's read returns, the device is reported down
@@ -356,62 +427,47 @@ type deviceResult struct {
 // does, later reads report that device down at once instead of starting
 // another read that would block too. The other GPUs are read as usual.
 func (r *Reader) readDevices(ctx context.Context, count int, listAll bool) ([]*deviceResult, error) {
-	type finished struct {
-		index  int
-		result *deviceResult
-	}
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
 	results := make([]*deviceResult, count)
-	done := make(chan finished, count) // buffered: an abandoned read never blocks on it
-	slots := make(chan struct{}, max(r.parallel, 1))
-	hold := slotHold(ctx, count, cap(slots))
-	pending := 0
-	for i := range count {
-		if !r.blocked.start(i) {
-			results[i] = r.lateOrDown(i)
-			continue
-		}
-		pending++
-		go func() {
-			defer r.blocked.finish(i)
-			select {
-			case slots <- struct{}{}:
-			case <-ctx.Done():
-				// Never started: the loop below sees the same ctx.Done and
-				// reports this device as not answering.
-				return
+	done := make(chan deviceDone, count) // buffered: an abandoned read never blocks on it
+	slots := newReadSlots(ctx, count, r.parallel)
+	defer slots.stop()
+	next, pending := 0, 0 // next: the first device not started yet
+	startReads := func() {
+		now := time.Now() // one clock read for the reads started together
+		for ; next < count && slots.free(); next++ {
+			if !r.blocked.start(next, now) {
+				results[next] = r.lateOrDown(next)
+				continue
 			}
-			// A read that outlasts hold gives its slot up and runs on
-			// without one: a hung GPU must not keep a healthy one from
-			// being read before the deadline.
-			var release sync.Once
-			freeSlot := func() { release.Do(func() { <-slots }) }
-			timer := time.AfterFunc(hold, freeSlot)
-			res := new(deviceResult)
-			started := time.Now()
-			r.readDevice(i, res, listAll)
-			res.device.ReadingAge = time.Since(started)
-			// Kept even when this Read has given up on it: a late
-			// reading serves the next collections (latereads.go).
-			r.completed.store(i, res, started)
-			timer.Stop()
-			freeSlot()
-			done <- finished{i, res}
-		}()
+			slots.take(next, now)
+			pending++
+			r.workers.start(r, deviceRead{index: next, listAll: listAll, done: done})
+		}
+		if next < count {
+			slots.wait(now)
+		}
 	}
+	startReads()
 	for pending > 0 {
 		select {
 		case f := <-done:
 			results[f.index] = f.result
 			pending--
+			slots.release(f.index)
+			startReads()
+		case now := <-slots.expired():
+			slots.expire(now)
+			startReads()
 		case <-ctx.Done():
 			if errors.Is(ctx.Err(), context.Canceled) {
 				return nil, ctx.Err()
 			}
-			// Deadline: report what answered, and the rest from their
-			// last completed reading, or as down.
+			// Deadline: report what answered, and the rest (in a call,
+			// or never started) from their last completed reading, or
+			// as down.
 			for i := range count {
 				if results[i] == nil {
 					r.blocked.abandon(i)
@@ -422,22 +478,6 @@ func (r *Reader) readDevices(ctx context.Context, count int, listAll bool) ([]*d
 		}
 	}
 	return results, nil
-}
-
-// slotHold is how long one device read may keep its slot. The slots bound
-// concurrent NVML work for throughput, not for safety: the reads running
-// without a slot are at most one per device (blockedReads). Reads are
-// split into rounds of one slot each, and each round may take half its
-// share of the budget before its slots are handed on, so even when every
-// GPU hangs each one gets started before the deadline.
-func slotHold(ctx context.Context, count, slots int) time.Duration {
-	const floor = 10 * time.Millisecond
-	deadline, ok := ctx.Deadline()
-	if !ok {
-		return time.Second
-	}
-	rounds := (count + slots - 1) / max(slots, 1)
-	return max(time.Until(deadline)/time.Duration(2*max(rounds, 1)), floor)
 }
 
 // notAnswering is the reading of a device whose read did not return in time.
