@@ -21,9 +21,19 @@ import (
 //     between two samples of one process. When the buffer is shorter
 //     than the interval, the samples it still holds stand for all of it
 //     (see bufferScale).
+//
+// A reading served again (its GPU's read missed the deadline) has only
+// samples integrated already: the next read's samples stand for its
+// interval too.
 func (st *state) smFromSamples(tk *deviceTick, tr *deviceTrack) {
-	tr.sums.add(tk.dev.ProcessSamples)
 	readBefore := tr.newest
+	tr.sums.add(tk.dev.ProcessSamples, readBefore)
+	if len(tr.sums.list) == 0 && len(tk.dev.ProcessSamples) > 0 {
+		tr.servedAgain += tk.dt
+		return
+	}
+	dt := tk.dt + tr.servedAgain
+	tr.servedAgain = 0
 	last := tr.spareLast
 	clear(last)
 	if last == nil {
@@ -49,7 +59,7 @@ func (st *state) smFromSamples(tk *deviceTick, tr *deviceTrack) {
 	}
 	tr.spareLast, tr.lastSample = tr.lastSample, last
 	period := tr.period.Seconds()
-	scale := tr.bufferScale(period, tk.dt)
+	scale := tr.bufferScale(period, dt)
 	var server float64
 	for i := range tr.sums.list {
 		ps := &tr.sums.list[i]
@@ -63,7 +73,7 @@ func (st *state) smFromSamples(tk *deviceTick, tr *deviceTrack) {
 		case readBefore > 0 && ps.last > readBefore:
 			w = ps.sm / float64(ps.n) * float64(ps.last-readBefore) / 1e6
 		default:
-			w = ps.sm / float64(ps.n) * tk.dt
+			w = ps.sm / float64(ps.n) * dt
 		}
 		if tk.list.daemons[pid] {
 			server += w
@@ -102,9 +112,12 @@ type pidSums struct {
 	list  []pidSum
 }
 
-// add sums the samples per process in one pass into list (owners are
-// then looked up once per process).
-func (sums *pidSums) add(samples []snapshot.ProcessSample) {
+// add sums the samples newer than after per process in one pass into
+// list (owners are then looked up once per process). Older ones were
+// integrated already: a GPU whose read missed the deadline is served
+// again from its last completed reading, samples included, and the
+// driver never gives a sample older than the last seen one twice.
+func (sums *pidSums) add(samples []snapshot.ProcessSample, after uint64) {
 	if sums.index == nil {
 		sums.index = map[uint32]int32{}
 	}
@@ -112,6 +125,9 @@ func (sums *pidSums) add(samples []snapshot.ProcessSample) {
 	sums.list = sums.list[:0]
 	for i := range samples {
 		smp := &samples[i]
+		if smp.TimeMicros <= after {
+			continue
+		}
 		j, ok := sums.index[smp.PID]
 		if !ok {
 			j = int32(len(sums.list))

@@ -63,3 +63,44 @@ func TestTicksOffTheDriverPeriods(t *testing.T) {
 		})
 	}
 }
+
+// A GPU whose read misses the deadline is served again from its last
+// completed reading, samples included, at each tick until a read returns
+// (nvmlbackend's late readings): those samples were integrated once and
+// must not be again, and the next read's samples cover the gap.
+func TestLateReadingsSamplesCountOnce(t *testing.T) {
+	start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	const interval = 2 * time.Second
+	for _, perRead := range []int{1, 12} { // one sample per process per read; every buffered 1/6 s sample
+		a, err := New(Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var served []snapshot.ProcessSample
+		for i := range 30 {
+			now := start.Add(time.Duration(i) * interval)
+			late := i%5 == 3 || i%5 == 4 // two ticks in five serve the reading before
+			if !late {
+				served = nil
+				for k := range perRead {
+					at := now.Add(-time.Duration(k) * interval / time.Duration(perRead))
+					served = append(served, snapshot.ProcessSample{PID: 1, TimeMicros: uint64(at.UnixMicro()), SM: 0.5})
+				}
+			}
+			a.Observe(&snapshot.Snapshot{
+				Time: now,
+				Devices: []snapshot.Device{{
+					Index: 0, UUID: "GPU-1", Up: true, ProcessSamples: served,
+				}},
+				Processes: []snapshot.Process{{GPU: 0, GPUUUID: "GPU-1", PID: 1, Owner: snapshot.Owner{User: "a"}}},
+			})
+		}
+		o := a.Totals().Owners[0]
+		// From the first tick (which has no interval before it) to the
+		// last fresh read, at tick 27 (28 and 29 serve it again).
+		want := 0.5 * 27 * interval.Seconds()
+		if !o.SMSeconds.Valid || !within(o.SMSeconds.Value, want, 0.01) {
+			t.Errorf("%d samples per read: SM-seconds %+v, want %.1f", perRead, o.SMSeconds, want)
+		}
+	}
+}

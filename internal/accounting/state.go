@@ -59,6 +59,9 @@ type deviceTrack struct {
 	// newest is the newest sample time (µs) read so far: the reader's
 	// next lastSeenTimestamp.
 	newest uint64
+	// servedAgain is the time (seconds) since the last read of new
+	// samples during which the GPU was served its last reading again.
+	servedAgain float64
 	// lastSample is each process's newest sample time (µs) of the last read;
 	// spareLast the map before it, for reuse.
 	lastSample, spareLast map[uint32]uint64
