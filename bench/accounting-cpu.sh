@@ -8,6 +8,8 @@
 # nanoseconds (utime+stime in /proc/PID/stat count 10 ms clock ticks, too
 # coarse for a tick that costs a fraction of a millisecond). Prints each window and the
 # medians, per fleet, and accounting's share on top of the scrapes.
+# With BASE_BIN set, the same four run from that binary too, alongside
+# (a before/after under the same load), their names prefixed "base-".
 # Usage: bench/accounting-cpu.sh [WINDOWS [WINDOW [SCRAPE]]] after make build.
 set -euo pipefail
 windows=${1:-5}
@@ -38,13 +40,20 @@ trap cleanup EXIT
 
 free_port() { python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
 names=(fleet-off fleet-on dgx-off dgx-on)
+fleets=(fleet dgx)
+if [ -n "${BASE_BIN:-}" ]; then
+	names+=(base-fleet-off base-fleet-on base-dgx-off base-dgx-on)
+	fleets+=(base-fleet base-dgx)
+fi
 declare -A port pid
 for n in "${names[@]}"; do
+	exe=$bin
+	case $n in base-*) exe=$BASE_BIN ;; esac
 	args=(--backend=sim)
-	case $n in fleet-*) args+=(--sim.config="$tmp/fleet.yaml") ;; *) args+=(--sim.profile=dgx-h100) ;; esac
+	case $n in *fleet-*) args+=(--sim.config="$tmp/fleet.yaml") ;; *) args+=(--sim.profile=dgx-h100) ;; esac
 	case $n in *-off) args+=(--no-accounting) ;; esac
 	port[$n]=$(free_port)
-	"$bin" serve "${args[@]}" --web.listen-address="127.0.0.1:${port[$n]}" >"$tmp/$n.log" 2>&1 &
+	"$exe" serve "${args[@]}" --web.listen-address="127.0.0.1:${port[$n]}" >"$tmp/$n.log" 2>&1 &
 	pid[$n]=$!
 	pids+=($!)
 done
@@ -75,7 +84,7 @@ for w in $(seq "$windows"); do
 	echo "$line (CPU per ${window}s)"
 done
 median() { tr ' ' '\n' | grep . | sort -n | awk '{v[NR] = $1} END {print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2}'; }
-for f in fleet dgx; do
+for f in "${fleets[@]}"; do
 	off=$(echo "${got[$f-off]}" | median)
 	on=$(echo "${got[$f-on]}" | median)
 	awk -v f="$f" -v off="$off" -v on="$on" -v w="$window" -v s="$scrape" 'BEGIN {
