@@ -60,6 +60,10 @@ func benchSim(b *testing.B, typical bool) *sim.Sim {
 	if typical {
 		cfg = sim.Config{Profile: "dgx-h100"}
 	}
+	return benchSimOf(b, cfg)
+}
+
+func benchSimOf(b *testing.B, cfg sim.Config) *sim.Sim {
 	zero := sim.Duration(0)
 	cfg.PinTime = &zero
 	s, err := sim.New(cfg)
@@ -96,8 +100,21 @@ func fleetName(typical bool) string {
 	return "fleet-2048-procs"
 }
 
+// BenchmarkTickEveryBufferedSample is BenchmarkTick's fleet against a
+// driver that gives every buffered 1/6 s sample (the simulator's
+// process_samples: every_period), twelve per busy process per tick: what
+// a tick would cost if a real driver answered so.
+func BenchmarkTickEveryBufferedSample(b *testing.B) {
+	cfg := benchConfig()
+	cfg.ProcessSamples = sim.ProcessSamplesEveryPeriod
+	benchmarkTickOn(b, benchSimOf(b, cfg))
+}
+
 func benchmarkTick(b *testing.B, typical bool) {
-	s := benchSim(b, typical)
+	benchmarkTickOn(b, benchSim(b, typical))
+}
+
+func benchmarkTickOn(b *testing.B, s *sim.Sim) {
 	r := benchReader(b, s, nvmlbackend.Options{Groups: ReaderGroups(), ProcessSamples: true, GPMOnlyMIG: true,
 		ListProcessesEvery: ListProcessesEvery(DefaultInterval)})
 	a, _ := New(Options{})
