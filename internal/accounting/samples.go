@@ -34,47 +34,14 @@ func (st *state) smFromSamples(tk *deviceTick, tr *deviceTrack) {
 	}
 	dt := tk.dt + tr.servedAgain
 	tr.servedAgain = 0
-	last := tr.spareLast
-	clear(last)
-	if last == nil {
-		last = make(map[uint32]uint64, len(tr.sums.list))
-	}
-	for i := range tr.sums.list {
-		ps := &tr.sums.list[i]
-		pid := ps.pid
-		if prev, ok := tr.lastSample[pid]; ok && ps.first > prev {
-			ps.sinceLastRead = ps.first - prev
-			if gap := ps.first - prev; ps.minGap == 0 || gap < ps.minGap {
-				ps.minGap = gap
-			}
-		}
-		if ps.minGap > 0 && (tr.period == 0 || time.Duration(ps.minGap)*time.Microsecond < tr.period) {
-			tr.period = time.Duration(ps.minGap) * time.Microsecond
-		}
-		last[pid] = ps.last
-		tr.newest = max(tr.newest, ps.last)
-		if ps.n > 1 {
-			tr.buffered = true
-		}
-	}
-	tr.spareLast, tr.lastSample = tr.lastSample, last
+	tr.noteSampleTimes()
 	period := tr.period.Seconds()
-	scale := tr.bufferScale(period, dt)
+	perSample := period * tr.bufferScale(period, dt)
 	var server float64
 	for i := range tr.sums.list {
 		ps := &tr.sums.list[i]
 		pid := ps.pid
-		var w float64
-		switch {
-		case tr.buffered && period > 0:
-			w = ps.sm * period * scale
-		case ps.sinceLastRead > 0:
-			w = ps.sm / float64(ps.n) * float64(ps.sinceLastRead) / 1e6
-		case readBefore > 0 && ps.last > readBefore:
-			w = ps.sm / float64(ps.n) * float64(ps.last-readBefore) / 1e6
-		default:
-			w = ps.sm / float64(ps.n) * dt
-		}
+		w := tr.smSeconds(ps, perSample, readBefore, dt)
 		if tk.list.daemons[pid] {
 			server += w
 			continue
@@ -91,6 +58,54 @@ func (st *state) smFromSamples(tk *deviceTick, tr *deviceTrack) {
 	if server > 0 {
 		tk.shareMPSServer(server)
 	}
+}
+
+// noteSampleTimes learns from this read's sample times: each process's
+// gap since its samples of the previous read, the driver's sample period
+// and whether it gives several samples of a process in one read; and
+// keeps each process's newest sample time for the next read.
+func (tr *deviceTrack) noteSampleTimes() {
+	last := tr.spareLast
+	clear(last)
+	if last == nil {
+		last = make(map[uint32]uint64, len(tr.sums.list))
+	}
+	for i := range tr.sums.list {
+		ps := &tr.sums.list[i]
+		if prev, ok := tr.lastSample[ps.pid]; ok && ps.first > prev {
+			ps.sinceLastRead = ps.first - prev
+			if gap := ps.first - prev; ps.minGap == 0 || gap < ps.minGap {
+				ps.minGap = gap
+			}
+		}
+		if ps.minGap > 0 && (tr.period == 0 || time.Duration(ps.minGap)*time.Microsecond < tr.period) {
+			tr.period = time.Duration(ps.minGap) * time.Microsecond
+		}
+		last[ps.pid] = ps.last
+		tr.newest = max(tr.newest, ps.last)
+		if ps.n > 1 {
+			tr.buffered = true
+		}
+	}
+	tr.spareLast, tr.lastSample = tr.lastSample, last
+}
+
+// smSeconds is the SM time that process ps's samples of this read stand
+// for (smFromSamples says which rule applies when): perSample is the
+// time each buffered sample stands for, readBefore the newest sample
+// time of the reads before, dt the time since the last read of new
+// samples.
+func (tr *deviceTrack) smSeconds(ps *pidSum, perSample float64, readBefore uint64, dt float64) float64 {
+	mean := ps.sm / float64(ps.n)
+	switch {
+	case tr.buffered && perSample > 0:
+		return ps.sm * perSample
+	case ps.sinceLastRead > 0:
+		return mean * float64(ps.sinceLastRead) / 1e6
+	case readBefore > 0 && ps.last > readBefore:
+		return mean * float64(ps.last-readBefore) / 1e6
+	}
+	return mean * dt
 }
 
 // pidSum is one process's samples in one read.
