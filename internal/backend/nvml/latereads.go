@@ -70,7 +70,10 @@ func (r *Reader) lateOrDown(i int) *deviceResult {
 	// The accounting's reader's samples are in a buffer that its read
 	// after next fills again (alternating.go), and this snapshot may be
 	// in use then: a copy. (Its processes are copied into the snapshot.)
-	res.device.ProcessSamples = slices.Clone(res.device.ProcessSamples)
+	// Any other reader's samples are its own, never written again.
+	if r.processSamples {
+		res.device.ProcessSamples = slices.Clone(res.device.ProcessSamples)
+	}
 	// Its errors still stand; its durations were counted when it was read.
 	for g := range numGroups {
 		res.stats[g].err = last.result.stats[g].err
