@@ -244,6 +244,7 @@ func (st *state) track(s *snapshot.Snapshot, dev int) *deviceTrack {
 	}
 	tr.spare.fill(s, d, st.devProcs.of(dev), &tr.list)
 	tr.list, tr.before, tr.spare = tr.spare, tr.list, tr.before
+	tr.lists++
 	return tr
 }
 

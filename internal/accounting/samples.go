@@ -3,6 +3,7 @@ package accounting
 import (
 	"time"
 
+	"github.com/gpuwatch/gpuwatch/internal/pidindex"
 	"github.com/gpuwatch/gpuwatch/internal/snapshot"
 )
 
@@ -40,24 +41,45 @@ func (st *state) smFromSamples(tk *deviceTick, tr *deviceTrack) {
 	var server float64
 	for i := range tr.sums.list {
 		ps := &tr.sums.list[i]
-		pid := ps.pid
 		w := tr.smSeconds(ps, perSample, readBefore, dt)
-		if tk.list.daemons[pid] {
+		switch j := tr.listedOwnerOf(ps); {
+		case j == ownerDaemon:
 			server += w
-			continue
-		}
-		if j, ok := tk.list.pid[pid]; ok {
+		case j >= 0:
 			tk.list.owners[j].sm += w
-			continue
+		default:
+			if k, ok := tk.before.owner(ps.pid); ok {
+				tk.addSM(k, w)
+			}
+			// else a process that lived and ended between two lists: no owner known
 		}
-		if k, ok := tk.before.owner(pid); ok {
-			tk.addSM(k, w)
-		}
-		// else a process that lived and ended between two lists: no owner known
 	}
 	if server > 0 {
 		tk.shareMPSServer(server)
 	}
+}
+
+// What listedOwnerOf answers besides an index in the list's owners.
+const (
+	ownerDaemon    = -1 // an MPS daemon: its samples go to the clients
+	ownerNotInList = -2 // not in the last list (ended since the list before, or never listed)
+)
+
+// listedOwnerOf is ps's owner's index in the last list's owners, or
+// ownerDaemon or ownerNotInList. It is kept in the process's slot until
+// the next list: one map lookup per process per list, not per tick.
+func (tr *deviceTrack) listedOwnerOf(ps *pidSum) int32 {
+	sl := &tr.sums.slots[ps.slot]
+	if sl.ownerOfList == tr.lists+1 {
+		return sl.owner
+	}
+	sl.ownerOfList, sl.owner = tr.lists+1, ownerNotInList
+	if tr.list.daemons[ps.pid] {
+		sl.owner = ownerDaemon
+	} else if j, ok := tr.list.pid[ps.pid]; ok {
+		sl.owner = j
+	}
+	return sl.owner
 }
 
 // noteSampleTimes learns from this read's sample times: each process's
@@ -65,14 +87,12 @@ func (st *state) smFromSamples(tk *deviceTick, tr *deviceTrack) {
 // and whether it gives several samples of a process in one read; and
 // keeps each process's newest sample time for the next read.
 func (tr *deviceTrack) noteSampleTimes() {
-	last := tr.spareLast
-	clear(last)
-	if last == nil {
-		last = make(map[uint32]uint64, len(tr.sums.list))
-	}
-	for i := range tr.sums.list {
-		ps := &tr.sums.list[i]
-		if prev, ok := tr.lastSample[ps.pid]; ok && ps.first > prev {
+	sums := &tr.sums
+	sums.noted++
+	for i := range sums.list {
+		ps := &sums.list[i]
+		sl := &sums.slots[ps.slot]
+		if prev := sl.last; sl.lastNoted != 0 && sl.lastNoted == sums.noted-1 && ps.first > prev {
 			ps.sinceLastRead = ps.first - prev
 			if gap := ps.first - prev; ps.minGap == 0 || gap < ps.minGap {
 				ps.minGap = gap
@@ -81,13 +101,13 @@ func (tr *deviceTrack) noteSampleTimes() {
 		if ps.minGap > 0 && (tr.period == 0 || time.Duration(ps.minGap)*time.Microsecond < tr.period) {
 			tr.period = time.Duration(ps.minGap) * time.Microsecond
 		}
-		last[ps.pid] = ps.last
+		sl.last, sl.lastNoted = ps.last, sums.noted
 		tr.newest = max(tr.newest, ps.last)
 		if ps.n > 1 {
 			tr.buffered = true
 		}
 	}
-	tr.spareLast, tr.lastSample = tr.lastSample, last
+	sums.prune()
 }
 
 // smSeconds is the SM time that process ps's samples of this read stand
@@ -111,6 +131,7 @@ func (tr *deviceTrack) smSeconds(ps *pidSum, perSample float64, readBefore uint6
 // pidSum is one process's samples in one read.
 type pidSum struct {
 	pid          uint32
+	slot         int32 // its slot in pidSums.slots
 	sm           float64
 	n            int
 	first, last  uint64 // oldest and newest sample time, µs
@@ -120,11 +141,34 @@ type pidSum struct {
 	sinceLastRead uint64
 }
 
-// pidSums are one read's samples summed per process, kept by the device
-// for reuse from one read to the next.
+// pidSums are one read's samples summed per process (list), and what is
+// kept of each process from one read to the next (slots), kept by the
+// device for reuse.
 type pidSums struct {
-	index map[uint32]int32
-	list  []pidSum
+	list []pidSum
+	// index gives each PID sampled its slot. It is looked up in the
+	// order of the samples, which the driver keeps from one read to the
+	// next: most lookups are answered without hashing (pidindex).
+	index pidindex.Index
+	slots []pidSlot
+	// adds counts add's reads, noted noteSampleTimes'.
+	adds, noted uint64
+}
+
+// pidSlot is what is kept of one process between reads.
+type pidSlot struct {
+	// inList is the read (pidSums.adds) whose list holds the process
+	// at listAt.
+	inList uint64
+	listAt int32
+	// owner is its owner's index in the device's list (or ownerDaemon,
+	// ownerNotInList) as of the list counted by ownerOfList - 1
+	// (deviceTrack.lists; ownerOfList 0: not looked up yet).
+	owner       int32
+	ownerOfList uint64
+	// last is its newest sample time (µs) as of the read counted by
+	// lastNoted (0: none yet).
+	last, lastNoted uint64
 }
 
 // add sums the samples newer than after per process in one pass into
@@ -133,24 +177,25 @@ type pidSums struct {
 // again from its last completed reading, samples included, and the
 // driver never gives a sample older than the last seen one twice.
 func (sums *pidSums) add(samples []snapshot.ProcessSample, after uint64) {
-	if sums.index == nil {
-		sums.index = map[uint32]int32{}
-	}
-	clear(sums.index)
+	sums.adds++
 	sums.list = sums.list[:0]
 	for i := range samples {
 		smp := &samples[i]
 		if smp.TimeMicros <= after {
 			continue
 		}
-		j, ok := sums.index[smp.PID]
-		if !ok {
-			j = int32(len(sums.list))
-			sums.list = append(sums.list, pidSum{pid: smp.PID, first: smp.TimeMicros, last: smp.TimeMicros, prev: smp.TimeMicros})
-			sums.index[smp.PID] = j
+		slot, known := sums.index.Get(i, smp.PID)
+		if !known {
+			slot = int32(len(sums.slots))
+			sums.slots = append(sums.slots, pidSlot{})
+			sums.index.Set(i, smp.PID, slot)
 		}
-		ps := &sums.list[j]
-		if ok {
+		sl := &sums.slots[slot]
+		if sl.inList != sums.adds {
+			sl.inList, sl.listAt = sums.adds, int32(len(sums.list))
+			sums.list = append(sums.list, pidSum{pid: smp.PID, slot: slot, first: smp.TimeMicros, last: smp.TimeMicros, prev: smp.TimeMicros})
+		} else {
+			ps := &sums.list[sl.listAt]
 			// The driver orders one process's samples by time, either way.
 			gap := max(smp.TimeMicros, ps.prev) - min(smp.TimeMicros, ps.prev)
 			if gap > 0 && (ps.minGap == 0 || gap < ps.minGap) {
@@ -159,8 +204,37 @@ func (sums *pidSums) add(samples []snapshot.ProcessSample, after uint64) {
 			ps.prev = smp.TimeMicros
 			ps.first, ps.last = min(ps.first, smp.TimeMicros), max(ps.last, smp.TimeMicros)
 		}
+		ps := &sums.list[sl.listAt]
 		ps.sm += smp.SM
 		ps.n++
+	}
+}
+
+// prune forgets the processes not sampled at this read once they are
+// most of the slots: what a slot keeps is needed only from one read to
+// the next (the newest sample time) or until the next list (the owner),
+// which a process sampled again finds anew. So the slots stay bounded by
+// the processes of a read or two, as the maps they replace were.
+func (sums *pidSums) prune() {
+	if len(sums.slots) <= 2*len(sums.list)+64 {
+		return
+	}
+	remap := make([]int32, len(sums.slots)) // old slot → new, -1: pruned
+	kept := sums.slots[:0]
+	for i, sl := range sums.slots {
+		remap[i] = -1
+		if sl.lastNoted == sums.noted {
+			remap[i] = int32(len(kept))
+			kept = append(kept, sl)
+		}
+	}
+	sums.slots = kept
+	sums.index.DeleteFunc(func(_ uint32, slot int32) bool { return remap[slot] < 0 })
+	// The survivors' slots moved: index them again.
+	for i := range sums.list {
+		ps := &sums.list[i]
+		ps.slot = remap[ps.slot]
+		sums.index.Set(-1, ps.pid, ps.slot)
 	}
 }
 

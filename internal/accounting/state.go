@@ -62,10 +62,11 @@ type deviceTrack struct {
 	// servedAgain is the time (seconds) since the last read of new
 	// samples during which the GPU was served its last reading again.
 	servedAgain float64
-	// lastSample is each process's newest sample time (µs) of the last read;
-	// spareLast the map before it, for reuse.
-	lastSample, spareLast map[uint32]uint64
-	// sums is the scratch of smFromSamples.
+	// lists counts the process lists taken (track), to tell which list
+	// an owner kept in a process's slot is from.
+	lists uint64
+	// sums is smFromSamples': this read's samples per process, and each
+	// process's newest sample time of the last read.
 	sums pidSums
 }
 

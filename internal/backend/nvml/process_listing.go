@@ -3,6 +3,7 @@ package nvmlbackend
 import (
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
 
+	"github.com/gpuwatch/gpuwatch/internal/pidindex"
 	"github.com/gpuwatch/gpuwatch/internal/snapshot"
 )
 
@@ -33,8 +34,10 @@ type processListing struct {
 	reads int
 	// listedOnce is false until the first list.
 	listedOnce bool
-	// pid indexes seen: the PIDs of the last list and those sampled since.
-	pid  map[uint32]int32
+	// pid indexes seen: the PIDs of the last list and those sampled
+	// since. Looked up in the order of the samples, which is that of the
+	// read before (pidindex).
+	pid  pidindex.Index
 	seen []seenPID
 	// migListed holds the MIG devices with a process at the last list;
 	// migBusy those GPM showed busy at the previous read.
@@ -68,17 +71,14 @@ func (l *processListing) due(listAll bool, samples []nvml.ProcessUtilizationSamp
 // noteSamples records which PIDs this read sampled and reports a new PID
 // or one no longer sampled.
 func (l *processListing) noteSamples(samples []nvml.ProcessUtilizationSample) (changed bool) {
-	if l.pid == nil {
-		l.pid = map[uint32]int32{}
-	}
 	for i := range samples {
 		pid := samples[i].Pid
-		j, ok := l.pid[pid]
+		j, ok := l.pid.Get(i, pid)
 		if !ok {
 			changed = true
 			j = int32(len(l.seen))
 			l.seen = append(l.seen, seenPID{pid: pid})
-			l.pid[pid] = j
+			l.pid.Set(i, pid, j)
 		}
 		l.seen[j].sampledAt = l.reads
 	}
@@ -121,25 +121,22 @@ func (l *processListing) noteMIG(migs []snapshot.MIGInstance, changed bool) (mea
 // samples must not ask for another).
 func (l *processListing) listed(procs []snapshot.Process, samples []nvml.ProcessUtilizationSample) {
 	l.listedOnce, l.reads = true, 0
-	if l.pid == nil {
-		l.pid = map[uint32]int32{}
-	}
-	clear(l.pid)
+	l.pid.Clear()
 	l.seen = l.seen[:0]
 	for i := range procs {
-		if _, ok := l.pid[procs[i].PID]; !ok {
-			l.pid[procs[i].PID] = int32(len(l.seen))
+		if _, ok := l.pid.Get(-1, procs[i].PID); !ok {
+			l.pid.Set(-1, procs[i].PID, int32(len(l.seen)))
 			l.seen = append(l.seen, seenPID{pid: procs[i].PID, sampledAt: -1})
 		}
 	}
 	for i := range samples {
 		pid := samples[i].Pid
-		j, ok := l.pid[pid]
+		j, ok := l.pid.Get(i, pid)
 		switch {
 		case !ok:
 			// Sampled, not listed: it ended before the list. Known, and
 			// not expected at the next read.
-			l.pid[pid] = int32(len(l.seen))
+			l.pid.Set(i, pid, int32(len(l.seen)))
 			l.seen = append(l.seen, seenPID{pid: pid, sampledAt: ended})
 		case l.seen[j].sampledAt != ended:
 			l.seen[j].sampledAt = 0
