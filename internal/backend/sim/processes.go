@@ -270,9 +270,9 @@ func (d *device) GetProcessUtilization(lastSeenTimestamp uint64) ([]nvml.Process
 	w := sampleWindowOf(e, lastSeenTimestamp)
 	var out []nvml.ProcessUtilizationSample
 	if d.sim.everyPeriod {
-		out = d.everyPeriodSamples(w)
+		out = d.everyPeriodSamples(&w)
 	} else {
-		out = d.perProcessSamples(w)
+		out = d.perProcessSamples(&w)
 	}
 	if len(out) == 0 {
 		return nil, nvml.ERROR_NOT_FOUND
@@ -282,28 +282,37 @@ func (d *device) GetProcessUtilization(lastSeenTimestamp uint64) ([]nvml.Process
 
 // sampleWindow is the buffered sample periods a query reads: those of
 // the last processSampleBuffer up to newest whose time (in µs, as the
-// driver stamps it) is after lastSeen.
+// driver stamps it) is after lastSeen. Their times are worked out once
+// per query, not once per process: at 256 processes per GPU that was
+// most of what a simulated query cost.
 type sampleWindow struct {
-	newest   time.Duration // elapsed time
-	lastSeen uint64
-	periods  int
+	newest  time.Duration // elapsed time
+	periods int
+	at      [bufferedPeriods]time.Duration // newest first
+	ts      [bufferedPeriods]uint64
 }
 
+// bufferedPeriods is how many periods processSampleBuffer holds.
+const bufferedPeriods = int(processSampleBuffer / processSamplePeriod)
+
 func sampleWindowOf(e time.Duration, lastSeenTimestamp uint64) sampleWindow {
-	w := sampleWindow{newest: e.Truncate(processSamplePeriod), lastSeen: lastSeenTimestamp}
-	w.each(func(time.Duration, uint64) { w.periods++ })
+	w := sampleWindow{newest: e.Truncate(processSamplePeriod)}
+	for at := w.newest; at > w.newest-processSampleBuffer && at >= 0; at -= processSamplePeriod {
+		ts := uint64(Epoch.Add(at).UnixMicro())
+		if ts <= lastSeenTimestamp {
+			break
+		}
+		w.at[w.periods], w.ts[w.periods] = at, ts
+		w.periods++
+	}
 	return w
 }
 
 // each calls f for each period of the window, newest first, with its
 // time stamp.
-func (w sampleWindow) each(f func(at time.Duration, ts uint64)) {
-	for at := w.newest; at > w.newest-processSampleBuffer && at >= 0; at -= processSamplePeriod {
-		ts := uint64(Epoch.Add(at).UnixMicro())
-		if ts <= w.lastSeen {
-			return
-		}
-		f(at, ts)
+func (w *sampleWindow) each(f func(at time.Duration, ts uint64)) {
+	for i := range w.periods {
+		f(w.at[i], w.ts[i])
 	}
 }
 
@@ -312,22 +321,22 @@ func (p *simProcess) sampled(at time.Duration) bool {
 	return p.compute && p.alive(at) && at >= p.sampledFrom
 }
 
-func (d *device) perProcessSamples(w sampleWindow) []nvml.ProcessUtilizationSample {
+func (d *device) perProcessSamples(w *sampleWindow) []nvml.ProcessUtilizationSample {
 	if w.periods == 0 {
 		return nil
 	}
 	procs := d.procs()
 	out := make([]nvml.ProcessUtilizationSample, 0, len(procs))
-	ts := uint64(Epoch.Add(w.newest).UnixMicro())
+	ts := w.ts[0]
 	for i := range procs {
 		p := &procs[i]
 		var sm, mem float64
-		w.each(func(at time.Duration, _ uint64) {
+		for _, at := range w.at[:w.periods] {
 			if p.sampled(at) {
 				s, m := p.utilAt(at)
 				sm, mem = sm+s, mem+m
 			}
-		})
+		}
 		if sm == 0 && mem == 0 {
 			continue
 		}
@@ -337,7 +346,7 @@ func (d *device) perProcessSamples(w sampleWindow) []nvml.ProcessUtilizationSamp
 	return out
 }
 
-func (d *device) everyPeriodSamples(w sampleWindow) []nvml.ProcessUtilizationSample {
+func (d *device) everyPeriodSamples(w *sampleWindow) []nvml.ProcessUtilizationSample {
 	procs := d.procs()
 	// Sized for every process busy at every period asked for: a read of
 	// the whole buffer of 2048 processes would otherwise grow it ten times.
