@@ -75,6 +75,12 @@ type Options struct {
 	// listed at every read. A read that does not list a GPU marks it
 	// Device.ProcessesNotListed. 0 or 1: every read lists.
 	ListProcessesEvery int
+	// ReadInTurn reads the GPUs one after another on one goroutine, not
+	// each on its own (read_in_turn.go): fewer goroutine hand-offs, for a
+	// reader called often whose reads are short (the accounting's tick).
+	// A GPU whose read takes longer than its share of the deadline has
+	// the rest read in parallel as usual.
+	ReadInTurn bool
 }
 
 // defaultStartTimeout is Options.StartTimeout's default.
@@ -105,6 +111,7 @@ type Reader struct {
 	processSamples bool // Options.ProcessSamples
 	gpmOnlyMIG     bool // Options.GPMOnlyMIG
 	listEvery      int  // Options.ListProcessesEvery
+	inTurn         bool // Options.ReadInTurn
 
 	lifecycle sync.RWMutex
 	closed    bool
@@ -159,6 +166,7 @@ func New(lib nvml.Interface, opts Options) (*Reader, error) {
 		processSamples: opts.ProcessSamples,
 		gpmOnlyMIG:     opts.GPMOnlyMIG,
 		listEvery:      opts.ListProcessesEvery,
+		inTurn:         opts.ReadInTurn,
 	}
 	if r.now == nil {
 		r.now = time.Now
@@ -432,9 +440,14 @@ func (r *Reader) readDevices(ctx context.Context, count int, listAll bool) ([]*d
 	}
 	results := make([]*deviceResult, count)
 	done := make(chan deviceDone, count) // buffered: an abandoned read never blocks on it
+	next, pending := 0, 0                // next: the first device not started yet
+	if r.inTurn {
+		if next, pending = r.readInTurn(ctx, count, listAll, results, done); next == count && pending == 0 {
+			return results, nil
+		}
+	}
 	slots := newReadSlots(ctx, count, r.parallel)
 	defer slots.stop()
-	next, pending := 0, 0 // next: the first device not started yet
 	startReads := func() {
 		now := time.Now() // one clock read for the reads started together
 		for ; next < count && slots.free(); next++ {
