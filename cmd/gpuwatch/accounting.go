@@ -67,7 +67,7 @@ func (f *commonFlags) startAccounting(logger *slog.Logger, st *stack, enrichers 
 	}
 	maps.DeleteFunc(groups, func(g string, _ bool) bool { return !f.enabledCollectors()[g] })
 	opts := nvmlbackend.Options{Groups: groups, Logger: logger, StartTimeout: f.timeout, ProcessSamples: true, GPMOnlyMIG: !records,
-		ListProcessesEvery: accounting.ListProcessesEvery(a.interval)}
+		ListProcessesEvery: accounting.ListProcessesEvery(a.interval), ReadInTurn: true}
 	if st.sim != nil {
 		opts.Now, opts.Library = st.sim.Now, "simulator"
 	}
@@ -81,7 +81,7 @@ func (f *commonFlags) startAccounting(logger *slog.Logger, st *stack, enrichers 
 			return nil, err
 		}
 	}
-	src := pipeline.New(reader, pipeline.Options{Timeout: f.timeout}, enrichers...)
+	src := pipeline.New(reader, pipeline.Options{Timeout: f.timeout, OwnCaller: true}, enrichers...)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() {

@@ -54,6 +54,12 @@ type Options struct {
 	// (the driver backend: a GPU node without GPUs is broken; a
 	// simulated host always has some).
 	RequireGPU bool
+	// OwnCaller is for a pipeline with one caller, that waits for each
+	// collection (the accounting's ticker): the collection runs on the
+	// caller's goroutine and ends with the caller's context too, rather
+	// than on a goroutine of its own shared by concurrent callers. It
+	// saves a goroutine and its hand-offs per collection.
+	OwnCaller bool
 }
 
 // Pipeline is safe for concurrent use. Snapshots it returns are shared
@@ -88,8 +94,11 @@ func (p *Pipeline) Snapshot(ctx context.Context) (*snapshot.Snapshot, error) {
 	if s := p.fresh(); s != nil {
 		return s, nil
 	}
+	if p.opts.OwnCaller {
+		return p.collect(ctx)
+	}
 	ch := p.group.DoChan("collect", func() (any, error) {
-		return p.collect()
+		return p.collect(context.Background())
 	})
 	select {
 	case res := <-ch:
@@ -141,16 +150,17 @@ func (p *Pipeline) fresh() *snapshot.Snapshot {
 	return nil
 }
 
-// collect runs detached from any one caller's context, so that a scraper
-// that gives up does not cancel the collection others are waiting for.
-func (p *Pipeline) collect() (*snapshot.Snapshot, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), p.opts.Timeout)
+// collect runs within parent: for shared collections the background,
+// detached from any one caller's context, so that a scraper that gives up
+// does not cancel the collection others are waiting for.
+func (p *Pipeline) collect(parent context.Context) (*snapshot.Snapshot, error) {
+	ctx, cancel := context.WithTimeout(parent, p.opts.Timeout)
 	defer cancel()
 	start := time.Now()
 	s, err := p.reader.Read(ctx)
 	if err == nil {
 		// Its own budget, from now: the read may have spent all of its own.
-		enrichCtx, cancelEnrich := context.WithTimeout(context.Background(), p.opts.EnrichTimeout)
+		enrichCtx, cancelEnrich := context.WithTimeout(parent, p.opts.EnrichTimeout)
 		for _, e := range p.enrichers {
 			e.Enrich(enrichCtx, s)
 		}

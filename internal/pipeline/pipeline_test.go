@@ -222,3 +222,44 @@ func TestEnrichersHaveTheirOwnBudget(t *testing.T) {
 		t.Errorf("owner after a read that used its whole budget = %q, want alice", got)
 	}
 }
+
+// ctxReader answers when its context ends, with the context's error, and
+// says on which goroutine it ran (by a value only that goroutine's
+// caller put in the context).
+type ctxReader struct{ sawCaller atomic.Bool }
+
+type callerKey struct{}
+
+func (r *ctxReader) Read(ctx context.Context) (*snapshot.Snapshot, error) {
+	r.sawCaller.Store(ctx.Value(callerKey{}) != nil)
+	<-ctx.Done()
+	return nil, ctx.Err()
+}
+
+// With OwnCaller the collection runs within the caller's context: it
+// sees the caller's values and ends when the caller gives up (a shared
+// collection goes on for other callers; see the test above).
+func TestOwnCallerCollectsWithinTheCallersContext(t *testing.T) {
+	r := &ctxReader{}
+	p := New(r, Options{OwnCaller: true, Timeout: time.Minute})
+	ctx, cancel := context.WithCancel(context.WithValue(context.Background(), callerKey{}, true))
+	time.AfterFunc(20*time.Millisecond, cancel)
+	if _, err := p.Snapshot(ctx); !errors.Is(err, context.Canceled) {
+		t.Fatalf("Snapshot = %v, want the caller's cancellation", err)
+	}
+	if !r.sawCaller.Load() {
+		t.Error("the collection did not run within the caller's context")
+	}
+	if err := p.Ready(); !errors.Is(err, context.Canceled) {
+		t.Errorf("Ready after the cancelled collection = %v, want its error", err)
+	}
+
+	shared := &ctxReader{}
+	sp := New(shared, Options{Timeout: 50 * time.Millisecond})
+	if _, err := sp.Snapshot(context.WithValue(context.Background(), callerKey{}, true)); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("shared Snapshot = %v, want its own deadline", err)
+	}
+	if shared.sawCaller.Load() {
+		t.Error("a shared collection ran within one caller's context")
+	}
+}
