@@ -611,8 +611,10 @@ func fill(dst *string, v string) {
 	}
 }
 
-// allocationCalls are the AllocationSource.List calls of one Enrich.
+// allocationCalls are the AllocationSource.List calls of one Enrich, and
+// the answers the sources' caches gave at once.
 type allocationCalls struct {
+	cached  []snapshot.Allocation
 	results chan allocationResult
 	n       int
 }
@@ -627,10 +629,20 @@ func (a *Attributor) listAllocations(devices []snapshot.Device) *allocationCalls
 	if len(a.allocations) == 0 {
 		return nil
 	}
-	// Buffered, so calls that finish after Enrich stopped waiting do not
-	// leak their goroutine.
-	calls := &allocationCalls{results: make(chan allocationResult, len(a.allocations)), n: len(a.allocations)}
+	calls := &allocationCalls{}
 	for _, src := range a.allocations {
+		if c, ok := src.(CachedAllocationSource); ok {
+			if allocs, ok := c.ListCached(devices); ok {
+				calls.cached = append(calls.cached, allocs...)
+				continue
+			}
+		}
+		if calls.results == nil {
+			// Buffered, so calls that finish after Enrich stopped
+			// waiting do not leak their goroutine.
+			calls.results = make(chan allocationResult, len(a.allocations))
+		}
+		calls.n++
 		go func() {
 			ctx, cancel := context.WithTimeout(context.Background(), a.timeout)
 			defer cancel()
@@ -646,7 +658,7 @@ func (a *Attributor) listAllocations(devices []snapshot.Device) *allocationCalls
 }
 
 func (c *allocationCalls) collect(ctx context.Context) []snapshot.Allocation {
-	var all []snapshot.Allocation
+	all := c.cached
 	for range c.n {
 		select {
 		case r := <-c.results:

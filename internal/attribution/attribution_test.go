@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"slices"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -173,6 +175,50 @@ func TestAllocationSources(t *testing.T) {
 	}
 	if len(s.Allocations) != 0 {
 		t.Errorf("allocations = %+v", s.Allocations)
+	}
+}
+
+// cachingAllocations is an allocation source whose cache answers while
+// fresh is set; List counts its calls.
+type cachingAllocations struct {
+	fakeAllocations
+	fresh bool
+	lists *atomic.Int32
+}
+
+func (c cachingAllocations) List(ctx context.Context, d []snapshot.Device) ([]snapshot.Allocation, error) {
+	c.lists.Add(1)
+	return c.fakeAllocations.List(ctx, d)
+}
+
+func (c cachingAllocations) ListCached([]snapshot.Device) ([]snapshot.Allocation, bool) {
+	if !c.fresh {
+		return nil, false
+	}
+	return c.allocs, true
+}
+
+// A source whose cache answers is not called (no goroutine, no wait); one
+// whose cache cannot is, and both answers are in the snapshot.
+func TestCachedAllocationSourcesAnswerWithoutACall(t *testing.T) {
+	cached := snapshot.Allocation{GPU: 1, Pod: snapshot.Pod{Name: "cached", Namespace: "ns"}}
+	called := snapshot.Allocation{GPU: 2, Slurm: snapshot.SlurmJob{JobID: "7"}}
+	var freshLists, staleLists atomic.Int32
+	a := newFixtureAttributor(t, Options{AllocationSources: []AllocationSource{
+		cachingAllocations{fakeAllocations{allocs: []snapshot.Allocation{cached}}, true, &freshLists},
+		cachingAllocations{fakeAllocations{allocs: []snapshot.Allocation{called}}, false, &staleLists},
+	}})
+	s := procs()
+	a.Enrich(context.Background(), s)
+	if !slices.ContainsFunc(s.Allocations, func(x snapshot.Allocation) bool { return x == cached }) ||
+		!slices.ContainsFunc(s.Allocations, func(x snapshot.Allocation) bool { return x == called }) || len(s.Allocations) != 2 {
+		t.Errorf("allocations = %+v, want the cached one and the called one", s.Allocations)
+	}
+	if n := freshLists.Load(); n != 0 {
+		t.Errorf("the source whose cache answered was called %d times", n)
+	}
+	if n := staleLists.Load(); n != 1 {
+		t.Errorf("the source whose cache could not answer was called %d times, want 1", n)
 	}
 }
 

@@ -132,6 +132,19 @@ func (k *KubeletResolver) List(ctx context.Context, devices []snapshot.Device) (
 	return MatchAllocations(allocs, devices), nil
 }
 
+// ListCached is List answered from the cache alone, when it is fresh:
+// no call to the kubelet and no waiting (CachedAllocationSource).
+func (k *KubeletResolver) ListCached(devices []snapshot.Device) ([]snapshot.Allocation, bool) {
+	k.mu.Lock()
+	fresh := !k.fetchedAt.IsZero() && k.now().Sub(k.fetchedAt) < k.ttl
+	allocs := k.allocs
+	k.mu.Unlock()
+	if !fresh {
+		return nil, false
+	}
+	return MatchAllocations(allocs, devices), true
+}
+
 // Allocations returns every GPU and MIG device that the kubelet has
 // allocated to a container, from the cache when it is fresh. The returned
 // slice is shared: do not modify it. An error wraps ErrUnavailable.

@@ -281,6 +281,35 @@ func TestKubeletCachesAnswers(t *testing.T) {
 	}
 }
 
+// ListCached answers what List does while the cache is fresh, without a
+// call to the kubelet; not before the first call, nor after the TTL.
+func TestKubeletListCached(t *testing.T) {
+	fk, socket, _ := newFakeKubelet(t, loadListFixture(t))
+	k := newKubelet(t, socket, time.Second, 5*time.Second)
+	clock := newFakeClock()
+	k.now = clock.Now
+	devices := []snapshot.Device{{Index: 0, UUID: uuidTrainerA}, {Index: 1, UUID: uuidTrainerB}, {Index: 2, UUID: uuidShared}}
+	if _, ok := k.ListCached(devices); ok {
+		t.Fatal("answered before the kubelet was asked")
+	}
+	want, err := k.List(context.Background(), devices)
+	if err != nil {
+		t.Fatal(err)
+	}
+	clock.Advance(4 * time.Second)
+	got, ok := k.ListCached(devices)
+	if !ok || !slices.Equal(got, want) {
+		t.Errorf("ListCached = %+v, %v; want %+v", got, ok, want)
+	}
+	if calls := fk.calls.Load(); calls != 1 {
+		t.Errorf("List calls = %d, want 1", calls)
+	}
+	clock.Advance(2 * time.Second)
+	if _, ok := k.ListCached(devices); ok {
+		t.Error("answered after the TTL")
+	}
+}
+
 // TestKubeletFailureBacksOff: a failed call is reported once; until the
 // retry time no call is made, the last good answer stands in while it is
 // recent, and then nothing does.

@@ -52,6 +52,18 @@ type AllocationSource interface {
 	List(ctx context.Context, devices []snapshot.Device) ([]snapshot.Allocation, error)
 }
 
+// CachedAllocationSource is an AllocationSource that can often answer
+// from its cache: ListCached returns what List would, without calling out
+// or waiting, or ok false when its cache cannot answer. The Attributor
+// asks it first, and calls List (on a goroutine of its own, under
+// Options.Timeout) only when it cannot: the accounting enriches a
+// snapshot every two seconds, and a goroutine per source per Enrich was a
+// good part of what a tick cost.
+type CachedAllocationSource interface {
+	AllocationSource
+	ListCached(devices []snapshot.Device) (allocs []snapshot.Allocation, ok bool)
+}
+
 // SlurmLookup resolves a Slurm job id to the job's user, account,
 // partition and name. internal/slurm provides it; the Attributor caches
 // its answers per job id and bounds each call by Options.Timeout.

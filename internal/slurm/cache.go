@@ -63,6 +63,17 @@ func (c *pollCache) get(ctx context.Context) cachedResult {
 	}
 }
 
+// fresh returns the cached result when it is younger than the interval,
+// without starting an invocation or waiting; ok false otherwise.
+func (c *pollCache) fresh() (r cachedResult, ok bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.last != nil && c.now().Sub(c.last.At) < c.interval {
+		return *c.last, true
+	}
+	return cachedResult{}, false
+}
+
 func (c *pollCache) run(f *flight) {
 	start := time.Now()
 	v, err := c.fetch(context.Background())

@@ -227,18 +227,69 @@ func (l *JobLookup) fetchJob(ctx context.Context, jobID string) (Job, error) {
 // GPU indexes from `scontrol show job -d -o ID` (cached for TTL), so an
 // idle job still shows up as holding its GPUs.
 func (l *JobLookup) Allocations(ctx context.Context, node string) ([]GPUAllocation, error) {
-	if node == "" || strings.ContainsAny(node, " ,[]\t\n") || strings.HasPrefix(node, "-") {
-		return nil, fmt.Errorf("slurm allocations: %q is not a node name", node)
+	if err := checkNodeName(node); err != nil {
+		return nil, err
 	}
 	r := l.runningCache(node).get(ctx)
 	if r.Err != nil {
 		return nil, r.Err
 	}
-	ids := r.Value.([]string)
+	return l.allocationsOf(node, r.Value.([]string), func(id string) (Job, bool, error) {
+		j, err := l.job(ctx, id)
+		return j, true, err
+	})
+}
+
+// CachedAllocations is Allocations answered from the caches alone, when
+// the running jobs and every one of them are cached and fresh: no command
+// runs and nothing waits. ok is false when Allocations must be asked.
+func (l *JobLookup) CachedAllocations(node string) (allocs []GPUAllocation, ok bool) {
+	if checkNodeName(node) != nil {
+		return nil, false
+	}
+	r, fresh := l.runningCache(node).fresh()
+	if !fresh || r.Err != nil {
+		return nil, false
+	}
+	allocs, err := l.allocationsOf(node, r.Value.([]string), l.cachedJob)
+	if err != nil {
+		return nil, false
+	}
+	return allocs, true
+}
+
+// errNotCached stops CachedAllocations at a job its cache cannot answer.
+var errNotCached = errors.New("not cached")
+
+// cachedJob is job's answer when it is cached and fresh (ok false, with
+// errNotCached, when it is not).
+func (l *JobLookup) cachedJob(jobID string) (Job, bool, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	e := l.jobs[jobID]
+	if e == nil || e.flight != nil || l.opts.Now().Sub(e.at) >= l.opts.TTL {
+		return Job{}, false, errNotCached
+	}
+	return e.job, true, e.err
+}
+
+func checkNodeName(node string) error {
+	if node == "" || strings.ContainsAny(node, " ,[]\t\n") || strings.HasPrefix(node, "-") {
+		return fmt.Errorf("slurm allocations: %q is not a node name", node)
+	}
+	return nil
+}
+
+// allocationsOf builds the allocations on node of the running jobs ids,
+// each looked up by job (ok false: stop, with its error).
+func (l *JobLookup) allocationsOf(node string, ids []string, job func(id string) (j Job, ok bool, err error)) ([]GPUAllocation, error) {
 	var out []GPUAllocation
 	var firstErr error
 	for _, id := range ids {
-		j, err := l.job(ctx, id)
+		j, ok, err := job(id)
+		if !ok {
+			return nil, err
+		}
 		if err != nil {
 			if errors.Is(err, ErrJobNotFound) {
 				continue // finished since squeue ran

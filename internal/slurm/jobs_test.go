@@ -136,6 +136,73 @@ func TestJobLookupAllocations(t *testing.T) {
 	}
 }
 
+// CachedAllocations answers as Allocations does while squeue's list and
+// every job's scontrol answer are fresh, running no command; it does not
+// answer before the first Allocations, nor once either cache is stale.
+func TestJobLookupCachedAllocations(t *testing.T) {
+	job := "JobId=102 JobName=md UserId=bob(1001) Account=chem JobState=RUNNING Reason=None Partition=gpu " +
+		"NodeList=gpu-01 NumNodes=1 NumCPUs=8 TRES=cpu=8,node=1 Nodes=gpu-01 CPU_IDs=32-39 Mem=0 GRES=gpu:a100:1(IDX:0)\n"
+	var jobs atomic.Value
+	jobs.Store("102\n")
+	r := &scriptedRunner{fn: func(args []string) ([]byte, error) {
+		switch strings.Join(args, " ") {
+		case "squeue -h -w gpu-01 -t RUNNING -o %i":
+			return []byte(jobs.Load().(string)), nil
+		case "scontrol show job -d -o 102", "scontrol show job -d -o 103":
+			return []byte(strings.ReplaceAll(job, "102", args[len(args)-1])), nil
+		}
+		return nil, fmt.Errorf("unexpected %v", args)
+	}}
+	var mu sync.Mutex
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
+	advance := func(d time.Duration) { mu.Lock(); now = now.Add(d); mu.Unlock() }
+	l, err := NewJobLookup(JobLookupOptions{Runner: r, Now: clock, ListInterval: 10 * time.Second, TTL: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := l.CachedAllocations("gpu-01"); ok {
+		t.Fatal("answered before anything was cached")
+	}
+	want, err := l.Allocations(context.Background(), "gpu-01")
+	if err != nil {
+		t.Fatal(err)
+	}
+	calls := r.calls.Load()
+	got, ok := l.CachedAllocations("gpu-01")
+	if !ok || !reflect.DeepEqual(got, want) {
+		t.Fatalf("CachedAllocations = %+v, %v; want %+v as Allocations", got, ok, want)
+	}
+	if r.calls.Load() != calls {
+		t.Error("CachedAllocations ran a command")
+	}
+	// squeue's list goes stale first: no answer until it is asked again.
+	advance(11 * time.Second)
+	if _, ok := l.CachedAllocations("gpu-01"); ok {
+		t.Error("answered from a stale job list")
+	}
+	// A job not cached yet: no answer until Allocations looked it up.
+	jobs.Store("102\n103\n")
+	if _, err := l.Allocations(context.Background(), "gpu-01"); err != nil {
+		t.Fatal(err)
+	}
+	if got, ok := l.CachedAllocations("gpu-01"); !ok || len(got) != 2 {
+		t.Errorf("after 103 was looked up: %+v, %v; want both jobs", got, ok)
+	}
+	advance(9 * time.Second)
+	jobs.Store("102\n104\n")
+	advance(2 * time.Second)
+	if _, err := l.Allocations(context.Background(), "gpu-01"); err == nil {
+		t.Fatal("scontrol for 104 is not scripted: want its error")
+	}
+	if _, ok := l.CachedAllocations("gpu-01"); ok {
+		t.Error("answered although job 104's lookup failed (Allocations reports that error)")
+	}
+	if _, ok := l.CachedAllocations("-w"); ok {
+		t.Error("answered for a node name starting with '-'")
+	}
+}
+
 func TestReadJobEnv(t *testing.T) {
 	root := t.TempDir()
 	if err := os.MkdirAll(filepath.Join(root, "4242"), 0o755); err != nil {

@@ -25,3 +25,14 @@ func (n *NodeAllocations) List(ctx context.Context, devices []snapshot.Device) (
 	}
 	return ToSnapshotAllocations(allocs, devices), nil
 }
+
+// ListCached is List answered from the lookup's caches alone, without
+// running a command or waiting (attribution.CachedAllocationSource); ok
+// is false when they cannot answer.
+func (n *NodeAllocations) ListCached(devices []snapshot.Device) ([]snapshot.Allocation, bool) {
+	allocs, ok := n.Lookup.CachedAllocations(n.Node)
+	if !ok {
+		return nil, false
+	}
+	return ToSnapshotAllocations(allocs, devices), true
+}
