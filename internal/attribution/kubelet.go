@@ -70,6 +70,15 @@ type KubeletResolver struct {
 	fetchedAt time.Time       // when allocs arrived; zero when there is none
 	retryAt   time.Time       // no call before then, after a failure
 	pending   *kubeletCall    // the List call in flight, if any
+	fetches   uint64          // counts the good answers
+
+	// matched is ListCached's last answer: allocs of the answer counted
+	// by matchedFetch matched to the devices named by matchedTo. It
+	// stands while both do (an accounting tick every two seconds would
+	// otherwise match the same answer to the same GPUs again).
+	matched      []snapshot.Allocation
+	matchedFetch uint64
+	matchedTo    snapshot.DeviceIdentities
 }
 
 // kubeletCall is one List call, which concurrent callers share.
@@ -134,15 +143,18 @@ func (k *KubeletResolver) List(ctx context.Context, devices []snapshot.Device) (
 
 // ListCached is List answered from the cache alone, when it is fresh:
 // no call to the kubelet and no waiting (CachedAllocationSource).
+// The answer is shared: do not modify it.
 func (k *KubeletResolver) ListCached(devices []snapshot.Device) ([]snapshot.Allocation, bool) {
 	k.mu.Lock()
-	fresh := !k.fetchedAt.IsZero() && k.now().Sub(k.fetchedAt) < k.ttl
-	allocs := k.allocs
-	k.mu.Unlock()
-	if !fresh {
+	defer k.mu.Unlock()
+	if k.fetchedAt.IsZero() || k.now().Sub(k.fetchedAt) >= k.ttl {
 		return nil, false
 	}
-	return MatchAllocations(allocs, devices), true
+	if k.matchedFetch != k.fetches || !k.matchedTo.Same(devices) {
+		k.matched, k.matchedFetch = MatchAllocations(k.allocs, devices), k.fetches
+		k.matchedTo.Set(devices)
+	}
+	return k.matched, true
 }
 
 // Allocations returns every GPU and MIG device that the kubelet has
@@ -210,6 +222,7 @@ func (k *KubeletResolver) fetch(call *kubeletCall) {
 	} else {
 		call.allocs = gpuAllocations(pods)
 		k.allocs, k.fetchedAt, k.retryAt = call.allocs, now, time.Time{}
+		k.fetches++
 	}
 	k.pending = nil
 	close(call.done)

@@ -304,9 +304,25 @@ func TestKubeletListCached(t *testing.T) {
 	if calls := fk.calls.Load(); calls != 1 {
 		t.Errorf("List calls = %d, want 1", calls)
 	}
+	// Other GPUs: matched again, not the answer kept for the first ones.
+	moved := []snapshot.Device{{Index: 0, UUID: uuidShared}}
+	if got, ok := k.ListCached(moved); !ok || !slices.Equal(got, MatchAllocations(k.allocs, moved)) {
+		t.Errorf("ListCached for other GPUs = %+v, %v; want them matched anew", got, ok)
+	}
+	if got, _ := k.ListCached(devices); !slices.Equal(got, want) {
+		t.Errorf("back on the first GPUs: ListCached = %+v, want %+v", got, want)
+	}
 	clock.Advance(2 * time.Second)
 	if _, ok := k.ListCached(devices); ok {
 		t.Error("answered after the TTL")
+	}
+	// A new answer from the kubelet is matched anew, on the same GPUs.
+	fk.set(&podresourcesv1.ListPodResourcesResponse{}, 0, nil)
+	if _, err := k.List(context.Background(), devices); err != nil {
+		t.Fatal(err)
+	}
+	if got, ok := k.ListCached(devices); !ok || len(got) != 0 {
+		t.Errorf("after every pod ended: ListCached = %+v, %v; want none", got, ok)
 	}
 }
 
@@ -614,4 +630,29 @@ func TestDetectSocket(t *testing.T) {
 	if got := DetectSocket(); got != "" {
 		t.Errorf("DetectSocket() = %q", got)
 	}
+}
+
+// What an accounting tick pays for the kubelet's allocations once its
+// answer is cached: matching it to the GPUs ("match", what every tick did)
+// against the match kept while the answer and the GPUs stand ("cached").
+func BenchmarkKubeletListCached(b *testing.B) {
+	_, socket, _ := newFakeKubelet(b, loadListFixture(b))
+	k := newKubelet(b, socket, time.Second, time.Hour)
+	devices := []snapshot.Device{{Index: 0, UUID: uuidTrainerA}, {Index: 1, UUID: uuidTrainerB}, {Index: 2, UUID: uuidShared}}
+	for i := 3; i < 8; i++ {
+		devices = append(devices, snapshot.Device{Index: i, UUID: fmt.Sprintf("GPU-%d", i), Info: snapshot.Info{MinorNumber: snapshot.Some(i)}})
+	}
+	if _, err := k.List(context.Background(), devices); err != nil {
+		b.Fatal(err)
+	}
+	b.Run("match", func(b *testing.B) {
+		for b.Loop() {
+			MatchAllocations(k.allocs, devices)
+		}
+	})
+	b.Run("cached", func(b *testing.B) {
+		for b.Loop() {
+			k.ListCached(devices)
+		}
+	})
 }

@@ -54,7 +54,8 @@ type AllocationSource interface {
 
 // CachedAllocationSource is an AllocationSource that can often answer
 // from its cache: ListCached returns what List would, without calling out
-// or waiting, or ok false when its cache cannot answer. The Attributor
+// or waiting, or ok false when its cache cannot answer. Its answer may be
+// shared from one call to the next: do not modify it. The Attributor
 // asks it first, and calls List (on a goroutine of its own, under
 // Options.Timeout) only when it cannot: the accounting enriches a
 // snapshot every two seconds, and a goroutine per source per Enrich was a
