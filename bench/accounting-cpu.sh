@@ -10,6 +10,8 @@
 # medians, per fleet, and accounting's share on top of the scrapes.
 # With BASE_BIN set, the same four run from that binary too, alongside
 # (a before/after under the same load), their names prefixed "base-".
+# EXTRA_ARGS (split on spaces) are added to every process's flags, e.g.
+# EXTRA_ARGS=--attribution.revalidate-interval=1h.
 # Usage: bench/accounting-cpu.sh [WINDOWS [WINDOW [SCRAPE]]] after make build.
 set -euo pipefail
 windows=${1:-5}
@@ -52,6 +54,8 @@ for n in "${names[@]}"; do
 	args=(--backend=sim)
 	case $n in *fleet-*) args+=(--sim.config="$tmp/fleet.yaml") ;; *) args+=(--sim.profile=dgx-h100) ;; esac
 	case $n in *-off) args+=(--no-accounting) ;; esac
+	read -r -a extra <<<"${EXTRA_ARGS:-}"
+	args+=("${extra[@]}")
 	port[$n]=$(free_port)
 	"$exe" serve "${args[@]}" --web.listen-address="127.0.0.1:${port[$n]}" >"$tmp/$n.log" 2>&1 &
 	pid[$n]=$!
