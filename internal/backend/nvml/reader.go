@@ -457,7 +457,15 @@ func (r *Reader) readDevices(ctx context.Context, count int, listAll bool) ([]*d
 			}
 			slots.take(next, now)
 			pending++
-			r.workers.start(r, deviceRead{index: next, listAll: listAll, done: done})
+			job := deviceRead{index: next, listAll: listAll, done: done}
+			if r.inTurn {
+				// Reading in turn, a parallel read is the exception
+				// (a GPU hung): a goroutine that ends with the read,
+				// not a worker per device kept for good.
+				go r.runDeviceRead(job)
+			} else {
+				r.workers.start(r, job)
+			}
 		}
 		if next < count {
 			slots.wait(now)
