@@ -29,6 +29,7 @@ type pollCache struct {
 	mu       sync.Mutex
 	last     *cachedResult
 	inflight *flight
+	runs     uint64 // counts the results stored in last
 }
 
 type flight struct {
@@ -64,14 +65,15 @@ func (c *pollCache) get(ctx context.Context) cachedResult {
 }
 
 // fresh returns the cached result when it is younger than the interval,
-// without starting an invocation or waiting; ok false otherwise.
-func (c *pollCache) fresh() (r cachedResult, ok bool) {
+// and which result it is (counted by runs), without starting an
+// invocation or waiting; ok false otherwise.
+func (c *pollCache) fresh() (r cachedResult, run uint64, ok bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.last != nil && c.now().Sub(c.last.At) < c.interval {
-		return *c.last, true
+		return *c.last, c.runs, true
 	}
-	return cachedResult{}, false
+	return cachedResult{}, 0, false
 }
 
 func (c *pollCache) run(f *flight) {
@@ -84,6 +86,7 @@ func (c *pollCache) run(f *flight) {
 	c.mu.Lock()
 	r := f.result
 	c.last = &r
+	c.runs++
 	c.inflight = nil
 	c.mu.Unlock()
 	close(f.done)

@@ -53,6 +53,9 @@ type JobLookup struct {
 	mu      sync.Mutex
 	jobs    map[string]*jobEntry
 	running map[string]*pollCache // per node: job ids running there
+	// changes counts the changes to jobs, to tell a cached answer from
+	// one given before (CachedAllocations).
+	changes uint64
 }
 
 type jobEntry struct {
@@ -162,6 +165,7 @@ func (l *JobLookup) job(ctx context.Context, jobID string) (Job, error) {
 
 		l.mu.Lock()
 		e.job, e.err, e.at = job, err, l.opts.Now()
+		l.changes++
 		close(e.flight)
 		e.flight = nil
 		l.mu.Unlock()
@@ -174,6 +178,7 @@ func (l *JobLookup) pruneLocked() {
 	for id, e := range l.jobs {
 		if e.flight == nil && now.Sub(e.at) >= l.opts.TTL {
 			delete(l.jobs, id)
+			l.changes++
 		}
 	}
 	// Still full of fresh entries: drop the oldest half.
@@ -191,6 +196,7 @@ func (l *JobLookup) pruneLocked() {
 		sort.Slice(all, func(a, b int) bool { return all[a].at.Before(all[b].at) })
 		for _, x := range all[:len(all)/2] {
 			delete(l.jobs, x.id)
+			l.changes++
 		}
 	}
 }
@@ -243,19 +249,53 @@ func (l *JobLookup) Allocations(ctx context.Context, node string) ([]GPUAllocati
 // CachedAllocations is Allocations answered from the caches alone, when
 // the running jobs and every one of them are cached and fresh: no command
 // runs and nothing waits. ok is false when Allocations must be asked.
-func (l *JobLookup) CachedAllocations(node string) (allocs []GPUAllocation, ok bool) {
-	if checkNodeName(node) != nil {
-		return nil, false
+// version changes whenever the answer may have: equal versions, equal
+// answers.
+func (l *JobLookup) CachedAllocations(node string) (allocs []GPUAllocation, version CacheVersion, ok bool) {
+	ids, version, ok := l.cachedRunning(node)
+	if !ok {
+		return nil, CacheVersion{}, false
 	}
-	r, fresh := l.runningCache(node).fresh()
-	if !fresh || r.Err != nil {
-		return nil, false
-	}
-	allocs, err := l.allocationsOf(node, r.Value.([]string), l.cachedJob)
+	allocs, err := l.allocationsOf(node, ids, l.cachedJob)
 	if err != nil {
-		return nil, false
+		return nil, CacheVersion{}, false
 	}
-	return allocs, true
+	return allocs, version, true
+}
+
+// CacheVersion tells one state of a JobLookup's caches for a node from
+// another (CachedAllocations).
+type CacheVersion struct{ running, jobs uint64 }
+
+// CachedVersion is the version CachedAllocations would answer with, without
+// building the answer; ok is false when it would not answer.
+func (l *JobLookup) CachedVersion(node string) (version CacheVersion, ok bool) {
+	ids, version, ok := l.cachedRunning(node)
+	if !ok {
+		return CacheVersion{}, false
+	}
+	for _, id := range ids {
+		if _, ok, err := l.cachedJob(id); !ok || (err != nil && !errors.Is(err, ErrJobNotFound)) {
+			return CacheVersion{}, false
+		}
+	}
+	return version, true
+}
+
+// cachedRunning is node's running jobs when their list is cached and
+// fresh, with the caches' version as of now.
+func (l *JobLookup) cachedRunning(node string) ([]string, CacheVersion, bool) {
+	if checkNodeName(node) != nil {
+		return nil, CacheVersion{}, false
+	}
+	l.mu.Lock()
+	jobs := l.changes
+	l.mu.Unlock()
+	r, run, fresh := l.runningCache(node).fresh()
+	if !fresh || r.Err != nil {
+		return nil, CacheVersion{}, false
+	}
+	return r.Value.([]string), CacheVersion{running: run, jobs: jobs}, true
 }
 
 // errNotCached stops CachedAllocations at a job its cache cannot answer.

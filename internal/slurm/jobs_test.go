@@ -161,7 +161,7 @@ func TestJobLookupCachedAllocations(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, ok := l.CachedAllocations("gpu-01"); ok {
+	if _, _, ok := l.CachedAllocations("gpu-01"); ok {
 		t.Fatal("answered before anything was cached")
 	}
 	want, err := l.Allocations(context.Background(), "gpu-01")
@@ -169,7 +169,7 @@ func TestJobLookupCachedAllocations(t *testing.T) {
 		t.Fatal(err)
 	}
 	calls := r.calls.Load()
-	got, ok := l.CachedAllocations("gpu-01")
+	got, _, ok := l.CachedAllocations("gpu-01")
 	if !ok || !reflect.DeepEqual(got, want) {
 		t.Fatalf("CachedAllocations = %+v, %v; want %+v as Allocations", got, ok, want)
 	}
@@ -178,7 +178,7 @@ func TestJobLookupCachedAllocations(t *testing.T) {
 	}
 	// squeue's list goes stale first: no answer until it is asked again.
 	advance(11 * time.Second)
-	if _, ok := l.CachedAllocations("gpu-01"); ok {
+	if _, _, ok := l.CachedAllocations("gpu-01"); ok {
 		t.Error("answered from a stale job list")
 	}
 	// A job not cached yet: no answer until Allocations looked it up.
@@ -186,7 +186,7 @@ func TestJobLookupCachedAllocations(t *testing.T) {
 	if _, err := l.Allocations(context.Background(), "gpu-01"); err != nil {
 		t.Fatal(err)
 	}
-	if got, ok := l.CachedAllocations("gpu-01"); !ok || len(got) != 2 {
+	if got, _, ok := l.CachedAllocations("gpu-01"); !ok || len(got) != 2 {
 		t.Errorf("after 103 was looked up: %+v, %v; want both jobs", got, ok)
 	}
 	advance(9 * time.Second)
@@ -195,11 +195,78 @@ func TestJobLookupCachedAllocations(t *testing.T) {
 	if _, err := l.Allocations(context.Background(), "gpu-01"); err == nil {
 		t.Fatal("scontrol for 104 is not scripted: want its error")
 	}
-	if _, ok := l.CachedAllocations("gpu-01"); ok {
+	if _, _, ok := l.CachedAllocations("gpu-01"); ok {
 		t.Error("answered although job 104's lookup failed (Allocations reports that error)")
 	}
-	if _, ok := l.CachedAllocations("-w"); ok {
+	if _, _, ok := l.CachedAllocations("-w"); ok {
 		t.Error("answered for a node name starting with '-'")
+	}
+}
+
+// NodeAllocations.ListCached answers as List does, keeps its answer while
+// the lookup's caches and the GPUs stand (the same slice again), and builds
+// it anew when either changes.
+func TestNodeAllocationsListCached(t *testing.T) {
+	job := func(id, idx string) string {
+		return "JobId=" + id + " JobName=md UserId=bob(1001) Account=chem JobState=RUNNING Reason=None Partition=gpu " +
+			"NodeList=gpu-01 NumNodes=1 NumCPUs=8 TRES=cpu=8,node=1 Nodes=gpu-01 CPU_IDs=32-39 Mem=0 GRES=gpu:a100:1(IDX:" + idx + ")\n"
+	}
+	var running atomic.Value
+	running.Store("102\n")
+	r := &scriptedRunner{fn: func(args []string) ([]byte, error) {
+		switch strings.Join(args, " ") {
+		case "squeue -h -w gpu-01 -t RUNNING -o %i":
+			return []byte(running.Load().(string)), nil
+		case "scontrol show job -d -o 102":
+			return []byte(job("102", "0")), nil
+		case "scontrol show job -d -o 103":
+			return []byte(job("103", "1")), nil
+		}
+		return nil, fmt.Errorf("unexpected %v", args)
+	}}
+	var mu sync.Mutex
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
+	advance := func(d time.Duration) { mu.Lock(); now = now.Add(d); mu.Unlock() }
+	l, err := NewJobLookup(JobLookupOptions{Runner: r, Now: clock, ListInterval: 10 * time.Second, TTL: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := &NodeAllocations{Lookup: l, Node: "gpu-01"}
+	devices := []snapshot.Device{{Index: 0, UUID: "GPU-aaa"}, {Index: 1, UUID: "GPU-bbb"}}
+	if _, ok := n.ListCached(devices); ok {
+		t.Fatal("answered before anything was cached")
+	}
+	want, err := n.List(context.Background(), devices)
+	if err != nil {
+		t.Fatal(err)
+	}
+	first, ok := n.ListCached(devices)
+	if !ok || !reflect.DeepEqual(first, want) {
+		t.Fatalf("ListCached = %+v, %v; want %+v", first, ok, want)
+	}
+	if again, _ := n.ListCached(devices); len(again) == 0 || &again[0] != &first[0] {
+		t.Error("the same caches and GPUs: the answer was built again")
+	}
+	// Other GPUs: matched anew.
+	other := []snapshot.Device{{Index: 0, UUID: "GPU-ccc"}}
+	if got, ok := n.ListCached(other); !ok || len(got) != 1 || got[0].GPUUUID != "GPU-ccc" {
+		t.Errorf("other GPUs: ListCached = %+v, %v", got, ok)
+	}
+	if got, _ := n.ListCached(devices); !reflect.DeepEqual(got, want) {
+		t.Errorf("back on the first GPUs: %+v, want %+v", got, want)
+	}
+	// A job starts: squeue's next list names it, and the answer follows.
+	running.Store("102\n103\n")
+	advance(11 * time.Second)
+	if _, ok := n.ListCached(devices); ok {
+		t.Error("answered from a stale job list")
+	}
+	if _, err := n.List(context.Background(), devices); err != nil {
+		t.Fatal(err)
+	}
+	if got, ok := n.ListCached(devices); !ok || len(got) != 2 || got[1].Slurm.JobID != "103" || got[1].GPUUUID != "GPU-bbb" {
+		t.Errorf("after job 103 started: ListCached = %+v, %v; want jobs 102 and 103", got, ok)
 	}
 }
 
@@ -230,4 +297,42 @@ func TestReadJobEnv(t *testing.T) {
 	if e := ParseJobEnv([]byte("SLURM_JOB_ID=5;rm\x00")); e.JobID != "" {
 		t.Errorf("invalid job id kept: %+v", e)
 	}
+}
+
+// What an accounting tick pays for Slurm's allocations once they are
+// cached: building the answer from the caches and matching it to the GPUs
+// ("build", what every tick did) against the answer kept while the caches
+// and the GPUs stand ("cached").
+func BenchmarkNodeAllocationsListCached(b *testing.B) {
+	job := "JobId=102 JobName=md UserId=bob(1001) Account=chem JobState=RUNNING Reason=None Partition=gpu " +
+		"NodeList=gpu-01 NumNodes=1 NumCPUs=8 TRES=cpu=8,node=1 Nodes=gpu-01 CPU_IDs=32-39 Mem=0 GRES=gpu:a100:2(IDX:0-1)\n"
+	r := &scriptedRunner{fn: func(args []string) ([]byte, error) {
+		if args[0] == "squeue" {
+			return []byte("102\n"), nil
+		}
+		return []byte(job), nil
+	}}
+	l, err := NewJobLookup(JobLookupOptions{Runner: r, ListInterval: time.Hour, TTL: time.Hour})
+	if err != nil {
+		b.Fatal(err)
+	}
+	n := &NodeAllocations{Lookup: l, Node: "gpu-01"}
+	var devices []snapshot.Device
+	for i := range 8 {
+		devices = append(devices, snapshot.Device{Index: i, UUID: fmt.Sprintf("GPU-%d", i)})
+	}
+	if _, err := n.List(context.Background(), devices); err != nil {
+		b.Fatal(err)
+	}
+	b.Run("build", func(b *testing.B) {
+		for b.Loop() {
+			allocs, _, _ := l.CachedAllocations("gpu-01")
+			ToSnapshotAllocations(allocs, devices)
+		}
+	})
+	b.Run("cached", func(b *testing.B) {
+		for b.Loop() {
+			n.ListCached(devices)
+		}
+	})
 }

@@ -2,6 +2,7 @@ package slurm
 
 import (
 	"context"
+	"sync"
 
 	"github.com/gpuwatch/gpuwatch/internal/snapshot"
 )
@@ -12,6 +13,15 @@ import (
 type NodeAllocations struct {
 	Lookup *JobLookup
 	Node   string // this node's Slurm name
+
+	// matched is ListCached's last answer: the lookup's cached answer of
+	// version matchedVersion, matched to the devices named by matchedTo.
+	// It stands while both do (an accounting tick every two seconds would
+	// otherwise build and match the same answer again).
+	mu             sync.Mutex
+	matched        []snapshot.Allocation
+	matchedVersion CacheVersion
+	matchedTo      snapshot.DeviceIdentities
 }
 
 // Source names the source in gpuwatch_attribution_errors_total.
@@ -28,11 +38,24 @@ func (n *NodeAllocations) List(ctx context.Context, devices []snapshot.Device) (
 
 // ListCached is List answered from the lookup's caches alone, without
 // running a command or waiting (attribution.CachedAllocationSource); ok
-// is false when they cannot answer.
+// is false when they cannot answer. The answer is shared: do not modify it.
 func (n *NodeAllocations) ListCached(devices []snapshot.Device) ([]snapshot.Allocation, bool) {
-	allocs, ok := n.Lookup.CachedAllocations(n.Node)
+	version, ok := n.Lookup.CachedVersion(n.Node)
 	if !ok {
 		return nil, false
 	}
-	return ToSnapshotAllocations(allocs, devices), true
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if version == n.matchedVersion && n.matchedTo.Same(devices) {
+		return n.matched, true
+	}
+	// The version read before the answer: a change in between makes the
+	// next call build it again, never keep an older one.
+	allocs, _, ok := n.Lookup.CachedAllocations(n.Node)
+	if !ok {
+		return nil, false
+	}
+	n.matched, n.matchedVersion = ToSnapshotAllocations(allocs, devices), version
+	n.matchedTo.Set(devices)
+	return n.matched, true
 }
