@@ -136,6 +136,20 @@ func TestJobLookupAllocations(t *testing.T) {
 	}
 }
 
+// lookupOnAClock is a JobLookup running r, on a clock that moves only by
+// advance: squeue's list is fresh for 10 s, a job's answer for a minute.
+func lookupOnAClock(t *testing.T, r CommandRunner) (l *JobLookup, advance func(time.Duration)) {
+	t.Helper()
+	var mu sync.Mutex
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
+	l, err := NewJobLookup(JobLookupOptions{Runner: r, Now: clock, ListInterval: 10 * time.Second, TTL: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l, func(d time.Duration) { mu.Lock(); now = now.Add(d); mu.Unlock() }
+}
+
 // CachedAllocations answers as Allocations does while squeue's list and
 // every job's scontrol answer are fresh, running no command; it does not
 // answer before the first Allocations, nor once either cache is stale.
@@ -153,14 +167,7 @@ func TestJobLookupCachedAllocations(t *testing.T) {
 		}
 		return nil, fmt.Errorf("unexpected %v", args)
 	}}
-	var mu sync.Mutex
-	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
-	advance := func(d time.Duration) { mu.Lock(); now = now.Add(d); mu.Unlock() }
-	l, err := NewJobLookup(JobLookupOptions{Runner: r, Now: clock, ListInterval: 10 * time.Second, TTL: time.Minute})
-	if err != nil {
-		t.Fatal(err)
-	}
+	l, advance := lookupOnAClock(t, r)
 	if _, _, ok := l.CachedAllocations("gpu-01"); ok {
 		t.Fatal("answered before anything was cached")
 	}
@@ -224,14 +231,7 @@ func TestNodeAllocationsListCached(t *testing.T) {
 		}
 		return nil, fmt.Errorf("unexpected %v", args)
 	}}
-	var mu sync.Mutex
-	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
-	advance := func(d time.Duration) { mu.Lock(); now = now.Add(d); mu.Unlock() }
-	l, err := NewJobLookup(JobLookupOptions{Runner: r, Now: clock, ListInterval: 10 * time.Second, TTL: time.Minute})
-	if err != nil {
-		t.Fatal(err)
-	}
+	l, advance := lookupOnAClock(t, r)
 	n := &NodeAllocations{Lookup: l, Node: "gpu-01"}
 	devices := []snapshot.Device{{Index: 0, UUID: "GPU-aaa"}, {Index: 1, UUID: "GPU-bbb"}}
 	if _, ok := n.ListCached(devices); ok {
