@@ -52,16 +52,8 @@ func (r *Reader) readInTurn(ctx context.Context, count int, listAll bool, result
 		return 0, 0
 	}
 	hold := slotHold(ctx, count, 1)
-	timer, _ := slotTimers.Get().(*time.Timer)
-	if timer == nil {
-		timer = time.NewTimer(hold)
-	} else {
-		timer.Reset(hold)
-	}
-	defer func() {
-		timer.Stop()
-		slotTimers.Put(timer)
-	}()
+	timer := slotTimer(hold)
+	defer releaseSlotTimer(timer)
 	for {
 		select {
 		case <-t.finished:
@@ -104,7 +96,7 @@ func (t *turn) untilStuck(now time.Time, hold time.Duration) time.Duration {
 	return max(t.started.Add(hold).Sub(now), time.Millisecond)
 }
 
-// run reads the turn's devices, on the turn goroutine.
+// runTurn reads the turn's devices, on the turn goroutine.
 func (r *Reader) runTurn(t *turn) {
 	for {
 		t.mu.Lock()

@@ -75,16 +75,28 @@ func (s *readSlots) wait(now time.Time) {
 	}
 	d := oldest.Add(s.hold).Sub(now)
 	if s.timer == nil {
-		if t, ok := slotTimers.Get().(*time.Timer); ok {
-			s.timer = t
-		} else {
-			s.timer = time.NewTimer(d)
-			return
-		}
+		s.timer = slotTimer(d)
+		return
 	}
 	// A stopped timer, or one whose hold passed: Reset drops a value it
 	// may hold (Go 1.23 timers).
 	s.timer.Reset(d)
+}
+
+// slotTimer is a timer from slotTimers (or a new one) that fires after d;
+// hand it back with releaseSlotTimer.
+func slotTimer(d time.Duration) *time.Timer {
+	if t, ok := slotTimers.Get().(*time.Timer); ok {
+		t.Reset(d)
+		return t
+	}
+	return time.NewTimer(d)
+}
+
+// releaseSlotTimer stops t and keeps it for the next Read.
+func releaseSlotTimer(t *time.Timer) {
+	t.Stop()
+	slotTimers.Put(t)
 }
 
 // expire takes their slots from the reads that have held one for hold.
@@ -95,8 +107,7 @@ func (s *readSlots) expire(now time.Time) {
 // stop releases the timer.
 func (s *readSlots) stop() {
 	if s.timer != nil {
-		s.timer.Stop()
-		slotTimers.Put(s.timer)
+		releaseSlotTimer(s.timer)
 		s.timer = nil
 	}
 }
