@@ -67,7 +67,7 @@ func (f *commonFlags) startAccounting(logger *slog.Logger, st *stack, enrichers 
 	}
 	maps.DeleteFunc(groups, func(g string, _ bool) bool { return !f.enabledCollectors()[g] })
 	opts := nvmlbackend.Options{Groups: groups, Logger: logger, StartTimeout: f.timeout, ProcessSamples: true, GPMOnlyMIG: !records,
-		ListProcessesEvery: accounting.ListProcessesEvery(a.interval), ReadInTurn: true}
+		ListProcessesEvery: accounting.ListProcessesEvery(a.interval), ListProcessesSteadyEvery: accounting.ListProcessesSteadyEvery(a.interval), ReadInTurn: true}
 	if st.sim != nil {
 		opts.Now, opts.Library = st.sim.Now, "simulator"
 	}

@@ -36,11 +36,18 @@ const (
 	DefaultRetention = 10 * time.Minute
 	// ListInterval is how often, at most, the accounting's reader lists a
 	// GPU's processes (and the attribution names their owners) when its
-	// samples show no change: a process that starts or ends while busy is
-	// listed at once, one that starts or ends idle is noticed within this.
+	// samples show no change but its used memory moved: a process that
+	// starts or ends while busy is listed at once, one that starts or
+	// ends idle (its memory comes or goes) is noticed within this.
 	// Between lists each owner holds the memory listed last. A list per
 	// tick cost several times a scrape (bench/RESULTS.md).
 	ListInterval = 16 * time.Second
+	// SteadyListInterval is how often every GPU is listed when neither
+	// its samples nor its used memory moved: a list then finds the same
+	// processes holding the same memory, and was, on a busy fleet, about
+	// a third of the accounting's CPU. It bounds what the memory cannot
+	// show: one process's memory growing as another's shrinks by as much.
+	SteadyListInterval = 64 * time.Second
 )
 
 // ListProcessesEvery is the reader's nvmlbackend.Options.ListProcessesEvery
@@ -50,6 +57,16 @@ func ListProcessesEvery(interval time.Duration) int {
 		return 1
 	}
 	return max(1, int(ListInterval/interval))
+}
+
+// ListProcessesSteadyEvery is the reader's
+// nvmlbackend.Options.ListProcessesSteadyEvery for ticks of interval:
+// every GPU listed at least every SteadyListInterval.
+func ListProcessesSteadyEvery(interval time.Duration) int {
+	if interval <= 0 {
+		return 1
+	}
+	return max(1, int(SteadyListInterval/interval))
 }
 
 // Options tunes an Accountant. Zero values mean the defaults.

@@ -116,7 +116,7 @@ func benchmarkTick(b *testing.B, typical bool) {
 
 func benchmarkTickOn(b *testing.B, s *sim.Sim) {
 	r := benchReader(b, s, nvmlbackend.Options{Groups: ReaderGroups(), ProcessSamples: true, GPMOnlyMIG: true, ReadInTurn: true,
-		ListProcessesEvery: ListProcessesEvery(DefaultInterval)})
+		ListProcessesEvery: ListProcessesEvery(DefaultInterval), ListProcessesSteadyEvery: ListProcessesSteadyEvery(DefaultInterval)})
 	a, _ := New(Options{})
 	ctx := context.Background()
 	elapsed := time.Duration(0)

@@ -33,7 +33,7 @@ func newRig(t *testing.T, cfg sim.Config, owners map[uint32]snapshot.Owner, opts
 		t.Fatal(err)
 	}
 	r, err := nvmlbackend.New(s, nvmlbackend.Options{Groups: ReaderGroups(), Now: s.Now, ProcessSamples: true, GPMOnlyMIG: true, Library: "simulator",
-		ListProcessesEvery: ListProcessesEvery(DefaultInterval)})
+		ListProcessesEvery: ListProcessesEvery(DefaultInterval), ListProcessesSteadyEvery: ListProcessesSteadyEvery(DefaultInterval)})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -28,12 +28,21 @@ import (
 // their read failed) is listed at every read. What a list every few reads
 // misses, a process that starts or ends while idle, is noticed at the next
 // one.
+//
+// With Options.ListProcessesSteadyEvery, that periodic list is made only
+// when the GPU's used memory moved since its last list: a process that
+// starts or ends, idle or not, allocates or frees memory (a CUDA context
+// alone holds hundreds of MiB), and so does one that grows or shrinks.
+// A GPU whose memory stands still is listed with every GPU every
+// ListProcessesSteadyEvery reads, and when its samples show a change.
 type processListing struct {
 	// reads counts the reads since the last list, to tell the samples
 	// of the previous read.
 	reads int
 	// listedOnce is false until the first list.
 	listedOnce bool
+	// memoryAtList is the GPU's used memory at the last list.
+	memoryAtList usedMemory
 	// pid indexes seen: the PIDs of the last list and those sampled
 	// since. Looked up in the order of the samples, which is that of the
 	// read before (pidindex).
@@ -55,15 +64,28 @@ type seenPID struct {
 // sampled it.
 const ended = -2
 
+// usedMemory is a GPU's used memory in bytes; known is false when it was
+// not read (no steady listing) or could not be.
+type usedMemory struct {
+	bytes uint64
+	known bool
+}
+
 // due says whether this read lists the processes, after noting what its
 // samples (sampled: the driver answered) and MIG instances show. listAll
-// is the reader's periodic list of every GPU.
-func (l *processListing) due(listAll bool, samples []nvml.ProcessUtilizationSample, sampled bool, migs []snapshot.MIGInstance) bool {
+// is the reader's periodic list of every GPU. every (0: none) is, with
+// ListProcessesSteadyEvery, how many reads after its last list a GPU whose
+// used memory moved is listed.
+func (l *processListing) due(listAll bool, every int, samples []nvml.ProcessUtilizationSample, sampled bool, migs []snapshot.MIGInstance, memory usedMemory) bool {
 	l.reads++
 	changed := l.noteSamples(samples)
 	measured := sampled
 	if len(migs) > 0 {
 		measured, changed = l.noteMIG(migs, changed)
+	}
+	if every > 0 && l.reads >= every {
+		moved := !memory.known || !l.memoryAtList.known || memory.bytes != l.memoryAtList.bytes
+		changed = changed || moved
 	}
 	return listAll || !l.listedOnce || !measured || changed
 }
@@ -119,8 +141,8 @@ func (l *processListing) noteMIG(migs []snapshot.MIGInstance, changed bool) (mea
 // listed starts over from this read's list: its PIDs and those of its
 // samples (a PID sampled but not listed ended before the list; its
 // samples must not ask for another).
-func (l *processListing) listed(procs []snapshot.Process, samples []nvml.ProcessUtilizationSample) {
-	l.listedOnce, l.reads = true, 0
+func (l *processListing) listed(procs []snapshot.Process, samples []nvml.ProcessUtilizationSample, memory usedMemory) {
+	l.listedOnce, l.reads, l.memoryAtList = true, 0, memory
 	l.pid.Clear()
 	l.seen = l.seen[:0]
 	for i := range procs {

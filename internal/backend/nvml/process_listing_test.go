@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/NVIDIA/go-nvml/pkg/nvml"
+
 	"github.com/gpuwatch/gpuwatch/internal/backend/sim"
 	"github.com/gpuwatch/gpuwatch/internal/snapshot"
 )
@@ -16,9 +18,16 @@ import (
 // list them).
 func listingReads(t *testing.T, cfg sim.Config, gpu int, end time.Duration) map[int][]uint32 {
 	t.Helper()
+	return listingReadsEvery(t, cfg, gpu, end, 0)
+}
+
+// listingReadsEvery is listingReads with ListProcessesSteadyEvery steady.
+func listingReadsEvery(t *testing.T, cfg sim.Config, gpu int, end time.Duration, steady int) map[int][]uint32 {
+	t.Helper()
 	s := newSim(t, cfg, 0)
 	groups := map[string]bool{snapshot.GroupProcesses: true, snapshot.GroupMIG: true, snapshot.GroupGPM: true}
-	r := newReaderWith(t, s, Options{Groups: groups, Now: s.Now, ProcessSamples: true, GPMOnlyMIG: true, ListProcessesEvery: 8})
+	r := newReaderWith(t, s, Options{Groups: groups, Now: s.Now, ProcessSamples: true, GPMOnlyMIG: true,
+		ListProcessesEvery: 8, ListProcessesSteadyEvery: steady})
 	out := map[int][]uint32{}
 	for e := 2 * time.Second; e <= end; e += 2 * time.Second {
 		s.SetElapsed(e)
@@ -121,26 +130,116 @@ func TestMIGListingFollowsGPMTransitions(t *testing.T) {
 		{busy(0.5, 0.2), nil, true}, // MIG-1 turned busy again, nobody listed in it
 	}
 	for i, st := range steps {
-		if due := l.due(false, nil, true, st.migs); due != st.due {
+		if due := l.due(false, 0, nil, true, st.migs, usedMemory{}); due != st.due {
 			t.Fatalf("read %d: due %v, want %v", i, due, st.due)
 		}
 		if st.due {
-			l.listed(st.listed, nil)
+			l.listed(st.listed, nil, usedMemory{})
 		}
 	}
 	// An instance busy throughout with nobody listed asks once, not at
 	// every read.
 	var m processListing
 	for i := range 7 {
-		if due := m.due(false, nil, true, busy(0.4)); due != (i == 0) {
+		if due := m.due(false, 0, nil, true, busy(0.4), usedMemory{}); due != (i == 0) {
 			t.Errorf("read %d: due %v, want a list at the first read only", i, due)
 		}
 		if i == 0 {
-			m.listed(nil, nil)
+			m.listed(nil, nil, usedMemory{})
 		}
 	}
 	// GPM absent (its first window): nothing says who is busy, so list.
-	if !m.due(false, nil, true, []snapshot.MIGInstance{{UUID: "MIG-0"}}) {
+	if !m.due(false, 0, nil, true, []snapshot.MIGInstance{{UUID: "MIG-0"}}, usedMemory{}) {
 		t.Error("not due with GPM absent")
+	}
+}
+
+// With ListProcessesSteadyEvery, a GPU's list every eighth read is made
+// only when its used memory moved since its last list: an idle process
+// that starts or ends (never sampled) moves it; a GPU whose processes
+// stand still is listed with every GPU every 32nd read.
+func TestSteadyListingFollowsUsedMemory(t *testing.T) {
+	cfg := sim.Config{Profile: "h100", Processes: []sim.ProcessSpec{
+		{GPU: 0, PID: 10, UsedMemoryBytes: 1 << 30, SMUtilization: 0.5},
+		{GPU: 0, PID: 12, UsedMemoryBytes: 1 << 30},                                                                           // idle: never sampled
+		{GPU: 0, PID: 13, UsedMemoryBytes: 2 << 30, Start: durationPtr(25 * time.Second), End: durationPtr(61 * time.Second)}, // idle
+	}}
+	listed := listingReadsEvery(t, cfg, 0, 80*time.Second, 32)
+	// 2 s: the first read, every GPU; 26 s: the first read of the eighth
+	// or later since it at which the memory moved (PID 13 started at
+	// 25 s); 62 s: PID 13 ended at 61 s; 66 s: the 33rd read, every GPU.
+	// Not at 18 s, 42 s or 58 s: the memory stood still.
+	if at, want := listTimes(listed), []int{2, 26, 62, 66}; !slices.Equal(at, want) {
+		t.Errorf("listed at %v s, want %v", at, want)
+	}
+	if got := listed[26]; !slices.Equal(got, []uint32{10, 12, 13}) {
+		t.Errorf("at 26 s listed %v, want 10, 12 and the idle 13", got)
+	}
+	if got := listed[62]; !slices.Equal(got, []uint32{10, 12}) {
+		t.Errorf("at 62 s listed %v, want 10 and 12 (13 ended)", got)
+	}
+	// Without it, the same GPU is listed every eighth read whatever its memory.
+	if at, want := listTimes(listingReadsEvery(t, cfg, 0, 80*time.Second, 0)), []int{2, 18, 34, 50, 66}; !slices.Equal(at, want) {
+		t.Errorf("without steady listing: listed at %v s, want %v", at, want)
+	}
+}
+
+// On a MIG GPU the instances' used memory, read at every read, is what
+// moves: a process that starts in an instance while the others run on is
+// listed at the next periodic read, and a steady GPU only with every GPU.
+func TestSteadyListingOnMIGFollowsInstanceMemory(t *testing.T) {
+	cfg := sim.Config{Profile: "dgx-h100", Processes: []sim.ProcessSpec{
+		{GPU: 7, PID: 701, UsedMemoryBytes: 1 << 30, SMUtilization: 0.6, GPUInstance: new(1), ComputeInstance: new(0)},
+		{GPU: 7, PID: 702, UsedMemoryBytes: 1 << 30, GPUInstance: new(5), ComputeInstance: new(0), Start: durationPtr(30 * time.Second)},
+	}}
+	listed := listingReadsEvery(t, cfg, 7, 70*time.Second, 32)
+	// 2 s: the first read; 30 s: 702 started (idle: GPM of its instance
+	// stays 0) and moved instance 5's memory; 66 s: every GPU.
+	if at, want := listTimes(listed), []int{2, 30, 66}; !slices.Equal(at, want) {
+		t.Errorf("listed at %v s, want %v", at, want)
+	}
+}
+
+// The memory read failing (known false) lists the GPU every eighth read,
+// as without the comparison; a GPU whose memory stands still is not.
+func TestSteadyListingWithoutMemoryListsByThePeriod(t *testing.T) {
+	const every = 4
+	steadyMB := usedMemory{bytes: 1 << 20, known: true}
+	for _, tc := range []struct {
+		name   string
+		memory func(read int) usedMemory
+		want   []int
+	}{
+		{"memory unknown", func(int) usedMemory { return usedMemory{} }, []int{0, 4, 8, 12}},
+		{"memory steady", func(int) usedMemory { return steadyMB }, []int{0}},
+		{"memory moves at read 6", func(read int) usedMemory {
+			if read >= 6 {
+				return usedMemory{bytes: 2 << 20, known: true}
+			}
+			return steadyMB
+		}, []int{0, 6}},
+		{"memory unreadable from read 9", func(read int) usedMemory {
+			if read >= 9 {
+				return usedMemory{}
+			}
+			return steadyMB
+		}, []int{0, 9, 13}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var l processListing
+			samples := []nvml.ProcessUtilizationSample{{Pid: 1, TimeStamp: 1, SmUtil: 10}}
+			var at []int
+			for read := range 15 {
+				samples[0].TimeStamp = uint64(read + 1)
+				m := tc.memory(read)
+				if l.due(false, every, samples, true, nil, m) {
+					at = append(at, read)
+					l.listed([]snapshot.Process{{PID: 1}}, samples, m)
+				}
+			}
+			if !slices.Equal(at, tc.want) {
+				t.Errorf("listed at reads %v, want %v", at, tc.want)
+			}
+		})
 	}
 }

@@ -35,14 +35,49 @@ func (d *deviceReader) readProcesses() []snapshot.Process {
 	// The accounting's reader: the samples first, each once; they say
 	// whether the processes must be listed at this read.
 	samples, sampled := d.readProcessSamples()
-	if !d.st.listing.due(d.listAll, samples, sampled, d.out.device.MIGInstances) {
+	var memory usedMemory
+	every := 0
+	if d.r.listSteady > 0 {
+		memory, every = d.usedMemory(), d.r.listEvery
+	}
+	if !d.st.listing.due(d.listAll, every, samples, sampled, d.out.device.MIGInstances, memory) {
 		d.out.device.ProcessesNotListed = true
 		return nil
 	}
 	procs := d.listProcesses()
 	d.addUtilization(procs, samples)
-	d.st.listing.listed(procs, samples)
+	d.st.listing.listed(procs, samples, memory)
 	return procs
+}
+
+// usedMemory is the GPU's used memory as processListing compares it from
+// one list to the next: the MIG instances' summed on a MIG GPU (they are
+// read at every read anyway), else the GPU's. A failed read is no error
+// of the processes (the scrapes report the memory): the GPU is then
+// listed as often as without the comparison.
+func (d *deviceReader) usedMemory() usedMemory {
+	if migs := d.out.device.MIGInstances; len(migs) > 0 {
+		var sum uint64
+		for i := range migs {
+			v, ok := migs[i].MemoryUsed.Get()
+			if !ok {
+				return usedMemory{}
+			}
+			sum += v
+		}
+		return usedMemory{bytes: sum, known: true}
+	}
+	if d.can(callGetMemoryInfoV2) {
+		if m, ret := d.dev.GetMemoryInfo_v2(); ret == nvml.SUCCESS {
+			return usedMemory{bytes: m.Used, known: true}
+		}
+	}
+	if d.can(callGetMemoryInfo) {
+		if m, ret := d.dev.GetMemoryInfo(); ret == nvml.SUCCESS {
+			return usedMemory{bytes: m.Used, known: true}
+		}
+	}
+	return usedMemory{}
 }
 
 // listProcesses reads the process lists of the device and of its MIG

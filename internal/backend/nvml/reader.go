@@ -75,6 +75,15 @@ type Options struct {
 	// listed at every read. A read that does not list a GPU marks it
 	// Device.ProcessesNotListed. 0 or 1: every read lists.
 	ListProcessesEvery int
+	// ListProcessesSteadyEvery, when above ListProcessesEvery, lists
+	// every GPU only every this many reads; in between, a GPU's periodic
+	// list (ListProcessesEvery reads after its last) is made only when its
+	// used memory (the MIG instances' together on a MIG GPU) is not what
+	// it was at its last list, or cannot be read. A process that starts
+	// or ends, or grows or shrinks its memory, changes it; a GPU whose
+	// processes and memory stand still is not listed again and again to
+	// find the same list (process_listing.go).
+	ListProcessesSteadyEvery int
 	// ReadInTurn reads the GPUs one after another on one goroutine, not
 	// each on its own (read_in_turn.go): fewer goroutine hand-offs, for a
 	// reader called often whose reads are short (the accounting's tick).
@@ -111,6 +120,7 @@ type Reader struct {
 	processSamples bool // Options.ProcessSamples
 	gpmOnlyMIG     bool // Options.GPMOnlyMIG
 	listEvery      int  // Options.ListProcessesEvery
+	listSteady     int  // Options.ListProcessesSteadyEvery, when above listEvery; else 0
 	inTurn         bool // Options.ReadInTurn
 
 	lifecycle sync.RWMutex
@@ -167,6 +177,9 @@ func New(lib nvml.Interface, opts Options) (*Reader, error) {
 		gpmOnlyMIG:     opts.GPMOnlyMIG,
 		listEvery:      opts.ListProcessesEvery,
 		inTurn:         opts.ReadInTurn,
+	}
+	if opts.ListProcessesSteadyEvery > max(opts.ListProcessesEvery, 1) {
+		r.listSteady = opts.ListProcessesSteadyEvery
 	}
 	if r.now == nil {
 		r.now = time.Now
@@ -372,17 +385,21 @@ func (r *Reader) keepProcesses(procs []snapshot.Process) {
 }
 
 // listsAll says whether this read lists every GPU's processes: every read,
-// or with ListProcessesEvery every so many, all GPUs at the same read, so
-// that the attribution sees a whole list (and forgets the processes that
-// ended) at least that often.
+// or with ListProcessesEvery (ListProcessesSteadyEvery when set) every so
+// many, all GPUs at the same read, so that the attribution sees a whole
+// list (and forgets the processes that ended) at least that often.
 func (r *Reader) listsAll() bool {
-	if !r.processSamples || r.listEvery <= 1 {
+	every := r.listEvery
+	if r.listSteady > 0 {
+		every = r.listSteady
+	}
+	if !r.processSamples || every <= 1 {
 		return true
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.reads++
-	return r.reads%uint64(r.listEvery) == 1
+	return r.reads%uint64(every) == 1
 }
 
 // appendSorted appends one device's processes to dst in compareProcesses'
