@@ -330,20 +330,33 @@ func (d *device) perProcessSamples(w *sampleWindow) []nvml.ProcessUtilizationSam
 	ts := w.ts[0]
 	for i := range procs {
 		p := &procs[i]
-		var sm, mem float64
-		for _, at := range w.at[:w.periods] {
-			if p.sampled(at) {
-				s, m := p.utilAt(at)
-				sm, mem = sm+s, mem+m
-			}
-		}
+		sm, mem := p.meanOver(w)
 		if sm == 0 && mem == 0 {
 			continue
 		}
-		n := float64(w.periods)
-		out = append(out, nvml.ProcessUtilizationSample{Pid: p.pid, TimeStamp: ts, SmUtil: pct(sm / n), MemUtil: pct(mem / n)})
+		out = append(out, nvml.ProcessUtilizationSample{Pid: p.pid, TimeStamp: ts, SmUtil: pct(sm), MemUtil: pct(mem)})
 	}
 	return out
+}
+
+// meanOver is p's mean SM and memory utilization over the window's
+// periods, those it was not sampled at counting as idle.
+func (p *simProcess) meanOver(w *sampleWindow) (sm, mem float64) {
+	oldest := w.at[w.periods-1]
+	if len(p.steps) == 0 && p.sampled(oldest) && p.sampled(w.at[0]) {
+		// Sampled throughout at one utilization (a life is one span):
+		// most processes at most reads, where the sum over the periods
+		// was most of a simulated query's cost.
+		return p.sm, p.mem
+	}
+	for _, at := range w.at[:w.periods] {
+		if p.sampled(at) {
+			s, m := p.utilAt(at)
+			sm, mem = sm+s, mem+m
+		}
+	}
+	n := float64(w.periods)
+	return sm / n, mem / n
 }
 
 func (d *device) everyPeriodSamples(w *sampleWindow) []nvml.ProcessUtilizationSample {
