@@ -15,6 +15,11 @@ const processTypeBoth = "compute+graphics"
 // where the scan turned quadratic) finds each process's first entry in
 // first, a map kept by the device from one list to the next.
 func mergeContexts(procs []snapshot.Process, first *map[contextKey]int32) []snapshot.Process {
+	if oneType(procs) {
+		// Nothing to fold: the usual case (compute processes only), where
+		// the map of a long list was most of a list's cost.
+		return procs
+	}
 	const scanMax = 16
 	long := len(procs) > scanMax
 	if long {
@@ -53,6 +58,16 @@ func mergeContexts(procs []snapshot.Process, first *map[contextKey]int32) []snap
 		}
 	}
 	return out
+}
+
+// oneType says whether every process in procs has the same Type.
+func oneType(procs []snapshot.Process) bool {
+	for i := 1; i < len(procs); i++ {
+		if procs[i].Type != procs[0].Type {
+			return false
+		}
+	}
+	return true
 }
 
 // contextKey is one process on one GPU or MIG device.
