@@ -10,6 +10,7 @@ import (
 	"github.com/alecthomas/kingpin/v2"
 
 	"github.com/gpuwatch/gpuwatch/internal/accounting"
+	"github.com/gpuwatch/gpuwatch/internal/attribution"
 	nvmlbackend "github.com/gpuwatch/gpuwatch/internal/backend/nvml"
 	"github.com/gpuwatch/gpuwatch/internal/jobs"
 	"github.com/gpuwatch/gpuwatch/internal/pipeline"
@@ -81,7 +82,7 @@ func (f *commonFlags) startAccounting(logger *slog.Logger, st *stack, enrichers 
 			return nil, err
 		}
 	}
-	src := pipeline.New(reader, pipeline.Options{Timeout: f.timeout, OwnCaller: true}, enrichers...)
+	src := pipeline.New(reader, pipeline.Options{Timeout: f.timeout, OwnCaller: true}, tickEnrichers(enrichers)...)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() {
@@ -98,4 +99,18 @@ func (f *commonFlags) startAccounting(logger *slog.Logger, st *stack, enrichers 
 		_ = reader.Close()
 	}}, st.closers...)
 	return acct, nil
+}
+
+// tickEnrichers are the scrapes' enrichers as the accounting's ticks use
+// them: the attribution takes cached allocations up to
+// accounting.AllocationMaxAge old (sharing its caches with the scrapes).
+func tickEnrichers(enrichers []pipeline.Enricher) []pipeline.Enricher {
+	out := make([]pipeline.Enricher, len(enrichers))
+	for i, e := range enrichers {
+		if at, ok := e.(*attribution.Attributor); ok {
+			e = at.WithAllocationMaxAge(accounting.AllocationMaxAge)
+		}
+		out[i] = e
+	}
+	return out
 }

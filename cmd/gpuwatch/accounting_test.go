@@ -11,6 +11,9 @@ import (
 
 	"github.com/alecthomas/kingpin/v2"
 
+	"github.com/gpuwatch/gpuwatch/internal/attribution"
+	"github.com/gpuwatch/gpuwatch/internal/pipeline"
+	"github.com/gpuwatch/gpuwatch/internal/snapshot"
 	"github.com/gpuwatch/gpuwatch/internal/testenv"
 )
 
@@ -99,3 +102,24 @@ func TestOneShotTextfileRunsNoAccounting(t *testing.T) {
 		_ = st.Close()
 	}
 }
+
+// The ticks' attribution is the scrapes' one, viewed with the accounting's
+// allocation age; other enrichers are used as they are.
+func TestTickEnrichersViewTheAttributor(t *testing.T) {
+	at, err := attribution.New(attribution.Options{ProcRoot: t.TempDir(), RootFS: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	other := &nopEnricher{}
+	got := tickEnrichers([]pipeline.Enricher{at, other})
+	if _, ok := got[0].(*attribution.AgedAttributor); !ok {
+		t.Errorf("the attributor became %T, want its *attribution.AgedAttributor view", got[0])
+	}
+	if len(got) != 2 || got[1] != pipeline.Enricher(other) {
+		t.Errorf("tickEnrichers = %v, want the other enricher kept", got)
+	}
+}
+
+type nopEnricher struct{}
+
+func (*nopEnricher) Enrich(context.Context, *snapshot.Snapshot) {}

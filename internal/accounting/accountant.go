@@ -48,6 +48,14 @@ const (
 	// a third of the accounting's CPU. It bounds what the memory cannot
 	// show: one process's memory growing as another's shrinks by as much.
 	SteadyListInterval = 64 * time.Second
+	// AllocationMaxAge is how old an allocation source's cached answer
+	// (the kubelet's) a tick takes before it asks the source itself: the
+	// scrapes and the live page refresh the cache at their own pace (15 s
+	// for the live page), and the kubelet's 5 s cache would otherwise have
+	// every third tick call it. Slurm's allocations are polled every
+	// --slurm.poll-interval (30 s) anyway: so a pod's allocation, as a
+	// job's, is seen to start or end within about this.
+	AllocationMaxAge = 30 * time.Second
 )
 
 // ListProcessesEvery is the reader's nvmlbackend.Options.ListProcessesEvery

@@ -222,6 +222,34 @@ func New(opts Options) (*Attributor, error) {
 // usually there on the next call. (Waiting for another Enrich to finish
 // comes on top: calls run one at a time.)
 func (a *Attributor) Enrich(ctx context.Context, s *snapshot.Snapshot) {
+	a.enrich(ctx, s, 0)
+}
+
+// WithAllocationMaxAge is an enricher that enriches as a does, sharing
+// its caches, but takes an allocation source's cached answer up to maxAge
+// old (AgedAllocationSource) where Enrich calls the source once its
+// answer passed the source's own freshness. For a caller that enriches
+// every few seconds (the accounting's ticks), which would otherwise call
+// the kubelet every time its 5 s cache ran out, while the scrapes, at
+// their own pace, keep the cache refreshed.
+func (a *Attributor) WithAllocationMaxAge(maxAge time.Duration) *AgedAttributor {
+	return &AgedAttributor{a: a, maxAge: maxAge}
+}
+
+// AgedAttributor is an Attributor's WithAllocationMaxAge view.
+type AgedAttributor struct {
+	a      *Attributor
+	maxAge time.Duration
+}
+
+// Enrich is Attributor.Enrich with the view's allocation age.
+func (v *AgedAttributor) Enrich(ctx context.Context, s *snapshot.Snapshot) {
+	v.a.enrich(ctx, s, v.maxAge)
+}
+
+// enrich is Enrich taking allocation sources' cached answers up to
+// allocationMaxAge old (0: each source's own freshness).
+func (a *Attributor) enrich(ctx context.Context, s *snapshot.Snapshot, allocationMaxAge time.Duration) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	ctx, cancel := context.WithTimeout(ctx, a.timeout)
@@ -234,7 +262,7 @@ func (a *Attributor) Enrich(ctx context.Context, s *snapshot.Snapshot) {
 	if everyGPUListed(s) {
 		a.evictUnseen()
 	}
-	a.resolve(ctx, s)
+	a.resolve(ctx, s, allocationMaxAge)
 
 	if s.AttributionErrors == nil {
 		s.AttributionErrors = make(map[string]uint64)
@@ -490,9 +518,9 @@ func (a *Attributor) ownerFromFacts(f procFacts) snapshot.Owner {
 // each unique one once, concurrently, and fills in the owners (from
 // a.entries) with what is known by the time ctx is done or Timeout has
 // passed.
-func (a *Attributor) resolve(ctx context.Context, s *snapshot.Snapshot) {
+func (a *Attributor) resolve(ctx context.Context, s *snapshot.Snapshot, allocationMaxAge time.Duration) {
 	waits := a.startLookups(s)
-	allocations := a.listAllocations(s.Devices)
+	allocations := a.listAllocations(s.Devices, allocationMaxAge)
 	if len(waits) > 0 || allocations != nil {
 		awaitLookups(ctx, waits)
 		if allocations != nil {
@@ -625,13 +653,18 @@ type allocationResult struct {
 	err    error
 }
 
-func (a *Attributor) listAllocations(devices []snapshot.Device) *allocationCalls {
+func (a *Attributor) listAllocations(devices []snapshot.Device, maxAge time.Duration) *allocationCalls {
 	if len(a.allocations) == 0 {
 		return nil
 	}
 	calls := &allocationCalls{}
 	for _, src := range a.allocations {
-		if c, ok := src.(CachedAllocationSource); ok {
+		if c, ok := src.(AgedAllocationSource); ok && maxAge > 0 {
+			if allocs, ok := c.ListCachedWithin(devices, maxAge); ok {
+				calls.cached = append(calls.cached, allocs...)
+				continue
+			}
+		} else if c, ok := src.(CachedAllocationSource); ok {
 			if allocs, ok := c.ListCached(devices); ok {
 				calls.cached = append(calls.cached, allocs...)
 				continue

@@ -145,9 +145,16 @@ func (k *KubeletResolver) List(ctx context.Context, devices []snapshot.Device) (
 // no call to the kubelet and no waiting (CachedAllocationSource).
 // The answer is shared: do not modify it.
 func (k *KubeletResolver) ListCached(devices []snapshot.Device) ([]snapshot.Allocation, bool) {
+	return k.ListCachedWithin(devices, 0)
+}
+
+// ListCachedWithin is ListCached taking an answer up to maxAge old too,
+// when that is longer than the cache's own time to live
+// (AgedAllocationSource).
+func (k *KubeletResolver) ListCachedWithin(devices []snapshot.Device, maxAge time.Duration) ([]snapshot.Allocation, bool) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
-	if k.fetchedAt.IsZero() || k.now().Sub(k.fetchedAt) >= k.ttl {
+	if k.fetchedAt.IsZero() || k.now().Sub(k.fetchedAt) >= max(k.ttl, maxAge) {
 		return nil, false
 	}
 	if k.matchedFetch != k.fetches || !k.matchedTo.Same(devices) {

@@ -656,3 +656,68 @@ func BenchmarkKubeletListCached(b *testing.B) {
 		}
 	})
 }
+
+// An Attributor's WithAllocationMaxAge view takes the kubelet's cached
+// answer past its 5 s freshness, up to the view's age; Enrich itself calls
+// the kubelet once the answer is 5 s old. Both share the one cache.
+func TestAllocationMaxAgeViewKeepsTheKubeletsAnswer(t *testing.T) {
+	fk, socket, _ := newFakeKubelet(t, loadListFixture(t))
+	k := newKubelet(t, socket, time.Second, 5*time.Second)
+	clock := newFakeClock()
+	k.now = clock.Now
+	a := newFixtureAttributor(t, Options{AllocationSources: []AllocationSource{k}})
+	ticks := a.WithAllocationMaxAge(30 * time.Second)
+	devices := []snapshot.Device{{Index: 0, UUID: uuidTrainerA}, {Index: 1, UUID: uuidTrainerB}, {Index: 2, UUID: uuidShared}}
+	enrich := func(e interface {
+		Enrich(context.Context, *snapshot.Snapshot)
+	}) []snapshot.Allocation {
+		s := &snapshot.Snapshot{Devices: devices}
+		e.Enrich(context.Background(), s)
+		return s.Allocations
+	}
+	want := enrich(ticks) // nothing cached yet: the kubelet is called
+	if len(want) == 0 || fk.calls.Load() != 1 {
+		t.Fatalf("first Enrich: %d allocations, %d calls; want some, 1", len(want), fk.calls.Load())
+	}
+	clock.Advance(20 * time.Second)
+	if got := enrich(ticks); !slices.Equal(got, want) || fk.calls.Load() != 1 {
+		t.Errorf("20 s later, through the view: %+v after %d calls; want the cached answer, no call", got, fk.calls.Load())
+	}
+	if got := enrich(a); !slices.Equal(got, want) || fk.calls.Load() != 2 {
+		t.Errorf("20 s later, Enrich: %d calls, want the kubelet called again (2)", fk.calls.Load())
+	}
+	clock.Advance(31 * time.Second)
+	if enrich(ticks); fk.calls.Load() != 3 {
+		t.Errorf("31 s after the last call, through the view: %d calls, want 3", fk.calls.Load())
+	}
+}
+
+// ListCachedWithin answers past the TTL up to maxAge, and never past both.
+func TestKubeletListCachedWithin(t *testing.T) {
+	_, socket, _ := newFakeKubelet(t, loadListFixture(t))
+	k := newKubelet(t, socket, time.Second, 5*time.Second)
+	clock := newFakeClock()
+	k.now = clock.Now
+	devices := []snapshot.Device{{Index: 0, UUID: uuidTrainerA}}
+	if _, ok := k.ListCachedWithin(devices, time.Hour); ok {
+		t.Fatal("answered before the kubelet was asked")
+	}
+	want, err := k.List(context.Background(), devices)
+	if err != nil {
+		t.Fatal(err)
+	}
+	clock.Advance(10 * time.Second)
+	if _, ok := k.ListCached(devices); ok {
+		t.Error("ListCached answered 10 s after the call, past its 5 s TTL")
+	}
+	if got, ok := k.ListCachedWithin(devices, 30*time.Second); !ok || !slices.Equal(got, want) {
+		t.Errorf("ListCachedWithin(30 s) at 10 s = %+v, %v; want %+v", got, ok, want)
+	}
+	if _, ok := k.ListCachedWithin(devices, 2*time.Second); ok {
+		t.Error("ListCachedWithin(2 s) answered at 10 s")
+	}
+	clock.Advance(25 * time.Second)
+	if _, ok := k.ListCachedWithin(devices, 30*time.Second); ok {
+		t.Error("ListCachedWithin(30 s) answered at 35 s")
+	}
+}

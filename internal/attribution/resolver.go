@@ -2,6 +2,7 @@ package attribution
 
 import (
 	"context"
+	"time"
 
 	"github.com/gpuwatch/gpuwatch/internal/snapshot"
 )
@@ -63,6 +64,14 @@ type AllocationSource interface {
 type CachedAllocationSource interface {
 	AllocationSource
 	ListCached(devices []snapshot.Device) (allocs []snapshot.Allocation, ok bool)
+}
+
+// AgedAllocationSource is a CachedAllocationSource that can also answer
+// from a cache older than its own freshness, up to maxAge: what an
+// Attributor's WithAllocationMaxAge view asks it.
+type AgedAllocationSource interface {
+	CachedAllocationSource
+	ListCachedWithin(devices []snapshot.Device, maxAge time.Duration) (allocs []snapshot.Allocation, ok bool)
 }
 
 // SlurmLookup resolves a Slurm job id to the job's user, account,
