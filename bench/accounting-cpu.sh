@@ -12,6 +12,10 @@
 # (a before/after under the same load), their names prefixed "base-".
 # EXTRA_ARGS (split on spaces) are added to every process's flags, e.g.
 # EXTRA_ARGS=--attribution.revalidate-interval=1h.
+# REPLICAS (default 1) runs that many of each process, and takes each
+# window's mean over them: two processes of the same flags differ by up
+# to 15 ms of CPU a minute, steadily, which one pair takes for the
+# accounting's cost.
 # Usage: bench/accounting-cpu.sh [WINDOWS [WINDOW [SCRAPE]]] after make build.
 set -euo pipefail
 windows=${1:-5}
@@ -41,19 +45,25 @@ trap cleanup EXIT
 } >"$tmp/fleet.yaml"
 
 free_port() { python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
-names=(fleet-off fleet-on dgx-off dgx-on)
+variants=(fleet-off fleet-on dgx-off dgx-on)
 fleets=(fleet dgx)
 if [ -n "${BASE_BIN:-}" ]; then
-	names+=(base-fleet-off base-fleet-on base-dgx-off base-dgx-on)
+	variants+=(base-fleet-off base-fleet-on base-dgx-off base-dgx-on)
 	fleets+=(base-fleet base-dgx)
 fi
+replicas=${REPLICAS:-1}
+names=()
+for r in $(seq "$replicas"); do
+	for v in "${variants[@]}"; do names+=("$v#$r"); done
+done
 declare -A port pid
 for n in "${names[@]}"; do
 	exe=$bin
-	case $n in base-*) exe=$BASE_BIN ;; esac
+	v=${n%#*}
+	case $v in base-*) exe=$BASE_BIN ;; esac
 	args=(--backend=sim)
-	case $n in *fleet-*) args+=(--sim.config="$tmp/fleet.yaml") ;; *) args+=(--sim.profile=dgx-h100) ;; esac
-	case $n in *-off) args+=(--no-accounting) ;; esac
+	case $v in *fleet-*) args+=(--sim.config="$tmp/fleet.yaml") ;; *) args+=(--sim.profile=dgx-h100) ;; esac
+	case $v in *-off) args+=(--no-accounting) ;; esac
 	read -r -a extra <<<"${EXTRA_ARGS:-}"
 	args+=("${extra[@]}")
 	port[$n]=$(free_port)
@@ -80,12 +90,18 @@ for w in $(seq "$windows"); do
 	for n in "${names[@]}"; do a[$n]=$(cpu_ns "${pid[$n]}"); done
 	sleep "$window"
 	line="window $w:"
+	declare -A sum
 	for n in "${names[@]}"; do
 		ms=$(awk -v b="$(cpu_ns "${pid[$n]}")" -v a="${a[$n]}" 'BEGIN {printf "%.1f", (b - a) / 1e6}')
-		got[$n]="${got[$n]:-} $ms"
-		line="$line $n ${ms} ms"
+		sum[${n%#*}]=$(awk -v s="${sum[${n%#*}]:-0}" -v m="$ms" 'BEGIN {print s + m}')
 	done
-	echo "$line (CPU per ${window}s)"
+	for v in "${variants[@]}"; do
+		ms=$(awk -v s="${sum[$v]}" -v r="$replicas" 'BEGIN {printf "%.1f", s / r}')
+		got[$v]="${got[$v]:-} $ms"
+		line="$line $v ${ms} ms"
+	done
+	unset sum
+	echo "$line (CPU per ${window}s$([ "$replicas" -gt 1 ] && echo ", mean of $replicas processes each"))"
 done
 median() { tr ' ' '\n' | grep . | sort -n | awk '{v[NR] = $1} END {print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2}'; }
 for f in "${fleets[@]}"; do
