@@ -104,10 +104,15 @@ for w in $(seq "$windows"); do
 	echo "$line (CPU per ${window}s$([ "$replicas" -gt 1 ] && echo ", mean of $replicas processes each"))"
 done
 median() { tr ' ' '\n' | grep . | sort -n | awk '{v[NR] = $1} END {print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2}'; }
+# The accounting's cost is each window's on minus off (both measured over
+# the same minute, so a busy minute weighs on both), its median over the
+# windows; the difference of the two medians is printed beside it.
 for f in "${fleets[@]}"; do
 	off=$(echo "${got[$f-off]}" | median)
 	on=$(echo "${got[$f-on]}" | median)
-	awk -v f="$f" -v off="$off" -v on="$on" -v w="$window" -v s="$scrape" 'BEGIN {
-		printf "%s: median CPU per %ds window, scraped every %ds: --no-accounting %.1f ms, --accounting %.1f ms: accounting %+.1f ms (%+.1f %% on top)\n",
-			f, w, s, off, on, on - off, (off > 0 ? 100 * (on - off) / off : 0) }'
+	paired=$(paste <(echo "${got[$f-on]}" | tr ' ' '\n' | grep .) <(echo "${got[$f-off]}" | tr ' ' '\n' | grep .) |
+		awk '{printf "%s ", $1 - $2}' | median)
+	awk -v f="$f" -v off="$off" -v on="$on" -v d="$paired" -v w="$window" -v s="$scrape" 'BEGIN {
+		printf "%s: median CPU per %ds window, scraped every %ds: --no-accounting %.1f ms, --accounting %.1f ms: accounting %+.1f ms (%+.1f %% on top); median of the windows'"'"' differences %+.1f ms (%+.1f %%)\n",
+			f, w, s, off, on, on - off, (off > 0 ? 100 * (on - off) / off : 0), d, (off > 0 ? 100 * d / off : 0) }'
 done
