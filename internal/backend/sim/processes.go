@@ -345,14 +345,18 @@ func (p *simProcess) meanOver(w *sampleWindow) (sm, mem float64) {
 	oldest := w.at[w.periods-1]
 	if len(p.steps) == 0 && p.sampled(oldest) && p.sampled(w.at[0]) {
 		// Sampled throughout at one utilization (a life is one span):
-		// most processes at most reads, where the sum over the periods
-		// was most of a simulated query's cost.
-		return p.sm, p.mem
-	}
-	for _, at := range w.at[:w.periods] {
-		if p.sampled(at) {
-			s, m := p.utilAt(at)
-			sm, mem = sm+s, mem+m
+		// most processes at most reads, where looking each period up was
+		// most of a simulated query's cost. Summed all the same, so that
+		// the mean is the very float (and percent) the long way gives.
+		for range w.periods {
+			sm, mem = sm+p.sm, mem+p.mem
+		}
+	} else {
+		for _, at := range w.at[:w.periods] {
+			if p.sampled(at) {
+				s, m := p.utilAt(at)
+				sm, mem = sm+s, mem+m
+			}
 		}
 	}
 	n := float64(w.periods)
