@@ -23,27 +23,38 @@ func (d *deviceReader) readMemory(m *snapshot.Memory) {
 // v1, does not count it as used). go-nvml sets the struct version itself.
 // Drivers before R510 lack v2: v1 stands in, and Reserved is absent.
 func (d *deviceReader) readFramebuffer(g groupID, dev nvml.Device) (total, used, free, reserved snapshot.Opt[uint64]) {
-	if !d.can(callGetMemoryInfoV2) {
-		return d.readFramebufferV1(g, dev)
-	}
-	mem, ret := dev.GetMemoryInfo_v2()
-	switch ret {
-	case nvml.SUCCESS:
-		return snapshot.Some(mem.Total), snapshot.Some(mem.Used), snapshot.Some(mem.Free), snapshot.Some(mem.Reserved)
-	case nvml.ERROR_NOT_SUPPORTED, nvml.ERROR_ARGUMENT_VERSION_MISMATCH:
-		return d.readFramebufferV1(g, dev)
-	default:
-		d.ok(g, "GetMemoryInfo_v2", ret)
+	fb, ret := d.framebuffer(dev)
+	if fb.call == "" || !d.ok(g, fb.call, ret) {
 		return
 	}
+	if fb.v2 {
+		reserved = snapshot.Some(fb.Reserved)
+	}
+	return snapshot.Some(fb.Total), snapshot.Some(fb.Used), snapshot.Some(fb.Free), reserved
 }
 
-func (d *deviceReader) readFramebufferV1(g groupID, dev nvml.Device) (total, used, free, reserved snapshot.Opt[uint64]) {
+// framebufferRead is one framebuffer read: call names the call that
+// answered (none: the library has neither), v2 whether it was the v2 one
+// (Reserved is then known).
+type framebufferRead struct {
+	nvml.Memory_v2
+	call string
+	v2   bool
+}
+
+// framebuffer makes readFramebuffer's calls, v2 and, where the library or
+// the GPU lacks it, v1, and files nothing: readFramebuffer files a failure,
+// the accounting's reader (usedMemory) only needs to know it failed.
+func (d *deviceReader) framebuffer(dev nvml.Device) (framebufferRead, nvml.Return) {
+	if d.can(callGetMemoryInfoV2) {
+		mem, ret := dev.GetMemoryInfo_v2()
+		if ret != nvml.ERROR_NOT_SUPPORTED && ret != nvml.ERROR_ARGUMENT_VERSION_MISMATCH {
+			return framebufferRead{Memory_v2: mem, call: "GetMemoryInfo_v2", v2: true}, ret
+		}
+	}
 	if !d.can(callGetMemoryInfo) {
-		return
+		return framebufferRead{}, nvml.ERROR_FUNCTION_NOT_FOUND
 	}
-	if v1, ret := dev.GetMemoryInfo(); d.ok(g, "GetMemoryInfo", ret) {
-		return snapshot.Some(v1.Total), snapshot.Some(v1.Used), snapshot.Some(v1.Free), reserved
-	}
-	return
+	v1, ret := dev.GetMemoryInfo()
+	return framebufferRead{Memory_v2: nvml.Memory_v2{Total: v1.Total, Used: v1.Used, Free: v1.Free}, call: "GetMemoryInfo"}, ret
 }

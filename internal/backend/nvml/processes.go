@@ -67,15 +67,8 @@ func (d *deviceReader) usedMemory() usedMemory {
 		}
 		return usedMemory{bytes: sum, known: true}
 	}
-	if d.can(callGetMemoryInfoV2) {
-		if m, ret := d.dev.GetMemoryInfo_v2(); ret == nvml.SUCCESS {
-			return usedMemory{bytes: m.Used, known: true}
-		}
-	}
-	if d.can(callGetMemoryInfo) {
-		if m, ret := d.dev.GetMemoryInfo(); ret == nvml.SUCCESS {
-			return usedMemory{bytes: m.Used, known: true}
-		}
+	if fb, ret := d.framebuffer(d.dev); ret == nvml.SUCCESS {
+		return usedMemory{bytes: fb.Used, known: true}
 	}
 	return usedMemory{}
 }
