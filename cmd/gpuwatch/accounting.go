@@ -56,7 +56,10 @@ func (f *commonFlags) startAccounting(logger *slog.Logger, st *stack, enrichers 
 	if a.interval < minAccountingInterval {
 		return nil, fmt.Errorf("--accounting.interval=%s: must be at least %s", a.interval, minAccountingInterval)
 	}
-	acct, err := accounting.New(accounting.Options{IdleThreshold: a.idleThreshold, NewOwnerHold: a.hold, Retention: a.retention})
+	// A tick is left behind (a GPU hung in a call) a second after its
+	// collection's deadlines: the read's and the attribution's.
+	tickTimeout := f.timeout + f.attribution.timeout + time.Second
+	acct, err := accounting.New(accounting.Options{IdleThreshold: a.idleThreshold, NewOwnerHold: a.hold, Retention: a.retention, TickTimeout: tickTimeout})
 	if err != nil {
 		return nil, fmt.Errorf("--accounting: %w", err)
 	}
@@ -68,7 +71,7 @@ func (f *commonFlags) startAccounting(logger *slog.Logger, st *stack, enrichers 
 	}
 	maps.DeleteFunc(groups, func(g string, _ bool) bool { return !f.enabledCollectors()[g] })
 	opts := nvmlbackend.Options{Groups: groups, Logger: logger, StartTimeout: f.timeout, ProcessSamples: true, GPMOnlyMIG: !records,
-		ListProcessesEvery: accounting.ListProcessesEvery(a.interval), ListProcessesSteadyEvery: accounting.ListProcessesSteadyEvery(a.interval), ReadInTurn: true}
+		ListProcessesEvery: accounting.ListProcessesEvery(a.interval), ListProcessesSteadyEvery: accounting.ListProcessesSteadyEvery(a.interval), ReadOnCaller: true}
 	if st.sim != nil {
 		opts.Now, opts.Library = st.sim.Now, "simulator"
 	}
@@ -82,7 +85,7 @@ func (f *commonFlags) startAccounting(logger *slog.Logger, st *stack, enrichers 
 			return nil, err
 		}
 	}
-	src := pipeline.New(reader, pipeline.Options{Timeout: f.timeout, OwnCaller: true}, tickEnrichers(enrichers)...)
+	src := pipeline.New(reader, pipeline.Options{Timeout: f.timeout, EnrichTimeout: f.attribution.timeout, OwnCaller: true}, tickEnrichers(enrichers)...)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() {
@@ -96,7 +99,9 @@ func (f *commonFlags) startAccounting(logger *slog.Logger, st *stack, enrichers 
 	st.closers = append([]func(){func() {
 		cancel()
 		<-done
-		_ = reader.Close()
+		if err := reader.Close(); err != nil {
+			logger.Warn("closing the accounting's reader", "err", err)
+		}
 	}}, st.closers...)
 	return acct, nil
 }

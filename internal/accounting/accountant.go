@@ -2,7 +2,6 @@ package accounting
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -34,6 +33,9 @@ const (
 	// totals stay listed after it was last seen, so that its last value
 	// is scraped (after the hold, too) before the series goes.
 	DefaultRetention = 10 * time.Minute
+	// DefaultTickTimeout is Options.TickTimeout's default: above the 5 s
+	// collection timeout and the 1 s of attribution after it.
+	DefaultTickTimeout = 7 * time.Second
 	// ListInterval is how often, at most, the accounting's reader lists a
 	// GPU's processes (and the attribution names their owners) when its
 	// samples show no change but its used memory moved: a process that
@@ -82,6 +84,10 @@ type Options struct {
 	IdleThreshold float64
 	NewOwnerHold  time.Duration
 	Retention     time.Duration
+	// TickTimeout is how long Run waits for a tick's collection before it
+	// leaves it behind and ticks on from another goroutine (run.go). Keep
+	// it above the collection's own deadlines (read and attribution).
+	TickTimeout time.Duration
 }
 
 // Check refuses options that make no sense, naming the option.
@@ -93,6 +99,8 @@ func (o Options) Check() error {
 		return fmt.Errorf("new-owner hold %s is negative", o.NewOwnerHold)
 	case o.Retention < 0:
 		return fmt.Errorf("retention %s is negative", o.Retention)
+	case o.TickTimeout < 0:
+		return fmt.Errorf("tick timeout %s is negative", o.TickTimeout)
 	case o.Retention > 0 && o.Retention <= o.withDefaults().NewOwnerHold:
 		return fmt.Errorf("retention %s must be longer than the new-owner hold %s, or an owner that ends within its hold would never show its totals", o.Retention, o.withDefaults().NewOwnerHold)
 	}
@@ -108,6 +116,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.Retention == 0 {
 		o.Retention = DefaultRetention
+	}
+	if o.TickTimeout == 0 {
+		o.TickTimeout = DefaultTickTimeout
 	}
 	return o
 }
@@ -168,39 +179,6 @@ func (a *Accountant) Totals() *snapshot.Accounting {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	return a.st.view(a.st.last, 0)
-}
-
-// Source gives the accounting its enriched snapshots.
-type Source interface {
-	Snapshot(ctx context.Context) (*snapshot.Snapshot, error)
-}
-
-// Run observes a snapshot from src every interval until ctx ends. A tick
-// whose collection fails is skipped; the next one integrates the whole
-// interval since the last success (energy and samples are not lost: the
-// counter and the driver's sample buffer carry them over).
-func (a *Accountant) Run(ctx context.Context, src Source, interval time.Duration, onError func(error)) {
-	tick := time.NewTicker(interval)
-	defer tick.Stop()
-	for {
-		s, err := src.Snapshot(ctx)
-		switch {
-		case err == nil:
-			a.Observe(s)
-			if a.afterTick != nil {
-				a.afterTick(s, a.Totals())
-			}
-		case errors.Is(ctx.Err(), context.Canceled):
-			return
-		case onError != nil:
-			onError(err)
-		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-tick.C:
-		}
-	}
 }
 
 // ReaderGroups are the collector groups the accounting's own backend

@@ -57,6 +57,32 @@ func TestGPUHungThenRecovered(t *testing.T) {
 	h.noLeak()
 }
 
+// The accounting's ticks read the GPUs on their own goroutine, so a hung
+// GPU's call holds a tick: the tick is left behind after its timeout and
+// the counters of the healthy GPUs go on while GPU 2 still hangs.
+func TestAccountingGoesOnPastAHungGPU(t *testing.T) {
+	t.Parallel()
+	record(t, "gpu", "dgx-h100, a process on GPU 0, GPU 2 hangs 4s-24s, timeout 1s, ticks every 500ms: GPU 0's owner counters go on while GPU 2 hangs, no leak")
+	h := start(t, "--backend=sim", "--collection.timeout=1s", "--accounting.interval=500ms", "--accounting.new-owner-hold=1ms",
+		"--sim.config="+simConfig(t, "profile: dgx-h100\nprocesses:\n  - {gpu: 0, pid: 4242, used_memory_bytes: 1073741824, sm_utilization: 0.5}\nfaults:\n  - {gpu: 2, hang_after: 4s, hang_for: 20s}\n"))
+	h.baseline()
+	held := func() float64 {
+		v, _ := value(h.scrape(), "gpu_process_seconds_total", map[string]string{"gpu": "0"})
+		return v
+	}
+	testenv.WaitFor(t, 20*time.Second, "GPU 2 reported down while hung", func() bool { v, _ := gpuUp(h.scrape(), 2); return v == 0 })
+	// A tick that reached GPU 2 is left behind 3 s (1 s + 1 s of
+	// attribution + 1 s) after its call hung; the hang lasts 20 s.
+	time.Sleep(3 * time.Second)
+	before := held()
+	testenv.WaitFor(t, 10*time.Second, "GPU 0's held time going on during the hang", func() bool { return held() >= before+3 })
+	if v, _ := gpuUp(h.scrape(), 2); v != 0 {
+		t.Fatalf("GPU 2 answered again before the counters were checked: the hang was too short for the check")
+	}
+	testenv.WaitFor(t, 40*time.Second, "GPU 2 back up", func() bool { v, _ := gpuUp(h.scrape(), 2); return v == 1 })
+	h.noLeak()
+}
+
 // A GPU that hangs from the very first NVML call used to keep gpuwatch
 // from finishing its start: the first GPM sample and the XID registration
 // waited on it forever.

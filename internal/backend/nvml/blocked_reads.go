@@ -32,6 +32,18 @@ func (b *blockedReads) start(i int, now time.Time) bool {
 	return true
 }
 
+// startUnlessStuck is start, but a read of device i in flight for hold or
+// longer (a Read on the caller left behind in a hung call) is abandoned
+// first, so that no second read of the hung GPU starts.
+func (b *blockedReads) startUnlessStuck(i int, now time.Time, hold time.Duration) bool {
+	b.mu.Lock()
+	if b.running[i] > 0 && now.Sub(b.since[i]) >= hold {
+		b.abandoned[i] = true
+	}
+	b.mu.Unlock()
+	return b.start(i, now)
+}
+
 // runningFor is how long device i has had a read (or start-up call) in
 // flight; 0 when it has none.
 func (b *blockedReads) runningFor(i int) time.Duration {

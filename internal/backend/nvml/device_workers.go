@@ -28,43 +28,9 @@ type deviceDone struct {
 // deviceWorkers are the Reader's workers, started at a device's first read
 // and stopped by Close.
 type deviceWorkers struct {
-	mu    sync.Mutex
-	jobs  []chan deviceRead // by device index; nil until started
-	turns chan *turn        // the turn goroutine's (read_in_turn.go); nil until started
-	// turnBusy: the turn goroutine has a turn (perhaps blocked in it).
-	turnBusy bool
-	closed   bool
-}
-
-// startTurn hands t to the turn goroutine, started if need be; false when
-// it is busy (blocked in a hung GPU's read of an earlier turn, or another
-// Read's turn) or the workers are stopped.
-func (w *deviceWorkers) startTurn(r *Reader, t *turn) bool {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if w.closed || w.turnBusy {
-		return false
-	}
-	if w.turns == nil {
-		w.turns = make(chan *turn)
-		go w.takeTurns(r, w.turns)
-	}
-	w.turnBusy = true
-	// Not busy: the goroutine is at its receive, or on its way there
-	// without the lock; so this send does not wait, and stop cannot
-	// close the channel under it.
-	w.turns <- t
-	return true
-}
-
-// takeTurns is the turn goroutine.
-func (w *deviceWorkers) takeTurns(r *Reader, turns <-chan *turn) {
-	for t := range turns {
-		r.runTurn(t)
-		w.mu.Lock()
-		w.turnBusy = false
-		w.mu.Unlock()
-	}
+	mu     sync.Mutex
+	jobs   []chan deviceRead // by device index; nil until started
+	closed bool
 }
 
 // start runs job on device job.index's worker, or on a new goroutine when
@@ -116,10 +82,6 @@ func (w *deviceWorkers) stop() {
 		}
 	}
 	w.jobs = nil
-	if w.turns != nil {
-		close(w.turns)
-		w.turns = nil
-	}
 }
 
 // runDeviceRead reads one device and hands the result to the Read that

@@ -9,6 +9,7 @@ import (
 	"runtime"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
@@ -84,12 +85,15 @@ type Options struct {
 	// processes and memory stand still is not listed again and again to
 	// find the same list (process_listing.go).
 	ListProcessesSteadyEvery int
-	// ReadInTurn reads the GPUs one after another on one goroutine, not
-	// each on its own (read_in_turn.go): fewer goroutine hand-offs, for a
-	// reader called often whose reads are short (the accounting's tick).
-	// A GPU whose read takes longer than its share of the deadline has
-	// the rest read in parallel as usual.
-	ReadInTurn bool
+	// ReadOnCaller reads the GPUs one after another on the Read's own
+	// goroutine, not each on a worker (read_on_caller.go): no goroutine
+	// hand-offs, for a reader with one caller, called often, whose reads
+	// are short (the accounting's tick). A call that hangs holds the
+	// caller: the caller must be ready to leave it behind and Read again
+	// from another goroutine (accounting.Accountant.Run does); that Read
+	// serves the hung GPU late or as down, and the Read left behind stops,
+	// with an error, when its call returns.
+	ReadOnCaller bool
 }
 
 // defaultStartTimeout is Options.StartTimeout's default.
@@ -98,6 +102,11 @@ const defaultStartTimeout = 5 * time.Second
 // shutdownTimeout bounds how long Close waits for nvmlShutdown, which may
 // wait in turn on a call blocked in a hung GPU.
 const shutdownTimeout = 2 * time.Second
+
+// closeWaitsForReads bounds how long Close waits for Reads in progress.
+// Close comes at the process's end: a Read still running then is most
+// likely blocked in a hung GPU, and NVML is left to the exit.
+const closeWaitsForReads = 500 * time.Millisecond
 
 // Reader reads every GPU of one NVML library into snapshots. It keeps
 // per-device state between reads (static identity, GPM samples, the last
@@ -121,7 +130,7 @@ type Reader struct {
 	gpmOnlyMIG     bool // Options.GPMOnlyMIG
 	listEvery      int  // Options.ListProcessesEvery
 	listSteady     int  // Options.ListProcessesSteadyEvery, when above listEvery; else 0
-	inTurn         bool // Options.ReadInTurn
+	onCaller       bool // Options.ReadOnCaller
 
 	lifecycle sync.RWMutex
 	closed    bool
@@ -141,6 +150,10 @@ type Reader struct {
 	// gpmMinWindow; zero once the first Read has passed it.
 	gpmFirstWindow time.Time
 	waitForGPM     bool
+
+	// latestRead numbers the Reads on the caller: a Read whose number is
+	// no longer the latest was left behind (read_on_caller.go).
+	latestRead atomic.Uint64
 
 	blocked blockedReads
 	workers deviceWorkers
@@ -176,7 +189,7 @@ func New(lib nvml.Interface, opts Options) (*Reader, error) {
 		processSamples: opts.ProcessSamples,
 		gpmOnlyMIG:     opts.GPMOnlyMIG,
 		listEvery:      opts.ListProcessesEvery,
-		inTurn:         opts.ReadInTurn,
+		onCaller:       opts.ReadOnCaller,
 	}
 	if opts.ListProcessesSteadyEvery > max(opts.ListProcessesEvery, 1) {
 		r.listSteady = opts.ListProcessesSteadyEvery
@@ -237,9 +250,13 @@ func (r *Reader) logHungAtStart(hung []int, timeout time.Duration) {
 }
 
 // Close stops the XID watcher, frees GPM samples and shuts NVML down. It
-// waits for reads in progress. Calling it twice is harmless.
+// waits for reads in progress, for up to closeWaitsForReads: a Read on the
+// caller left behind in a hung GPU's call (Options.ReadOnCaller) may never
+// end, and then NVML is left as it is. Calling it twice is harmless.
 func (r *Reader) Close() error {
-	r.lifecycle.Lock()
+	if !lockWithin(&r.lifecycle, closeWaitsForReads) {
+		return fmt.Errorf("an nvml read did not end within %s (a GPU's call is blocked); leaving nvml as it is", closeWaitsForReads)
+	}
 	defer r.lifecycle.Unlock()
 	if r.closed {
 		return nil
@@ -277,6 +294,18 @@ func (r *Reader) Close() error {
 	}
 }
 
+// lockWithin locks l for writing, trying for up to d; false when it could
+// not.
+func lockWithin(l *sync.RWMutex, d time.Duration) bool {
+	const poll = 10 * time.Millisecond
+	for deadline := time.Now().Add(d); !l.TryLock(); time.Sleep(poll) {
+		if time.Now().After(deadline) {
+			return false
+		}
+	}
+	return true
+}
+
 // errClosed is returned by Read after Close.
 var errClosed = errors.New("nvml reader is closed")
 
@@ -290,6 +319,10 @@ func (r *Reader) Read(ctx context.Context) (*snapshot.Snapshot, error) {
 		return nil, errClosed
 	}
 
+	var read uint64
+	if r.onCaller {
+		read = r.latestRead.Add(1)
+	}
 	snap := &snapshot.Snapshot{Time: r.now(), Driver: r.driver}
 	var stats groupStats
 
@@ -311,9 +344,12 @@ func (r *Reader) Read(ctx context.Context) (*snapshot.Snapshot, error) {
 	if r.groups[gGPM] {
 		r.waitFirstGPMWindow(ctx)
 	}
-	results, err := r.readDevices(ctx, count, r.listsAll())
+	results, err := r.readDevices(ctx, read, count, r.listsAll())
 	if err != nil {
 		return nil, err
+	}
+	if r.onCaller && r.latestRead.Load() != read {
+		return nil, errSuperseded
 	}
 
 	snap.Devices = r.takeDevices(count)
@@ -443,26 +479,25 @@ type deviceResult struct {
 }
 
 // readDevices reads devices 0..count-1 with at most r.parallel at a time
-// (readSlots). Results are indexed by device index, so the snapshot is
-// sorted for free.
+// (readSlots), or one after another on the caller for Read number read
+// (Options.ReadOnCaller). Results are indexed by device index, so the
+// snapshot is sorted for free.
 //
 // An NVML call can block for a long time on a GPU in a bad state. When ctx
 // ends before a device's read returns, the device is reported down
 // ("not_answering") and its read is left to finish on its own; until it
 // does, later reads report that device down at once instead of starting
 // another read that would block too. The other GPUs are read as usual.
-func (r *Reader) readDevices(ctx context.Context, count int, listAll bool) ([]*deviceResult, error) {
+func (r *Reader) readDevices(ctx context.Context, read uint64, count int, listAll bool) ([]*deviceResult, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
 	results := make([]*deviceResult, count)
+	if r.onCaller {
+		return results, r.readOnCaller(ctx, read, count, listAll, results)
+	}
 	done := make(chan deviceDone, count) // buffered: an abandoned read never blocks on it
 	next, pending := 0, 0                // next: the first device not started yet
-	if r.inTurn {
-		if next, pending = r.readInTurn(ctx, count, listAll, results, done); next == count && pending == 0 {
-			return results, nil
-		}
-	}
 	slots := newReadSlots(ctx, count, r.parallel)
 	defer slots.stop()
 	startReads := func() {
@@ -474,15 +509,7 @@ func (r *Reader) readDevices(ctx context.Context, count int, listAll bool) ([]*d
 			}
 			slots.take(next, now)
 			pending++
-			job := deviceRead{index: next, listAll: listAll, done: done}
-			if r.inTurn {
-				// Reading in turn, a parallel read is the exception
-				// (a GPU hung): a goroutine that ends with the read,
-				// not a worker per device kept for good.
-				go r.runDeviceRead(job)
-			} else {
-				r.workers.start(r, job)
-			}
+			r.workers.start(r, deviceRead{index: next, listAll: listAll, done: done})
 		}
 		if next < count {
 			slots.wait(now)
