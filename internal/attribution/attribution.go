@@ -252,8 +252,13 @@ func (v *AgedAttributor) Enrich(ctx context.Context, s *snapshot.Snapshot) {
 func (a *Attributor) enrich(ctx context.Context, s *snapshot.Snapshot, allocationMaxAge time.Duration) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	ctx, cancel := context.WithTimeout(ctx, a.timeout)
-	defer cancel()
+	// The pipelines give their enrichers this very budget already; a
+	// context of its own (a timer) only when the caller's ends later.
+	if deadline, ok := ctx.Deadline(); !ok || time.Until(deadline) > a.timeout {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, a.timeout)
+		defer cancel()
+	}
 	start := a.now()
 	a.gen++
 	a.current = 0
