@@ -70,7 +70,7 @@ func (f *commonFlags) startAccounting(logger *slog.Logger, st *stack, enrichers 
 		maps.Copy(groups, jobs.JournalGroups())
 	}
 	maps.DeleteFunc(groups, func(g string, _ bool) bool { return !f.enabledCollectors()[g] })
-	opts := nvmlbackend.Options{Groups: groups, Logger: logger, StartTimeout: f.timeout, ProcessSamples: true, GPMOnlyMIG: !records,
+	opts := nvmlbackend.Options{Groups: groups, Logger: logger, StartTimeout: f.timeout, ProcessSamples: true, GPMOnlyMIG: !records, CountersOnly: true,
 		ListProcessesEvery: accounting.ListProcessesEvery(a.interval), ListProcessesSteadyEvery: accounting.ListProcessesSteadyEvery(a.interval), ReadOnCaller: true}
 	if st.sim != nil {
 		opts.Now, opts.Library = st.sim.Now, "simulator"

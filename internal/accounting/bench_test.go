@@ -115,7 +115,7 @@ func benchmarkTick(b *testing.B, typical bool) {
 }
 
 func benchmarkTickOn(b *testing.B, s *sim.Sim) {
-	r := benchReader(b, s, nvmlbackend.Options{Groups: ReaderGroups(), ProcessSamples: true, GPMOnlyMIG: true, ReadOnCaller: true,
+	r := benchReader(b, s, nvmlbackend.Options{Groups: ReaderGroups(), ProcessSamples: true, GPMOnlyMIG: true, CountersOnly: true, ReadOnCaller: true,
 		ListProcessesEvery: ListProcessesEvery(DefaultInterval), ListProcessesSteadyEvery: ListProcessesSteadyEvery(DefaultInterval)})
 	a, _ := New(Options{})
 	ctx := context.Background()
@@ -146,7 +146,7 @@ func BenchmarkObserve(b *testing.B) {
 
 func benchmarkObserve(b *testing.B, listEvery int) {
 	s := benchSim(b, false)
-	r := benchReader(b, s, nvmlbackend.Options{Groups: ReaderGroups(), ProcessSamples: true, GPMOnlyMIG: true, ReadOnCaller: true, ListProcessesEvery: listEvery})
+	r := benchReader(b, s, nvmlbackend.Options{Groups: ReaderGroups(), ProcessSamples: true, GPMOnlyMIG: true, CountersOnly: true, ReadOnCaller: true, ListProcessesEvery: listEvery})
 	var snaps []*snapshot.Snapshot
 	for i := range 2 {
 		s.SetElapsed(time.Duration(i+1) * DefaultInterval)

@@ -96,6 +96,12 @@ func (d *deviceReader) readInfo() {
 	info.ComputeCapability = s.computeCapability
 	info.VirtualizationMode = s.virtualization
 
+	if enabled, known := d.migMode(gInfo); known {
+		info.MIGMode = enabledDisabled(enabled)
+	}
+	if d.r.countersOnly {
+		return
+	}
 	if d.can(callGetPersistenceMode) {
 		if mode, ret := d.dev.GetPersistenceMode(); d.ok(gInfo, "GetPersistenceMode", ret) {
 			info.PersistenceMode = enabledDisabled(mode == nvml.FEATURE_ENABLED)
@@ -105,9 +111,6 @@ func (d *deviceReader) readInfo() {
 		if mode, ret := d.dev.GetComputeMode(); d.ok(gInfo, "GetComputeMode", ret) {
 			info.ComputeMode = computeModeName(mode)
 		}
-	}
-	if enabled, known := d.migMode(gInfo); known {
-		info.MIGMode = enabledDisabled(enabled)
 	}
 	if d.can(callGetEccMode) {
 		if current, _, ret := d.dev.GetEccMode(); d.ok(gInfo, "GetEccMode", ret) {

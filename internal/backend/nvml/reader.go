@@ -66,6 +66,12 @@ type Options struct {
 	// accounting needs it there alone (per-process samples measure whole
 	// GPUs), and a GPM sample of every GPU at every tick costs.
 	GPMOnlyMIG bool
+	// CountersOnly reads, of the info and power groups, what the
+	// accounting's counters and job records use: the identity and the
+	// MIG mode, not the persistence, compute and ECC modes; the energy
+	// counter, not the power draw and limits. Seven calls fewer per GPU
+	// at every tick, each a round trip into the driver on a real GPU.
+	CountersOnly bool
 	// ListProcessesEvery, with ProcessSamples, lists every GPU's
 	// processes only at every this many reads (the first, and then all
 	// GPUs at the same read), and a GPU's at any read where what the read
@@ -128,6 +134,7 @@ type Reader struct {
 	// Close waits for in-flight reads before it frees NVML resources.
 	processSamples bool // Options.ProcessSamples
 	gpmOnlyMIG     bool // Options.GPMOnlyMIG
+	countersOnly   bool // Options.CountersOnly
 	listEvery      int  // Options.ListProcessesEvery
 	listSteady     int  // Options.ListProcessesSteadyEvery, when above listEvery; else 0
 	onCaller       bool // Options.ReadOnCaller
@@ -188,6 +195,7 @@ func New(lib nvml.Interface, opts Options) (*Reader, error) {
 		waitForGPM:     opts.WaitForGPM,
 		processSamples: opts.ProcessSamples,
 		gpmOnlyMIG:     opts.GPMOnlyMIG,
+		countersOnly:   opts.CountersOnly,
 		listEvery:      opts.ListProcessesEvery,
 		onCaller:       opts.ReadOnCaller,
 	}
