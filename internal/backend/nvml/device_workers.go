@@ -8,9 +8,10 @@ import (
 // Each device is read on a goroutine of its own, so that a GPU whose
 // calls block does not hold up the others nor the Read (readDevices gives
 // up on it at the deadline). A new goroutine per device per Read grew its
-// stack afresh for the deep read path at every read: a tenth of the
-// accounting's tick (eight GPUs every two seconds). Long-lived workers,
-// one per device index, keep theirs.
+// stack afresh for the deep read path at every read (a tenth of the
+// accounting's tick, when it still read through workers). Long-lived
+// workers, one per device index, keep theirs. The accounting's reader
+// reads on its caller instead (read_on_caller.go).
 
 // deviceRead is one read of one device, handed to a worker.
 type deviceRead struct {
