@@ -96,6 +96,18 @@ func (h *hangingSource) Snapshot(context.Context) (*snapshot.Snapshot, error) {
 	}, nil
 }
 
+// startRun runs a over src, ticking every millisecond, until cancel; done
+// is closed when Run returns.
+func startRun(a *Accountant, src Source) (cancel context.CancelFunc, done <-chan struct{}) {
+	ctx, cancel := context.WithCancel(context.Background())
+	ended := make(chan struct{})
+	go func() {
+		defer close(ended)
+		a.Run(ctx, src, time.Millisecond, nil)
+	}()
+	return cancel, ended
+}
+
 func runAccountant(t *testing.T, tickTimeout time.Duration) *Accountant {
 	t.Helper()
 	a, err := New(Options{NewOwnerHold: time.Nanosecond, TickTimeout: tickTimeout})
@@ -111,12 +123,7 @@ func runAccountant(t *testing.T, tickTimeout time.Duration) *Accountant {
 func TestRunLeavesAHungTickBehind(t *testing.T) {
 	a := runAccountant(t, 50*time.Millisecond)
 	src := &hangingSource{hang: map[int64]bool{3: true}, release: make(chan struct{})}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		a.Run(ctx, src, time.Millisecond, nil)
-	}()
+	cancel, done := startRun(a, src)
 	testenv.WaitFor(t, 30*time.Second, "ticks after the hung one", func() bool { return src.n.Load() >= 10 })
 	close(src.release)
 	testenv.WaitFor(t, 30*time.Second, "the hung tick's return", func() bool { return src.inFlight.Load() == 0 && src.n.Load() >= 12 })
@@ -140,12 +147,7 @@ func TestRunEndsWhileEveryTickHangs(t *testing.T) {
 	a := runAccountant(t, tickTimeout)
 	src := &hangingSource{release: make(chan struct{})}
 	defer close(src.release)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		a.Run(ctx, src, time.Millisecond, nil)
-	}()
+	cancel, done := startRun(a, src)
 	testenv.WaitFor(t, 30*time.Second, "every tick left behind that may be", func() bool { return src.inFlight.Load() == maxLeftBehind+1 })
 	// Ten more timeouts: none more is started.
 	time.Sleep(10 * tickTimeout)
@@ -166,12 +168,7 @@ func TestRunEndsWhileEveryTickHangs(t *testing.T) {
 func TestRunEndsSoonWhileATickHangs(t *testing.T) {
 	a := runAccountant(t, time.Hour)
 	src := &hangingSource{hang: map[int64]bool{3: true}, release: make(chan struct{})}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		a.Run(ctx, src, time.Millisecond, nil)
-	}()
+	cancel, done := startRun(a, src)
 	testenv.WaitFor(t, 30*time.Second, "the third tick hanging", func() bool { return src.inFlight.Load() == 1 && src.n.Load() == 3 })
 	before := a.Totals()
 	start := time.Now()
