@@ -19,6 +19,22 @@ type blockedReads struct {
 func (b *blockedReads) start(i int, now time.Time) bool {
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	return b.startLocked(i, now)
+}
+
+// startUnlessStuck is start, but a read of device i in flight for hold or
+// longer (a Read on the caller left behind in a hung call) is abandoned
+// first, so that no second read of the hung GPU starts.
+func (b *blockedReads) startUnlessStuck(i int, now time.Time, hold time.Duration) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.running[i] > 0 && now.Sub(b.since[i]) >= hold {
+		b.abandoned[i] = true
+	}
+	return b.startLocked(i, now)
+}
+
+func (b *blockedReads) startLocked(i int, now time.Time) bool {
 	if b.abandoned[i] {
 		return false
 	}
@@ -30,18 +46,6 @@ func (b *blockedReads) start(i int, now time.Time) bool {
 	}
 	b.running[i]++
 	return true
-}
-
-// startUnlessStuck is start, but a read of device i in flight for hold or
-// longer (a Read on the caller left behind in a hung call) is abandoned
-// first, so that no second read of the hung GPU starts.
-func (b *blockedReads) startUnlessStuck(i int, now time.Time, hold time.Duration) bool {
-	b.mu.Lock()
-	if b.running[i] > 0 && now.Sub(b.since[i]) >= hold {
-		b.abandoned[i] = true
-	}
-	b.mu.Unlock()
-	return b.start(i, now)
 }
 
 // runningFor is how long device i has had a read (or start-up call) in
