@@ -33,7 +33,11 @@ type deviceState struct {
 	// lastProcessSample is the newest GetProcessUtilization timestamp seen,
 	// so each read asks only for newer samples.
 	lastProcessSample uint64
-	gpm               gpmDeviceState
+	// sampleBuf holds each read's process utilization samples, and
+	// sampleHint is how many the last read had (process_utilization.go).
+	sampleBuf  []nvml.ProcessUtilizationSample
+	sampleHint int
+	gpm        gpmDeviceState
 	// migParentDenied: the MIG-enabled GPU's own process lists answered
 	// NO_PERMISSION (unprivileged caller); only the MIG devices' are read.
 	migParentDenied bool

@@ -302,17 +302,17 @@ func (d *deviceReader) readProcessSamples() (samples []nvml.ProcessUtilizationSa
 	return samples, sampled
 }
 
-// getProcessUtilization reads the samples newer than since. ok says the
-// driver answered (ERROR_NOT_FOUND, no sample in the window, is an answer).
+// getProcessUtilization reads the samples newer than since, into the
+// device's buffer (process_utilization.go). ok says the driver answered
+// (ERROR_NOT_FOUND, no sample in the window, is an answer).
 func (d *deviceReader) getProcessUtilization(since uint64) (samples []nvml.ProcessUtilizationSample, ok bool) {
-	samples, ret := d.dev.GetProcessUtilization(since)
-	if ret == nvml.ERROR_INSUFFICIENT_SIZE {
-		// go-nvml sizes the buffer, then reads; samples that arrived in
-		// between make the read fail. Once more.
-		samples, ret = d.dev.GetProcessUtilization(since)
-	}
+	samples, ret, tooLong := d.sampleProcessUtilization(since)
 	if ret == nvml.ERROR_NOT_FOUND {
 		return nil, true
+	}
+	if tooLong != nil {
+		d.samplesTooLong(ret, tooLong)
+		return nil, false
 	}
 	if !d.ok(gProcesses, "GetProcessUtilization", ret) {
 		return nil, false

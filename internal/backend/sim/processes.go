@@ -260,6 +260,29 @@ const (
 // (µs since the Unix epoch on the simulated clock), or ERROR_NOT_FOUND
 // when there is none, as NVML does. It is NOT_SUPPORTED in MIG mode.
 func (d *device) GetProcessUtilization(lastSeenTimestamp uint64) ([]nvml.ProcessUtilizationSample, nvml.Return) {
+	return d.appendProcessUtilization(nil, lastSeenTimestamp)
+}
+
+// ProcessUtilizationSized answers one call of the C function
+// nvmlDeviceGetProcessUtilization with a buffer: the samples newer than
+// lastSeenTimestamp written into buf and their count when they fit, or
+// ERROR_INSUFFICIENT_SIZE and the count they need. The fake
+// libnvidia-ml.so.1 and the NVML reader use it, the reader with a buffer
+// it keeps from one read to the next.
+func (d *device) ProcessUtilizationSized(buf []nvml.ProcessUtilizationSample, lastSeenTimestamp uint64) (uint32, nvml.Return) {
+	out, r := d.appendProcessUtilization(buf[:0:len(buf)], lastSeenTimestamp)
+	if r != nvml.SUCCESS {
+		return 0, r
+	}
+	if len(out) > len(buf) {
+		return uint32(len(out)), nvml.ERROR_INSUFFICIENT_SIZE
+	}
+	return uint32(len(out)), r
+}
+
+// appendProcessUtilization appends the samples newer than
+// lastSeenTimestamp to out (GetProcessUtilization's answer).
+func (d *device) appendProcessUtilization(out []nvml.ProcessUtilizationSample, lastSeenTimestamp uint64) ([]nvml.ProcessUtilizationSample, nvml.Return) {
 	e, r := d.begin(featProcessUtilization)
 	if r != nvml.SUCCESS {
 		return nil, r
@@ -268,13 +291,13 @@ func (d *device) GetProcessUtilization(lastSeenTimestamp uint64) ([]nvml.Process
 		return nil, nvml.ERROR_NOT_SUPPORTED
 	}
 	w := sampleWindowOf(e, lastSeenTimestamp)
-	var out []nvml.ProcessUtilizationSample
+	n := len(out)
 	if d.sim.everyPeriod {
-		out = d.everyPeriodSamples(&w)
+		out = d.everyPeriodSamples(out, &w)
 	} else {
-		out = d.perProcessSamples(&w)
+		out = d.perProcessSamples(out, &w)
 	}
-	if len(out) == 0 {
+	if len(out) == n {
 		return nil, nvml.ERROR_NOT_FOUND
 	}
 	return out, r
@@ -321,12 +344,14 @@ func (p *simProcess) sampled(at time.Duration) bool {
 	return p.compute && p.alive(at) && at >= p.sampledFrom
 }
 
-func (d *device) perProcessSamples(w *sampleWindow) []nvml.ProcessUtilizationSample {
+func (d *device) perProcessSamples(out []nvml.ProcessUtilizationSample, w *sampleWindow) []nvml.ProcessUtilizationSample {
 	if w.periods == 0 {
-		return nil
+		return out
 	}
 	procs := d.procs()
-	out := make([]nvml.ProcessUtilizationSample, 0, len(procs))
+	if out == nil {
+		out = make([]nvml.ProcessUtilizationSample, 0, len(procs))
+	}
 	ts := w.ts[0]
 	for i := range procs {
 		p := &procs[i]
@@ -363,11 +388,14 @@ func (p *simProcess) meanOver(w *sampleWindow) (sm, mem float64) {
 	return sm / n, mem / n
 }
 
-func (d *device) everyPeriodSamples(w *sampleWindow) []nvml.ProcessUtilizationSample {
+func (d *device) everyPeriodSamples(out []nvml.ProcessUtilizationSample, w *sampleWindow) []nvml.ProcessUtilizationSample {
 	procs := d.procs()
-	// Sized for every process busy at every period asked for: a read of
-	// the whole buffer of 2048 processes would otherwise grow it ten times.
-	out := make([]nvml.ProcessUtilizationSample, 0, w.periods*len(procs))
+	if out == nil {
+		// Sized for every process busy at every period asked for: a read
+		// of the whole buffer of 2048 processes would otherwise grow it
+		// ten times.
+		out = make([]nvml.ProcessUtilizationSample, 0, w.periods*len(procs))
+	}
 	w.each(func(at time.Duration, ts uint64) {
 		for i := range procs {
 			p := &procs[i]
