@@ -136,3 +136,45 @@ func TestAccountingReadersLateReadingsKeepTheirBuffers(t *testing.T) {
 	})
 	t.Logf("GPU 1 served late %d times, from %d newer readings", late, newer)
 }
+
+// The MIG instances of the accounting's reader take turns in two buffers
+// too: a snapshot's instances stand until the read after the next one,
+// each read's are its own (an instance's memory moves when a process
+// starts in it), and nothing of an earlier read is left in them.
+func TestAccountingReadersMIGInstancesStandUntilTheReadAfterNext(t *testing.T) {
+	s := newSim(t, sim.Config{Profile: "dgx-h100", Privileged: true, Processes: []sim.ProcessSpec{
+		{GPU: 7, PID: 701, UsedMemoryBytes: 1 << 30, SMUtilization: 0.6, GPUInstance: new(1), ComputeInstance: new(0)},
+		{GPU: 7, PID: 702, UsedMemoryBytes: 2 << 30, GPUInstance: new(5), ComputeInstance: new(0), Start: durationPtr(5 * time.Second)},
+	}}, 0)
+	r := newReaderWith(t, s, Options{Groups: groups(snapshot.GroupMIG, snapshot.GroupProcesses), Now: s.Now, ProcessSamples: true})
+	var prev *snapshot.Snapshot
+	var prevCopy []snapshot.MIGInstance
+	var used []uint64
+	for e := 2 * time.Second; e <= 10*time.Second; e += 2 * time.Second {
+		s.SetElapsed(e)
+		snap, err := r.Read(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		noGroupErrors(t, snap)
+		migs := snap.Devices[7].MIGInstances
+		if len(migs) == 0 {
+			t.Fatalf("at %s: no MIG instances on GPU 7", e)
+		}
+		var sum uint64
+		for _, m := range migs {
+			if m.UUID == "" || m.Profile == "" || !m.GPUInstanceProfileID.Valid {
+				t.Errorf("at %s: instance %+v incomplete", e, m)
+			}
+			sum += m.MemoryUsed.Value
+		}
+		used = append(used, sum)
+		if prev != nil && !reflect.DeepEqual(prev.Devices[7].MIGInstances, prevCopy) {
+			t.Errorf("at %s: the previous snapshot's MIG instances changed", e)
+		}
+		prev, prevCopy = snap, slices.Clone(migs)
+	}
+	if used[0] >= used[len(used)-1] {
+		t.Errorf("MIG memory used per read %v: want it to grow when PID 702 starts at 5 s", used)
+	}
+}

@@ -52,8 +52,14 @@ type deviceState struct {
 	onMIG        map[processKey]bool // migProcesses' processes seen on MIG devices
 	// samples hold Device.ProcessSamples, and processes the lists, of the
 	// accounting's reader (Options.ProcessSamples; alternating.go).
-	samples   alternating[snapshot.ProcessSample]
-	processes alternating[snapshot.Process]
+	samples      alternating[snapshot.ProcessSample]
+	processes    alternating[snapshot.Process]
+	migInstances alternating[snapshot.MIGInstance]
+	// migDevs keeps the storage of each read's MIG devices
+	// (deviceReader.migDevs), giInfos that of its GPU instances' info
+	// (by GPU instance ID, this read's alone: cleared at each).
+	migDevs []migDevice
+	giInfos map[int]gpuInstanceRead
 	// clockEventsSupported is the device's supported clock-event reasons,
 	// read once (clockEventsSupportKnown).
 	clockEventsSupported    uint64
@@ -94,8 +100,7 @@ type deviceReader struct {
 	migPending   bool // a mode change waits for a GPU reset
 	migListed    bool
 	migDevs      []migDevice
-	giInfos      map[int]gpuInstanceRead // by GPU instance ID, this read
-	giDenied     bool                    // GetGpuInstanceById: NO_PERMISSION
+	giDenied     bool // GetGpuInstanceById: NO_PERMISSION
 }
 
 // readDevice reads device index into out. It never panics: a panic inside a

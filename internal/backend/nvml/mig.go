@@ -37,6 +37,11 @@ func (d *deviceReader) migDevices(g groupID) []migDevice {
 	if !d.ok(g, "GetMaxMigDeviceCount", ret) {
 		return nil
 	}
+	// Into the slice of the device's last read: the list is read again at
+	// every read (a MIG device can be destroyed and another made in its
+	// place), and is the same list almost always.
+	d.migDevs = d.st.migDevs[:0]
+	defer func() { d.st.migDevs = d.migDevs }()
 	for i := range count {
 		h, ret := d.dev.GetMigDeviceHandleByIndex(i)
 		switch ret {
@@ -89,7 +94,8 @@ func (d *deviceReader) readMIGInstances() []snapshot.MIGInstance {
 	if len(devs) == 0 {
 		return nil
 	}
-	out := make([]snapshot.MIGInstance, len(devs))
+	out := d.takeMIGInstances(len(devs))
+	clear(d.st.giInfos)
 	for i, m := range devs {
 		inst := &out[i]
 		inst.GPUInstanceID = m.gpuInstanceID
@@ -108,6 +114,18 @@ func (d *deviceReader) readMIGInstances() []snapshot.MIGInstance {
 	return out
 }
 
+// takeMIGInstances is the slice for n MIG instances, zeroed: the
+// accounting's reader's buffer of this read (alternating.go), a new one
+// for any other.
+func (d *deviceReader) takeMIGInstances(n int) []snapshot.MIGInstance {
+	if !d.r.processSamples {
+		return make([]snapshot.MIGInstance, n)
+	}
+	out := d.st.migInstances.take(n)[:n]
+	clear(out)
+	return d.st.migInstances.keep(out)
+}
+
 // gpuInstanceInfo reads GPU instance id's profile and placement, once per
 // GPU instance per read. nvml.h reserves GetGpuInstanceById to privileged
 // callers (root, or the MIG monitor capability); an unprivileged exporter
@@ -118,14 +136,14 @@ func (d *deviceReader) gpuInstanceInfo(id int) (nvml.GpuInstanceInfo, bool) {
 	if !d.r.caps.gpuInstanceInfo() || d.giDenied {
 		return nvml.GpuInstanceInfo{}, false
 	}
-	if got, ok := d.giInfos[id]; ok {
+	if got, ok := d.st.giInfos[id]; ok {
 		return got.info, got.ok
 	}
 	info, ok := d.readGPUInstanceInfo(id)
-	if d.giInfos == nil {
-		d.giInfos = make(map[int]gpuInstanceRead)
+	if d.st.giInfos == nil {
+		d.st.giInfos = make(map[int]gpuInstanceRead)
 	}
-	d.giInfos[id] = gpuInstanceRead{info, ok}
+	d.st.giInfos[id] = gpuInstanceRead{info, ok}
 	return info, ok
 }
 
