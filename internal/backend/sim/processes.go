@@ -266,9 +266,10 @@ func (d *device) GetProcessUtilization(lastSeenTimestamp uint64) ([]nvml.Process
 // ProcessUtilizationSized answers one call of the C function
 // nvmlDeviceGetProcessUtilization with a buffer: the samples newer than
 // lastSeenTimestamp written into buf and their count when they fit, or
-// ERROR_INSUFFICIENT_SIZE and the count they need. The fake
-// libnvidia-ml.so.1 and the NVML reader use it, the reader with a buffer
-// it keeps from one read to the next.
+// ERROR_INSUFFICIENT_SIZE and the count they need. The NVML reader calls
+// it with a buffer it keeps from one read to the next, as it calls the C
+// function on a real driver (the fake libnvidia-ml.so.1 answers that C
+// function from GetProcessUtilization).
 func (d *device) ProcessUtilizationSized(buf []nvml.ProcessUtilizationSample, lastSeenTimestamp uint64) (uint32, nvml.Return) {
 	out, r := d.appendProcessUtilization(buf[:0:len(buf)], lastSeenTimestamp)
 	if r != nvml.SUCCESS {
