@@ -105,7 +105,7 @@ type Attributor struct {
 	errs        *errorCounts
 	resolvers   []containerSource
 	slurm       *lookupCache[snapshot.SlurmJob]
-	allocations []AllocationSource
+	allocations []allocationSource
 
 	mu           sync.Mutex
 	pids         map[uint32]*pidEntry
@@ -121,6 +121,10 @@ type Attributor struct {
 	listedContainers []*containerGroup
 	listedJobs       []*jobGroup
 	queued           map[uint32]struct{}
+	// calls and joined are the allocation sources' answers of the last
+	// Enrich (allocations.go).
+	calls  allocationCalls
+	joined joinedAllocations
 }
 
 type containerSource struct {
@@ -183,7 +187,7 @@ func New(opts Options) (*Attributor, error) {
 		procs:       procs,
 		watch:       watch,
 		users:       newUserDB(passwd),
-		allocations: opts.AllocationSources,
+		allocations: allocationSources(opts.AllocationSources),
 		pids:        make(map[uint32]*pidEntry),
 		containers:  make(map[containerKey]*containerGroup),
 		jobs:        make(map[string]*jobGroup),
@@ -270,9 +274,10 @@ func (a *Attributor) enrich(ctx context.Context, s *snapshot.Snapshot, allocatio
 	a.resolve(ctx, s, allocationMaxAge)
 
 	if s.AttributionErrors == nil {
-		s.AttributionErrors = make(map[string]uint64)
+		s.AttributionErrors = a.errs.shared() // read-only, as the snapshot once enriched
+	} else {
+		a.errs.copyInto(s.AttributionErrors)
 	}
-	a.errs.copyInto(s.AttributionErrors)
 
 	// Started last, so that its reads do not compete with this call.
 	if len(due) > 0 {
@@ -529,7 +534,7 @@ func (a *Attributor) resolve(ctx context.Context, s *snapshot.Snapshot, allocati
 	if len(waits) > 0 || allocations != nil {
 		awaitLookups(ctx, waits)
 		if allocations != nil {
-			s.Allocations = append(s.Allocations, allocations.collect(ctx)...)
+			s.Allocations = a.addAllocations(ctx, s.Allocations, allocations)
 		}
 	}
 	a.takeContainerAnswers()
@@ -642,72 +647,6 @@ func fill(dst *string, v string) {
 	if *dst == "" {
 		*dst = v
 	}
-}
-
-// allocationCalls are the AllocationSource.List calls of one Enrich, and
-// the answers the sources' caches gave at once.
-type allocationCalls struct {
-	cached  []snapshot.Allocation
-	results chan allocationResult
-	n       int
-}
-
-type allocationResult struct {
-	source string
-	allocs []snapshot.Allocation
-	err    error
-}
-
-func (a *Attributor) listAllocations(devices []snapshot.Device, maxAge time.Duration) *allocationCalls {
-	if len(a.allocations) == 0 {
-		return nil
-	}
-	calls := &allocationCalls{}
-	for _, src := range a.allocations {
-		if c, ok := src.(AgedAllocationSource); ok && maxAge > 0 {
-			if allocs, ok := c.ListCachedWithin(devices, maxAge); ok {
-				calls.cached = append(calls.cached, allocs...)
-				continue
-			}
-		} else if c, ok := src.(CachedAllocationSource); ok {
-			if allocs, ok := c.ListCached(devices); ok {
-				calls.cached = append(calls.cached, allocs...)
-				continue
-			}
-		}
-		if calls.results == nil {
-			// Buffered, so calls that finish after Enrich stopped
-			// waiting do not leak their goroutine.
-			calls.results = make(chan allocationResult, len(a.allocations))
-		}
-		calls.n++
-		go func() {
-			ctx, cancel := context.WithTimeout(context.Background(), a.timeout)
-			defer cancel()
-			allocs, err := src.List(ctx, devices)
-			if err != nil {
-				a.errs.add(src.Source())
-				a.log.Debug("allocation source failed", "source", src.Source(), "err", err)
-			}
-			calls.results <- allocationResult{src.Source(), allocs, err}
-		}()
-	}
-	return calls
-}
-
-func (c *allocationCalls) collect(ctx context.Context) []snapshot.Allocation {
-	all := c.cached
-	for range c.n {
-		select {
-		case r := <-c.results:
-			if r.err == nil {
-				all = append(all, r.allocs...)
-			}
-		case <-ctx.Done():
-			return all
-		}
-	}
-	return all
 }
 
 // String describes the configuration, for the startup log.

@@ -155,6 +155,10 @@ func (c *lookupCache[V]) sweep() {
 type errorCounts struct {
 	mu     sync.Mutex
 	counts map[string]uint64
+	// published is a copy of counts that snapshots share, read-only; made
+	// anew after a count changed (failures are rare, Enrich calls are
+	// not: the accounting's come every two seconds).
+	published map[string]uint64
 }
 
 func newErrorCounts(sources ...string) *errorCounts {
@@ -168,6 +172,7 @@ func newErrorCounts(sources ...string) *errorCounts {
 func (ec *errorCounts) add(source string) {
 	ec.mu.Lock()
 	ec.counts[source]++
+	ec.published = nil
 	ec.mu.Unlock()
 }
 
@@ -176,4 +181,15 @@ func (ec *errorCounts) copyInto(dst map[string]uint64) {
 	ec.mu.Lock()
 	defer ec.mu.Unlock()
 	maps.Copy(dst, ec.counts)
+}
+
+// shared returns the counts in a map that must not be modified, the same
+// from one call to the next while no count changes.
+func (ec *errorCounts) shared() map[string]uint64 {
+	ec.mu.Lock()
+	defer ec.mu.Unlock()
+	if ec.published == nil {
+		ec.published = maps.Clone(ec.counts)
+	}
+	return ec.published
 }

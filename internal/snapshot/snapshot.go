@@ -44,10 +44,12 @@ type Snapshot struct {
 	Processes []Process
 	// Allocations are workloads that hold a GPU whether or not their
 	// processes are visible (kubelet pod-resources, Slurm GRES). Filled by
-	// attribution.
+	// attribution, which may share the slice with the snapshots before
+	// (as every snapshot, read-only once enriched).
 	Allocations []Allocation
 	// AttributionErrors counts, per source ("procfs", "docker", "cri",
-	// "kubelet", "slurm"), the lookups that failed since start.
+	// "kubelet", "slurm"), the lookups that failed since start. The map
+	// may be shared with other snapshots: read-only.
 	AttributionErrors map[string]uint64
 	// ReadingsDropped counts, per field ("temperature", "power", ...), the
 	// readings dropped since start because no GPU can produce them: the
