@@ -154,13 +154,13 @@ func (p *Pipeline) fresh() *snapshot.Snapshot {
 // detached from any one caller's context, so that a scraper that gives up
 // does not cancel the collection others are waiting for.
 func (p *Pipeline) collect(parent context.Context) (*snapshot.Snapshot, error) {
-	ctx, cancel := context.WithTimeout(parent, p.opts.Timeout)
-	defer cancel()
 	start := time.Now()
+	ctx, cancel := p.withTimeout(parent, start, p.opts.Timeout)
+	defer cancel()
 	s, err := p.reader.Read(ctx)
 	if err == nil {
 		// Its own budget, from now: the read may have spent all of its own.
-		enrichCtx, cancelEnrich := context.WithTimeout(parent, p.opts.EnrichTimeout)
+		enrichCtx, cancelEnrich := p.withTimeout(parent, time.Now(), p.opts.EnrichTimeout)
 		for _, e := range p.enrichers {
 			e.Enrich(enrichCtx, s)
 		}
@@ -177,4 +177,13 @@ func (p *Pipeline) collect(parent context.Context) (*snapshot.Snapshot, error) {
 		p.opts.OnCollect(s, err)
 	}
 	return s, err
+}
+
+// withTimeout is context.WithTimeout from now; on the caller's goroutine
+// (OwnCaller) without a timer until something waits on its Done.
+func (p *Pipeline) withTimeout(parent context.Context, now time.Time, timeout time.Duration) (context.Context, context.CancelFunc) {
+	if p.opts.OwnCaller {
+		return withLazyDeadline(parent, now.Add(timeout))
+	}
+	return context.WithTimeout(parent, timeout)
 }
