@@ -48,6 +48,16 @@ var gpmMetrics = [...]struct {
 	{nvml.GPM_METRIC_NVLINK_TOTAL_RX_PER_SEC, mibPerSecond, true, func(g *snapshot.GPM) *snapshot.Opt[float64] { return &g.NVLinkRxBytesPerSecond }},
 }
 
+// asksGPM says whether a read asks the driver for metric id: a metric of
+// the whole GPU only of a whole GPU, and with Options.GPMOnlyMIG the SM
+// activity alone.
+func (r *Reader) asksGPM(id nvml.GpmMetricId, ofWholeGPU, wholeGPU bool) bool {
+	if r.gpmOnlyMIG {
+		return id == nvml.GPM_METRIC_SM_UTIL
+	}
+	return wholeGPU || !ofWholeGPU
+}
+
 // gpmRequests recycles the request struct: it holds 333 metric slots
 // (about 16 KiB) and is only needed for the length of one call.
 var gpmRequests = sync.Pool{New: func() any { return new(nvml.GpmMetricsGetType) }}
@@ -254,7 +264,7 @@ func (d *deviceReader) gpmCompute(older, newer nvml.GpmSample, wholeGPU bool) (v
 	req.Sample1, req.Sample2 = older, newer
 	asked := req.Metrics[:0]
 	for _, m := range gpmMetrics {
-		if wholeGPU || !m.wholeGPU {
+		if d.r.asksGPM(m.id, m.wholeGPU, wholeGPU) {
 			asked = append(asked, nvml.GpmMetric{MetricId: uint32(m.id)})
 		}
 	}
@@ -267,7 +277,7 @@ func (d *deviceReader) gpmCompute(older, newer nvml.GpmSample, wholeGPU bool) (v
 	}
 	i := 0
 	for _, m := range gpmMetrics {
-		if !wholeGPU && m.wholeGPU {
+		if !d.r.asksGPM(m.id, m.wholeGPU, wholeGPU) {
 			continue
 		}
 		result := req.Metrics[i]

@@ -181,3 +181,39 @@ func TestProcessesWithUtilization(t *testing.T) {
 	noGroupErrors(t, snap)
 	want(t, "pid 100 sm a moment later", snap.Processes[2].SMUtilization, 0.30)
 }
+
+// The accounting's reader (GPMOnlyMIG) asks the driver for the SM
+// activity of each MIG instance and for no other GPM metric: the
+// accounting uses that alone, and the driver computes each metric asked.
+func TestGPMOnlyMIGAsksForSMActivityAlone(t *testing.T) {
+	h := newFakeHost()
+	h.devices = []nvml.Device{newFakeMIGParent(h, 0)}
+	var askedMu sync.Mutex
+	asked := map[nvml.GpmMetricId]int{}
+	answer := h.GpmMetricsGetFunc
+	h.GpmMetricsGetFunc = func(req *nvml.GpmMetricsGetType) nvml.Return {
+		askedMu.Lock()
+		for i := range req.NumMetrics {
+			asked[nvml.GpmMetricId(req.Metrics[i].MetricId)]++
+		}
+		askedMu.Unlock()
+		return answer(req)
+	}
+	groups := map[string]bool{snapshot.GroupInfo: true, snapshot.GroupMIG: true, snapshot.GroupGPM: true}
+	r := newReaderWith(t, h, Options{Groups: groups, GPMOnlyMIG: true, Now: steppingClock()})
+	snap := read(t, r)
+	noGroupErrors(t, snap)
+	d := snap.Devices[0]
+	if len(d.MIGInstances) != 3 {
+		t.Fatalf("MIG instances = %+v", d.MIGInstances)
+	}
+	for i, inst := range d.MIGInstances {
+		want(t, fmt.Sprintf("mig%d.gpm.sm_active", i), inst.GPM.SMActive, 0.80)
+		wantAbsent(t, fmt.Sprintf("mig%d.gpm.sm_occupancy", i), inst.GPM.SMOccupancy)
+	}
+	askedMu.Lock()
+	defer askedMu.Unlock()
+	if asked[nvml.GPM_METRIC_SM_UTIL] == 0 || len(asked) != 1 {
+		t.Errorf("metrics asked of the driver = %v, want the SM activity alone", asked)
+	}
+}

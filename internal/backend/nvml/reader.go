@@ -62,9 +62,11 @@ type Options struct {
 	// alternating.go): such a reader's snapshots are for one consumer
 	// that is done with each before reading the next but one.
 	ProcessSamples bool
-	// GPMOnlyMIG reads GPM only on MIG-enabled GPUs, per instance: the
-	// accounting needs it there alone (per-process samples measure whole
-	// GPUs), and a GPM sample of every GPU at every tick costs.
+	// GPMOnlyMIG reads GPM only on MIG-enabled GPUs, per instance, and of
+	// it only the SM activity: the accounting needs that alone, there
+	// alone (per-process samples measure whole GPUs), and a GPM sample of
+	// every GPU at every tick costs, as does each metric the driver
+	// computes from two samples.
 	GPMOnlyMIG bool
 	// CountersOnly reads, of the info and power groups, what the
 	// accounting's counters and job records use: the identity and the
