@@ -140,6 +140,12 @@ type Accountant struct {
 
 	// afterTick is told of every tick Run integrated (see AfterTick).
 	afterTick func(s *snapshot.Snapshot, totals *snapshot.Accounting)
+
+	// ticks and tickCPU are what Run's ticks cost (tickcpu.go);
+	// cpuMeasured says the thread's clock answered at least once.
+	ticks       uint64
+	tickCPU     time.Duration
+	cpuMeasured bool
 }
 
 // New returns an Accountant; it refuses options Check refuses.
@@ -168,9 +174,33 @@ func (a *Accountant) Enrich(_ context.Context, s *snapshot.Snapshot) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if a.stale {
-		a.published, a.stale = a.st.view(a.st.last, a.opts.NewOwnerHold), false
+		a.published, a.stale = a.viewLocked(a.opts.NewOwnerHold), false
 	}
 	s.Accounting = a.published
+}
+
+// viewLocked is the totals for the outputs (hold: the new-owner hold),
+// with what the ticks cost; a.mu held.
+func (a *Accountant) viewLocked(hold time.Duration) *snapshot.Accounting {
+	acc := a.st.view(a.st.last, hold)
+	acc.Ticks = a.ticks
+	if a.cpuMeasured {
+		acc.TickCPUSeconds = snapshot.Some(a.tickCPU.Seconds())
+	}
+	return acc
+}
+
+// addTick counts one of Run's ticks and the CPU it took (measured false:
+// the thread's clock could not be read).
+func (a *Accountant) addTick(cpu time.Duration, measured bool) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.ticks++
+	if measured {
+		a.tickCPU += cpu
+		a.cpuMeasured = true
+	}
+	a.stale = true
 }
 
 // Totals returns a copy of the running totals without the new-owner hold:
@@ -178,7 +208,7 @@ func (a *Accountant) Enrich(_ context.Context, s *snapshot.Snapshot) {
 func (a *Accountant) Totals() *snapshot.Accounting {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	return a.st.view(a.st.last, 0)
+	return a.viewLocked(0)
 }
 
 // ReaderGroups are the collector groups the accounting's own backend

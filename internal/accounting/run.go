@@ -79,16 +79,27 @@ func (t *ticks) loop(gen uint64) {
 	tick := time.NewTicker(t.interval)
 	defer tick.Stop()
 	for {
-		s, current, err := t.collect(gen)
+		var (
+			current bool
+			err     error
+		)
+		cpu, measured := onTickThread(func() {
+			var s *snapshot.Snapshot
+			s, current, err = t.collect(gen)
+			if current && err == nil {
+				t.a.Observe(s)
+				if t.a.afterTick != nil {
+					t.a.afterTick(s, t.a.Totals())
+				}
+			}
+		})
+		// A tick left behind costs what it cost too.
+		t.a.addTick(cpu, measured)
 		if !current {
 			return
 		}
 		switch {
 		case err == nil:
-			t.a.Observe(s)
-			if t.a.afterTick != nil {
-				t.a.afterTick(s, t.a.Totals())
-			}
 		case errors.Is(t.ctx.Err(), context.Canceled):
 			t.end()
 			return

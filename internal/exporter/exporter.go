@@ -251,6 +251,12 @@ func (e *Exporter) collectExporter(em *emitter, snap *snapshot.Snapshot) {
 		em.global(mCollectorSuccess, bool01(st.Err == nil), g)
 	}
 	collectDriver(em, &snap.Driver)
+	if acc := snap.Accounting; acc != nil {
+		em.global(mAcctTicks, float64(acc.Ticks))
+		if v, ok := acc.TickCPUSeconds.Get(); ok {
+			em.global(mAcctCPU, v)
+		}
+	}
 	if len(snap.AttributionErrors) > 0 && em.on(mAttributionErrors) {
 		keys := em.keys[:0]
 		for k := range snap.AttributionErrors {

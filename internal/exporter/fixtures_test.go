@@ -150,6 +150,7 @@ func fullSnapshot(n, nvlinks int) *snapshot.Snapshot {
 	// Accounting totals of the first GPU: one owner, one with a figure
 	// never measured (absent), an allocation and the idle energy.
 	s.Accounting = &snapshot.Accounting{
+		Ticks: 60, TickCPUSeconds: some(0.018),
 		Owners: []snapshot.OwnerTotal{
 			{Key: snapshot.OwnerKey{GPU: 0, GPUUUID: s.Devices[0].UUID, User: "alice", Container: "trainer", ComposeProject: "lab", ComposeService: "trainer"},
 				Seconds: 120, SMSeconds: some(60), MemoryByteSeconds: some(120 << 30), EnergyJoules: some(30000)},

@@ -55,6 +55,11 @@ type Accounting struct {
 	// IdleEnergy is, per GPU, the energy of the intervals in which no
 	// owner used it.
 	IdleEnergy []DeviceEnergy
+	// Ticks counts the ticks since start, and TickCPUSeconds the CPU
+	// time they took on their own thread (absent where the thread's CPU
+	// clock cannot be read): what the accounting costs.
+	Ticks          uint64
+	TickCPUSeconds Opt[float64]
 }
 
 // OwnerTotal is one owner's running totals on one GPU or MIG instance.

@@ -1,0 +1,45 @@
+package accounting
+
+import (
+	"runtime"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// What the ticks cost, as gpuwatch_accounting_cpu_seconds_total shows it:
+// the CPU time of the tick's own thread, from the thread's CPU clock
+// (CLOCK_THREAD_CPUTIME_ID: user and system time, so a real driver's
+// calls into the kernel count), with the goroutine locked to its thread
+// for the tick so that nothing else runs there meanwhile. What the Go
+// runtime does for the ticks on other threads (garbage collection of what
+// a tick allocated, waking the process at each tick) is not in it, nor
+// the owner lookups a tick starts and does not wait for; those are a
+// small part of a tick's cost (bench/RESULTS.md) and cannot be told apart
+// from the rest of the process's.
+
+// onTickThread runs tick on the calling goroutine, locked to its thread,
+// and returns the thread CPU time it took; ok is false when the thread's
+// clock cannot be read.
+func onTickThread(tick func()) (cpu time.Duration, ok bool) {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	start, err := threadCPU()
+	tick()
+	if err != nil {
+		return 0, false
+	}
+	end, err := threadCPU()
+	if err != nil || end < start {
+		return 0, false
+	}
+	return end - start, true
+}
+
+func threadCPU() (time.Duration, error) {
+	var ts unix.Timespec
+	if err := unix.ClockGettime(unix.CLOCK_THREAD_CPUTIME_ID, &ts); err != nil {
+		return 0, err
+	}
+	return time.Duration(ts.Nano()), nil
+}
