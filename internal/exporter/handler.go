@@ -2,12 +2,11 @@ package exporter
 
 import (
 	"bytes"
-	"io"
 	"net/http"
 	"strings"
 	"sync"
 
-	"github.com/klauspost/compress/gzip"
+	"github.com/klauspost/compress/flate"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
@@ -33,16 +32,16 @@ func (e *Exporter) TextHandler(extra prometheus.Gatherer) http.Handler {
 	h := &textHandler{e: e, extra: extra}
 	h.pages = newFreeList(retainedBuffers, func() *page { return new(page) })
 	h.bufs = newFreeList(retainedBuffers, func() *bytes.Buffer { return new(bytes.Buffer) })
-	h.gzips = newFreeList(retainedGzipWriters, newGzipWriter)
+	h.flates = newFreeList(retainedFlateWriters, newFlateWriter)
 	return h
 }
 
 type textHandler struct {
-	e     *Exporter
-	extra prometheus.Gatherer
-	pages *freeList[*page]
-	bufs  *freeList[*bytes.Buffer] // the extra families of one scrape
-	gzips *freeList[*gzip.Writer]
+	e      *Exporter
+	extra  prometheus.Gatherer
+	pages  *freeList[*page]
+	bufs   *freeList[*bytes.Buffer] // the extra families of one scrape
+	flates *freeList[*flate.Writer]
 
 	mu      sync.Mutex
 	current *page // the page of the latest snapshot
@@ -57,7 +56,7 @@ type page struct {
 	render sync.Once
 	text   *emitter // the rendered series, from Exporter.renderText
 	gzip   sync.Once
-	gz     bytes.Buffer
+	gz     deflatedPart // the rendered series, deflated (gzip_member.go)
 }
 
 func (h *textHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -86,17 +85,11 @@ func (h *textHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		_, _ = w.Write(tail.Bytes())
 		return
 	}
-	// Two gzip members, the shared page's and this scrape's extra
-	// families: RFC 1952 allows a file of several members, and every gzip
-	// reader (Go's, hence Prometheus's, curl's, browsers') reads them as one
-	// stream.
-	p.gzip.Do(func() { h.compress(&p.gz, p.text.writeAssembled) })
+	// One gzip member: the shared page's deflate, then this scrape's
+	// extra families' (gzip_member.go).
+	p.gzip.Do(func() { h.deflatePart(&p.gz, p.text.writeAssembled) })
 	w.Header().Set("Content-Encoding", "gzip")
-	_, _ = w.Write(p.gz.Bytes())
-	h.compress(w, func(gz io.Writer) error {
-		_, err := gz.Write(tail.Bytes())
-		return err
-	})
+	h.writeMember(w, &p.gz, tail.Bytes())
 }
 
 // acquire returns the page of snap, making it current if it is newer.
@@ -108,8 +101,10 @@ func (h *textHandler) acquire(snap *snapshot.Snapshot) *page {
 			h.unref(old)
 		}
 		p := h.pages.get()
-		*p = page{snap: snap, refs: 1, gz: p.gz}
-		p.gz.Reset()
+		gz := p.gz.deflate
+		*p = page{snap: snap, refs: 1}
+		p.gz.deflate = gz // its memory, for this page's compression
+		p.gz.reset()
 		h.current = p
 	}
 	h.current.refs++
@@ -153,29 +148,13 @@ func (h *textHandler) writeExtra(buf *bytes.Buffer) {
 	}
 }
 
-// retainedGzipWriters is how many gzip writers stay allocated between
-// scrapes. A writer holds about 800 KiB of compressor state. One is enough:
-// a page is compressed once per snapshot and the extra families are a few
-// KiB, so scrapers seldom compress at the same moment, and one that does
-// gets a writer of its own for that scrape. (A sync.Pool kept one per P,
+// retainedFlateWriters is how many compressors stay allocated between
+// scrapes. One holds about 800 KiB of state. One is enough: a page is
+// compressed once per snapshot and the extra families are a few KiB, so
+// scrapers seldom compress at the same moment, and one that does gets a
+// compressor of its own for that scrape. (A sync.Pool kept one per P,
 // plus its victim cache, which doubled the exporter's live heap.)
-const retainedGzipWriters = 1
-
-// newGzipWriter makes a writer at BestSpeed: on loopback or a LAN the CPU
-// is dearer than the bytes.
-func newGzipWriter() *gzip.Writer {
-	gz, _ := gzip.NewWriterLevel(io.Discard, gzip.BestSpeed) // a valid level cannot fail
-	return gz
-}
-
-// compress writes to w, as one gzip member, what write writes.
-func (h *textHandler) compress(w io.Writer, write func(io.Writer) error) {
-	gz := h.gzips.get()
-	gz.Reset(w)
-	_ = write(gz)
-	_ = gz.Close()
-	h.gzips.put(gz)
-}
+const retainedFlateWriters = 1
 
 func acceptsGzip(header string) bool {
 	for part := range strings.SplitSeq(header, ",") {

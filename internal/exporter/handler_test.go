@@ -11,6 +11,8 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/gpuwatch/gpuwatch/internal/snapshot"
 )
 
@@ -109,4 +111,47 @@ func TestConcurrentScrapesAcrossSnapshots(t *testing.T) {
 		})
 	}
 	wg.Wait()
+}
+
+// A gzipped answer is one gzip member holding the page and the extra
+// families: a reader that stops after the first member (curl 7.88's) gets
+// all of it, equal to the plain answer, with nothing after it; scrapes
+// that share the page's compression each get a whole member.
+func TestGzippedAnswerIsOneMember(t *testing.T) {
+	src := &swappableSource{}
+	src.snap.Store(fullSnapshot(2, 0))
+	e, err := New(src, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	extra := prometheus.NewRegistry()
+	c := prometheus.NewCounter(prometheus.CounterOpts{Name: "extra_family_total", Help: "A family of the extra gatherer."})
+	c.Add(3)
+	extra.MustRegister(c)
+	h := e.TextHandler(extra)
+	plain := scrapeWith(t, h, false)
+	if !strings.Contains(plain, "extra_family_total 3") || !strings.Contains(plain, "gpu_up{") {
+		t.Fatalf("plain answer lacks the GPUs or the extra family:\n%s", plain)
+	}
+	for i := range 3 { // the first compresses the page, the others share it
+		req := httptest.NewRequest("GET", "/metrics", nil)
+		req.Header.Set("Accept-Encoding", "gzip")
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		zr, err := gzip.NewReader(rec.Body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		zr.Multistream(false)
+		got, err := io.ReadAll(zr)
+		if err != nil {
+			t.Fatalf("scrape %d: %v", i, err)
+		}
+		if string(got) != plain {
+			t.Errorf("scrape %d: the first gzip member holds %d bytes, the plain answer %d; want the same text", i, len(got), len(plain))
+		}
+		if rest := rec.Body.Len(); rest != 0 {
+			t.Errorf("scrape %d: %d bytes after the first gzip member", i, rest)
+		}
+	}
 }
