@@ -7,11 +7,15 @@
 # seconds: the run time of every thread in /proc/PID/task/*/schedstat, in
 # nanoseconds (utime+stime in /proc/PID/stat count 10 ms clock ticks, too
 # coarse for a tick that costs a fraction of a millisecond). Prints each window and the
-# medians, per fleet, and accounting's share on top of the scrapes.
+# medians, per fleet, and accounting's share on top of the scrapes; for
+# the processes with accounting, also the ticks' own CPU as they count it
+# (gpuwatch_accounting_cpu_seconds_total, from the scrapes: the thread
+# that ticks, without the rest of the process's noise).
 # With BASE_BIN set, the same four run from that binary too, alongside
 # (a before/after under the same load), their names prefixed "base-".
 # EXTRA_ARGS (split on spaces) are added to every process's flags, e.g.
 # EXTRA_ARGS=--attribution.revalidate-interval=1h.
+# WARMUP (default 90) is the seconds before the first window.
 # REPLICAS (default 1) runs that many of each process, and takes each
 # window's mean over them: two processes of the same flags differ by up
 # to 15 ms of CPU a minute, steadily, which one pair takes for the
@@ -76,31 +80,48 @@ for n in "${names[@]}"; do
 done
 (
 	while :; do
-		for n in "${names[@]}"; do curl -fs -o /dev/null --compressed "http://127.0.0.1:${port[$n]}/metrics" || true; done
+		for n in "${names[@]}"; do
+			# Kept whole, for ticks_s: a scrape cut short leaves the last.
+			curl -fs -o "$tmp/$n.metrics.part" --compressed "http://127.0.0.1:${port[$n]}/metrics" &&
+				mv "$tmp/$n.metrics.part" "$tmp/$n.metrics" || true
+		done
 		sleep "$scrape"
 	done
 ) &
 pids+=($!)
-sleep "$scrape"
+# The first minute or so is not the steady state: the first process lists
+# and their owner lookups, the first of the 64 s lists, the heap growing.
+sleep "${WARMUP:-90}"
 
 cpu_ns() { cat /proc/"$1"/task/*/schedstat 2>/dev/null | awk '{t += $1} END {printf "%.0f", t}'; }
-declare -A got
+# The ticks' own CPU, in seconds, as of process $1's last scrape (0 with
+# accounting off).
+ticks_s() { awk '$1 == "gpuwatch_accounting_cpu_seconds_total" {v = $2} END {print v + 0}' "$tmp/$1.metrics" 2>/dev/null || echo 0; }
+declare -A got gotTicks
 for w in $(seq "$windows"); do
-	declare -A a
-	for n in "${names[@]}"; do a[$n]=$(cpu_ns "${pid[$n]}"); done
+	declare -A a at
+	for n in "${names[@]}"; do a[$n]=$(cpu_ns "${pid[$n]}") at[$n]=$(ticks_s "$n"); done
 	sleep "$window"
 	line="window $w:"
-	declare -A sum
+	declare -A sum sumTicks
 	for n in "${names[@]}"; do
 		ms=$(awk -v b="$(cpu_ns "${pid[$n]}")" -v a="${a[$n]}" 'BEGIN {printf "%.1f", (b - a) / 1e6}')
 		sum[${n%#*}]=$(awk -v s="${sum[${n%#*}]:-0}" -v m="$ms" 'BEGIN {print s + m}')
+		tms=$(awk -v b="$(ticks_s "$n")" -v a="${at[$n]}" 'BEGIN {printf "%.2f", (b - a) * 1e3}')
+		sumTicks[${n%#*}]=$(awk -v s="${sumTicks[${n%#*}]:-0}" -v m="$tms" 'BEGIN {print s + m}')
 	done
 	for v in "${variants[@]}"; do
 		ms=$(awk -v s="${sum[$v]}" -v r="$replicas" 'BEGIN {printf "%.1f", s / r}')
 		got[$v]="${got[$v]:-} $ms"
 		line="$line $v ${ms} ms"
+		case $v in *-on)
+			tms=$(awk -v s="${sumTicks[$v]}" -v r="$replicas" 'BEGIN {printf "%.2f", s / r}')
+			gotTicks[$v]="${gotTicks[$v]:-} $tms"
+			line="$line (ticks ${tms} ms)"
+			;;
+		esac
 	done
-	unset sum
+	unset sum sumTicks
 	echo "$line (CPU per ${window}s$([ "$replicas" -gt 1 ] && echo ", mean of $replicas processes each"))"
 done
 median() { tr ' ' '\n' | grep . | sort -n | awk '{v[NR] = $1} END {print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2}'; }
@@ -112,7 +133,8 @@ for f in "${fleets[@]}"; do
 	on=$(echo "${got[$f-on]}" | median)
 	paired=$(paste <(echo "${got[$f-on]}" | tr ' ' '\n' | grep .) <(echo "${got[$f-off]}" | tr ' ' '\n' | grep .) |
 		awk '{printf "%s ", $1 - $2}' | median)
-	awk -v f="$f" -v off="$off" -v on="$on" -v d="$paired" -v w="$window" -v s="$scrape" 'BEGIN {
-		printf "%s: median CPU per %ds window, scraped every %ds: --no-accounting %.1f ms, --accounting %.1f ms: accounting %+.1f ms (%+.1f %% on top); median of the windows'"'"' differences %+.1f ms (%+.1f %%)\n",
-			f, w, s, off, on, on - off, (off > 0 ? 100 * (on - off) / off : 0), d, (off > 0 ? 100 * d / off : 0) }'
+	ticks=$(echo "${gotTicks[$f-on]}" | median)
+	awk -v f="$f" -v off="$off" -v on="$on" -v d="$paired" -v t="$ticks" -v w="$window" -v s="$scrape" 'BEGIN {
+		printf "%s: median CPU per %ds window, scraped every %ds: --no-accounting %.1f ms, --accounting %.1f ms: accounting %+.1f ms (%+.1f %% on top); median of the windows'"'"' differences %+.1f ms (%+.1f %%); the ticks'"'"' own CPU (gpuwatch_accounting_cpu_seconds_total) %.2f ms (%.1f %% of --no-accounting)\n",
+			f, w, s, off, on, on - off, (off > 0 ? 100 * (on - off) / off : 0), d, (off > 0 ? 100 * d / off : 0), t, (off > 0 ? 100 * t / off : 0) }'
 done
