@@ -2,6 +2,7 @@ package attribution
 
 import (
 	"context"
+	"slices"
 	"time"
 
 	"github.com/gpuwatch/gpuwatch/internal/snapshot"
@@ -131,7 +132,7 @@ func (j *joinedAllocations) of(parts [][]snapshot.Allocation) []snapshot.Allocat
 		joined = append(joined, p...)
 	}
 	j.parts = append(j.parts[:0], parts...)
-	j.joined = joined[:len(joined):len(joined)]
+	j.joined = slices.Clip(joined)
 	return j.joined
 }
 
