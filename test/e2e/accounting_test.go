@@ -183,7 +183,8 @@ processes:
 	if !ok {
 		t.Fatalf("gpuwatch exited:\n%s", p.output.String())
 	}
-	var held, sm float64
+	var held, sm, ticks, tickCPU float64
+	var okTicks, okCPU bool
 	testenv.WaitFor(t, 60*time.Second, "8 s of accounting", func() bool {
 		text, err := httpGetNoFail(base + "/metrics")
 		if err != nil {
@@ -193,11 +194,19 @@ processes:
 		var ok1, ok2 bool
 		held, ok1 = sample(fams, "gpu_process_seconds_total", map[string]string{"gpu": "0"})
 		sm, ok2 = sample(fams, "gpu_process_sm_seconds_total", map[string]string{"gpu": "0"})
+		ticks, okTicks = sample(fams, "gpuwatch_accounting_ticks_total", nil)
+		tickCPU, okCPU = sample(fams, "gpuwatch_accounting_cpu_seconds_total", nil)
 		return ok1 && ok2 && held >= 8
 	})
 	// The first and the last tick's sampling differ by at most a tick.
 	if sm < 0.75*(held-1.5) || sm > 0.75*(held+1.5) {
 		t.Errorf("SM-seconds %.2f over %.1f s held, want 0.75 per second held", sm, held)
+	}
+	// What the ticks through the driver library cost, counted: some CPU
+	// (each tick calls into the library), far under the ticks' time.
+	if !okTicks || !okCPU || ticks < 8 || tickCPU <= 0 || tickCPU >= ticks {
+		t.Errorf("gpuwatch_accounting_ticks_total %v (present %v), gpuwatch_accounting_cpu_seconds_total %v (present %v): want 8 ticks or more, and some CPU under a second a tick",
+			ticks, okTicks, tickCPU, okCPU)
 	}
 }
 

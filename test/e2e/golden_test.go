@@ -23,7 +23,8 @@ var profiles = []string{"h100", "dgx-h100", "dgx-a100-mig", "rtx4090", "v100", "
 // runtime, the process, the build.
 func volatileMetric(line string) bool {
 	name := strings.TrimPrefix(strings.TrimPrefix(line, "# HELP "), "# TYPE ")
-	for _, prefix := range []string{"go_", "process_", "promhttp_", "gpuwatch_build_info", "gpuwatch_collector_duration_seconds", "gpuwatch_snapshot_duration_seconds", "gpu_reading_age_seconds"} {
+	for _, prefix := range []string{"go_", "process_", "promhttp_", "gpuwatch_build_info", "gpuwatch_collector_duration_seconds", "gpuwatch_snapshot_duration_seconds", "gpu_reading_age_seconds",
+		"gpuwatch_accounting_cpu_seconds_total", "gpuwatch_accounting_ticks_total"} {
 		if strings.HasPrefix(name, prefix) {
 			return true
 		}
