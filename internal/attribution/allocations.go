@@ -49,10 +49,7 @@ func (a *Attributor) listAllocations(devices []snapshot.Device, maxAge time.Dura
 	if len(a.allocations) == 0 {
 		return nil
 	}
-	// Kept from one Enrich to the next (under a.mu), but for its channel,
-	// which List calls still running may send to after Enrich returned.
-	calls := &a.calls
-	*calls = allocationCalls{cached: calls.cached[:0]}
+	calls := &allocationCalls{}
 	for _, src := range a.allocations {
 		var allocs []snapshot.Allocation
 		ok := false
@@ -72,7 +69,6 @@ func (a *Attributor) listAllocations(devices []snapshot.Device, maxAge time.Dura
 			calls.results = make(chan allocationResult, len(a.allocations))
 		}
 		calls.n++
-		results := calls.results // the next Enrich resets calls
 		go func() {
 			ctx, cancel := context.WithTimeout(context.Background(), a.timeout)
 			defer cancel()
@@ -81,7 +77,7 @@ func (a *Attributor) listAllocations(devices []snapshot.Device, maxAge time.Dura
 				a.errs.add(src.Source())
 				a.log.Debug("allocation source failed", "source", src.Source(), "err", err)
 			}
-			results <- allocationResult{src.Source(), allocs, err}
+			calls.results <- allocationResult{src.Source(), allocs, err}
 		}()
 	}
 	return calls

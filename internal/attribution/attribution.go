@@ -121,9 +121,8 @@ type Attributor struct {
 	listedContainers []*containerGroup
 	listedJobs       []*jobGroup
 	queued           map[uint32]struct{}
-	// calls and joined are the allocation sources' answers of the last
-	// Enrich (allocations.go).
-	calls  allocationCalls
+	// joined is the allocation sources' cached answers of the last
+	// Enrich, joined (allocations.go).
 	joined joinedAllocations
 }
 
