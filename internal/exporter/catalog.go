@@ -329,9 +329,9 @@ var (
 	mDriverLimited = def(CollectorExporter, "gpuwatch_driver_limited_group", typeGauge, "", "dlsym of every NVML function gpuwatch calls, once at start",
 		"One series per enabled collector group that the loaded driver library cannot fully serve, because it lacks NVML functions or field IDs (an older driver branch); always 1. reason says \"unavailable: no ...\" (the group is off) or \"partial: no ...\" and which readings are missing. The README has the table of groups by driver branch.", []string{"group", "reason"})
 	mAcctTicks = def(CollectorExporter, "gpuwatch_accounting_ticks_total", typeCounter, "", acctSource,
-		"Ticks of the accounting (--accounting.interval) since start; absent when accounting is off.", nil)
+		"Ticks of the accounting since start, one every --accounting.interval, each reading every GPU; for the whole process. Absent when accounting is off.", nil)
 	mAcctCPU = def(CollectorExporter, "gpuwatch_accounting_cpu_seconds_total", typeCounter, "seconds", acctSource+" (the tick thread's CPU clock)",
-		"CPU time (user and system) the accounting's ticks took on their own thread: reading the GPUs, attributing their processes, integrating the counters (and feeding the job journal where it runs). What --accounting costs, to compare with process_cpu_seconds_total; the runtime's work for the ticks on other threads (garbage collection, waking the process) is not in it. Absent when accounting is off.", nil)
+		"CPU time (user and system) the accounting's ticks took on their own thread, summed over every tick and every GPU: reading the GPUs, attributing their processes, integrating the counters (and feeding the job journal where it runs). What --accounting costs, to compare with process_cpu_seconds_total; the runtime's work for the ticks on other threads (garbage collection, waking the process) is not in it. Absent when accounting is off.", nil)
 	mSnapshotDuration = def(CollectorExporter, "gpuwatch_snapshot_duration_seconds", typeGauge, "seconds", "gpuwatch",
 		"Time the collection this scrape reports took: reading every GPU and attributing its processes. Scrapes that arrive while a collection runs share it.", nil)
 )
