@@ -7,11 +7,37 @@ import (
 
 // blockedReads tracks device reads still running after their Read gave up
 // on them, so that no second read of a hung device is started.
+//
+// It is kept by device index (devices are numbered 0..count-1), in a
+// slice rather than maps: the accounting's reader starts and finishes a
+// read of every GPU at every tick, and three map writes and deletes per
+// GPU were a few per cent of a tick.
 type blockedReads struct {
-	mu        sync.Mutex
-	running   map[int]int       // reads in flight per device
-	abandoned map[int]bool      // a Read gave up on the device's read in flight
-	since     map[int]time.Time // when the device's oldest read in flight began
+	mu  sync.Mutex
+	dev []blockedDevice
+}
+
+// blockedDevice is one device's reads in flight.
+type blockedDevice struct {
+	running   int       // reads in flight
+	abandoned bool      // a Read gave up on the read in flight
+	since     time.Time // when the oldest read in flight began
+}
+
+// of is device i's entry, made if need be; call with mu held.
+func (b *blockedReads) of(i int) *blockedDevice {
+	if i >= len(b.dev) {
+		b.dev = append(b.dev, make([]blockedDevice, i+1-len(b.dev))...)
+	}
+	return &b.dev[i]
+}
+
+// peek is device i's entry, a zero one when it has none; call with mu held.
+func (b *blockedReads) peek(i int) blockedDevice {
+	if i < 0 || i >= len(b.dev) {
+		return blockedDevice{}
+	}
+	return b.dev[i]
 }
 
 // start registers a read of device i, beginning now; false when an
@@ -28,23 +54,21 @@ func (b *blockedReads) start(i int, now time.Time) bool {
 func (b *blockedReads) startUnlessStuck(i int, now time.Time, hold time.Duration) bool {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if b.running[i] > 0 && now.Sub(b.since[i]) >= hold {
-		b.abandoned[i] = true
+	if d := b.of(i); d.running > 0 && now.Sub(d.since) >= hold {
+		d.abandoned = true
 	}
 	return b.startLocked(i, now)
 }
 
 func (b *blockedReads) startLocked(i int, now time.Time) bool {
-	if b.abandoned[i] {
+	d := b.of(i)
+	if d.abandoned {
 		return false
 	}
-	if b.running == nil {
-		b.running, b.abandoned, b.since = map[int]int{}, map[int]bool{}, map[int]time.Time{}
+	if d.running == 0 {
+		d.since = now
 	}
-	if b.running[i] == 0 {
-		b.since[i] = now
-	}
-	b.running[i]++
+	d.running++
 	return true
 }
 
@@ -53,20 +77,20 @@ func (b *blockedReads) startLocked(i int, now time.Time) bool {
 func (b *blockedReads) runningFor(i int) time.Duration {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if b.running[i] == 0 {
+	d := b.peek(i)
+	if d.running == 0 {
 		return 0
 	}
-	return time.Since(b.since[i])
+	return time.Since(d.since)
 }
 
 func (b *blockedReads) finish(i int) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	b.running[i]--
-	if b.running[i] == 0 {
-		delete(b.running, i)
-		delete(b.abandoned, i)
-		delete(b.since, i)
+	d := b.of(i)
+	d.running--
+	if d.running <= 0 {
+		*d = blockedDevice{}
 	}
 }
 
@@ -75,13 +99,13 @@ func (b *blockedReads) finish(i int) {
 func (b *blockedReads) isAbandoned(i int) bool {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	return b.abandoned[i]
+	return b.peek(i).abandoned
 }
 
 func (b *blockedReads) abandon(i int) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if b.running[i] > 0 {
-		b.abandoned[i] = true
+	if d := b.of(i); d.running > 0 {
+		d.abandoned = true
 	}
 }

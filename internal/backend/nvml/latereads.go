@@ -25,9 +25,11 @@ const DownAfterTimeouts = 3
 
 // completedReadings keeps, per device, the newest reading whose read
 // returned, in time or late.
+// By device index, in a slice: the accounting's reader stores a reading
+// of every GPU at every tick.
 type completedReadings struct {
 	mu   sync.Mutex
-	last map[int]completedReading
+	last []completedReading // result nil: none yet
 }
 
 type completedReading struct {
@@ -40,10 +42,10 @@ type completedReading struct {
 func (c *completedReadings) store(i int, res *deviceResult, started time.Time) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.last == nil {
-		c.last = map[int]completedReading{}
+	if i >= len(c.last) {
+		c.last = append(c.last, make([]completedReading, i+1-len(c.last))...)
 	}
-	if prev, ok := c.last[i]; ok && prev.started.After(started) {
+	if prev := c.last[i]; prev.result != nil && prev.started.After(started) {
 		return
 	}
 	c.last[i] = completedReading{res, started}
@@ -52,8 +54,10 @@ func (c *completedReadings) store(i int, res *deviceResult, started time.Time) {
 func (c *completedReadings) get(i int) (completedReading, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	r, ok := c.last[i]
-	return r, ok
+	if i < 0 || i >= len(c.last) || c.last[i].result == nil {
+		return completedReading{}, false
+	}
+	return c.last[i], true
 }
 
 // lateOrDown stands in for device i when its read has not returned by
