@@ -66,8 +66,9 @@ type ticks struct {
 	ctx      context.Context
 
 	mu         sync.Mutex
-	current    uint64 // the generation whose loop ticks
-	inTick     uint64 // the number of the tick in progress; 0 between ticks
+	current    uint64    // the generation whose loop ticks
+	inTick     uint64    // the number of the tick in progress; 0 between ticks
+	tickStart  time.Time // when the tick in progress began
 	tickCount  uint64
 	leftBehind int
 	ended      chan struct{}
@@ -78,6 +79,11 @@ type ticks struct {
 func (t *ticks) loop(gen uint64) {
 	tick := time.NewTicker(t.interval)
 	defer tick.Stop()
+	// One watchdog for the loop, set again at each tick (a timer and its
+	// function made at every tick were a few per cent of a tick).
+	watchdog := time.AfterFunc(time.Hour, func() { t.watchdogFired(gen) })
+	watchdog.Stop()
+	defer watchdog.Stop()
 	for {
 		var (
 			current bool
@@ -85,7 +91,7 @@ func (t *ticks) loop(gen uint64) {
 		)
 		cpu, measured := onTickThread(func() {
 			var s *snapshot.Snapshot
-			s, current, err = t.collect(gen)
+			s, current, err = t.collect(gen, watchdog)
 			if current && err == nil {
 				t.a.Observe(s)
 				if t.a.afterTick != nil {
@@ -115,15 +121,16 @@ func (t *ticks) loop(gen uint64) {
 	}
 }
 
-// collect takes one snapshot for generation gen; current is false when the
-// tick was left behind meanwhile (its snapshot is dropped).
-func (t *ticks) collect(gen uint64) (s *snapshot.Snapshot, current bool, err error) {
+// collect takes one snapshot for generation gen, with watchdog set to
+// leave it behind after TickTimeout; current is false when the tick was
+// left behind meanwhile (its snapshot is dropped).
+func (t *ticks) collect(gen uint64, watchdog *time.Timer) (s *snapshot.Snapshot, current bool, err error) {
 	t.mu.Lock()
 	t.tickCount++
-	n := t.tickCount
-	t.inTick = n
+	t.inTick = t.tickCount
+	t.tickStart = time.Now()
 	t.mu.Unlock()
-	watchdog := time.AfterFunc(t.a.opts.TickTimeout, func() { t.overdue(gen, n) })
+	watchdog.Reset(t.a.opts.TickTimeout)
 	s, err = t.src.Snapshot(t.ctx)
 	watchdog.Stop()
 	t.mu.Lock()
@@ -134,6 +141,21 @@ func (t *ticks) collect(gen uint64) (s *snapshot.Snapshot, current bool, err err
 	}
 	t.inTick = 0
 	return s, true, err
+}
+
+// watchdogFired is generation gen's watchdog: the tick in progress is
+// overdue when it began TickTimeout ago or more. A firing for an earlier
+// tick (one that returned as the timer fired, after which the next tick
+// set the timer again) finds the tick in progress younger, and leaves it
+// to its own firing.
+func (t *ticks) watchdogFired(gen uint64) {
+	t.mu.Lock()
+	n, started := t.inTick, t.tickStart
+	t.mu.Unlock()
+	if n == 0 || time.Since(started) < t.a.opts.TickTimeout {
+		return
+	}
+	t.overdue(gen, n)
 }
 
 // overdue leaves tick n of generation gen behind, if it is still in
