@@ -117,6 +117,11 @@ func keyOf(d *snapshot.Device, p *snapshot.Process) snapshot.OwnerKey {
 // isMPSDaemon recognises the MPS server and control daemon by their
 // program name: they run the clients' work and own none of it.
 func isMPSDaemon(p *snapshot.Process) bool {
+	// Every process of a list is asked: a scan for the names' common
+	// part rules out the others without splitting their command lines.
+	if !strings.Contains(p.Owner.Command, "nvidia-cuda-mps-") {
+		return false
+	}
 	prog, _, _ := strings.Cut(p.Owner.Command, " ")
 	switch filepath.Base(prog) {
 	case "nvidia-cuda-mps-server", "nvidia-cuda-mps-control":
