@@ -57,9 +57,15 @@ type deviceState struct {
 	migInstances alternating[snapshot.MIGInstance]
 	// migDevs keeps the storage of each read's MIG devices
 	// (deviceReader.migDevs), giInfos that of its GPU instances' info
-	// (by GPU instance ID, this read's alone: cleared at each).
+	// (by GPU instance ID, as of the last time the MIG devices were
+	// listed: cleared then).
 	migDevs []migDevice
 	giInfos map[int]gpuInstanceRead
+	// migReuse is, for the accounting's reader, whether the next read
+	// may take migDevs and giInfos as they are (migListReuse), and
+	// migReused how many reads have since they were listed.
+	migReuse  bool
+	migReused int
 	// clockEventsSupported is the device's supported clock-event reasons,
 	// read once (clockEventsSupportKnown).
 	clockEventsSupported    uint64
@@ -100,7 +106,10 @@ type deviceReader struct {
 	migPending   bool // a mode change waits for a GPU reset
 	migListed    bool
 	migDevs      []migDevice
-	giDenied     bool // GetGpuInstanceById: NO_PERMISSION
+	// migReusedList: migDevs is the last read's list (reusesMIGList);
+	// migListWhole: this read listed them all.
+	migReusedList, migListWhole bool
+	giDenied                    bool // GetGpuInstanceById: NO_PERMISSION
 }
 
 // readDevice reads device index into out. It never panics: a panic inside a
@@ -173,6 +182,7 @@ func (d *deviceReader) readAll() {
 	})
 	d.run(gGPM, d.readGPM)
 	d.run(gProcesses, func() { d.out.processes = d.readProcesses() })
+	d.keepMIGList()
 }
 
 // run calls fn if group g is enabled and the device still answers, adds the

@@ -19,9 +19,10 @@ type migDevice struct {
 }
 
 // migDevices lists the MIG devices of a MIG-enabled GPU, once per device
-// read (instances can be created and destroyed at any time, so the list is
-// not cached between reads). The calls are charged to group g, the first
-// group that needs the list.
+// read: instances can be created and destroyed at any time. The
+// accounting's reader alone takes the last list again for a few reads
+// (migListReuse). The calls are charged to group g, the first group that
+// needs the list.
 func (d *deviceReader) migDevices(g groupID) []migDevice {
 	if d.migListed {
 		return d.migDevs
@@ -31,15 +32,22 @@ func (d *deviceReader) migDevices(g groupID) []migDevice {
 		return nil
 	}
 	if enabled, _ := d.migMode(g); !enabled {
+		d.st.migReuse = false
 		return nil
 	}
+	if d.reusesMIGList() {
+		d.migDevs, d.migReusedList = d.st.migDevs, true
+		d.st.migReused++
+		return d.migDevs
+	}
+	d.st.migReused = 0
+	clear(d.st.giInfos)
 	count, ret := d.dev.GetMaxMigDeviceCount()
 	if !d.ok(g, "GetMaxMigDeviceCount", ret) {
 		return nil
 	}
-	// Into the slice of the device's last read: the list is read again at
-	// every read (a MIG device can be destroyed and another made in its
-	// place), and is the same list almost always.
+	// Into the slice of the device's last list: it is the same list
+	// almost always.
 	d.migDevs = d.st.migDevs[:0]
 	defer func() { d.st.migDevs = d.migDevs }()
 	for i := range count {
@@ -73,6 +81,7 @@ func (d *deviceReader) migDevices(g groupID) []migDevice {
 		}
 		d.migDevs = append(d.migDevs, m)
 	}
+	d.migListWhole = true
 	return d.migDevs
 }
 
@@ -87,6 +96,38 @@ func migProfile(name string) string {
 	return strings.TrimSpace(name[i+len("MIG "):])
 }
 
+// The accounting's reader reads a MIG GPU at every tick, and listing its
+// MIG devices takes, on an H100 with seven instances, about 25 driver
+// calls (a handle, the GPU and compute instance IDs, UUID and name of
+// each, and each GPU instance's profile and placement), more than the
+// tick's own reads of the GPU. So it lists them every migListReuse reads,
+// at every read that lists every GPU's processes, and at the read after
+// any call about the GPU's instances, GPM or processes failed (as a call
+// on a destroyed instance's handle does); in between it takes the last
+// list. An instance created since is read from the next list on, at most
+// migListReuse reads later (16 s at the default interval; its
+// processes are listed and attributed at the list after).
+func (d *deviceReader) reusesMIGList() bool {
+	return d.r.processSamples && d.st.migReuse && !d.listAll && d.st.migReused+1 < d.r.migListReuse()
+}
+
+// migListReuse is how many reads one list of MIG devices serves: the
+// reads between two lists of a GPU whose memory moved
+// (Options.ListProcessesEvery).
+func (r *Reader) migListReuse() int { return max(r.listEvery, 1) }
+
+// keepMIGList says, at the end of a read, whether the next may take this
+// read's list of MIG devices: when it was read whole (a list cut short by
+// a failure is not kept) and no call about the GPU's instances, their GPM
+// or processes failed since.
+func (d *deviceReader) keepMIGList() {
+	if !d.migListed {
+		return
+	}
+	failed := d.gone != "" || d.out.stats[gMIG].err != nil || d.out.stats[gGPM].err != nil || d.out.stats[gProcesses].err != nil
+	d.st.migReuse = !failed && (d.migReusedList || d.migListWhole)
+}
+
 // readMIGInstances reads each MIG device's identity and memory; GPM fills
 // in per-instance profiling afterwards.
 func (d *deviceReader) readMIGInstances() []snapshot.MIGInstance {
@@ -95,7 +136,6 @@ func (d *deviceReader) readMIGInstances() []snapshot.MIGInstance {
 		return nil
 	}
 	out := d.takeMIGInstances(len(devs))
-	clear(d.st.giInfos)
 	for i, m := range devs {
 		inst := &out[i]
 		inst.GPUInstanceID = m.gpuInstanceID
