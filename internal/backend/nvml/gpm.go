@@ -73,6 +73,10 @@ type gpmSampler struct {
 	// last is the newest complete window's reading.
 	last      snapshot.GPM
 	lastValid bool
+	// computed is gpmCompute's scratch: the metrics are set through a
+	// table of field accessors, which would move a local reading to the
+	// heap at every window of every GPU and MIG instance.
+	computed snapshot.GPM
 }
 
 type gpmSupport int8
@@ -225,11 +229,8 @@ func (d *deviceReader) gpmStep(s *gpmSampler, call string, wholeGPU bool, take f
 	if !d.ok(gGPM, call, take(s.cur)) {
 		return values, false
 	}
-	if s.primed {
-		values, ok = d.gpmCompute(s.prev, s.cur, wholeGPU)
-		if ok {
-			s.last, s.lastValid = values, true
-		}
+	if s.primed && d.gpmCompute(s.prev, s.cur, wholeGPU, &s.computed) {
+		s.last, s.lastValid = s.computed, true
 	}
 	s.prev, s.cur = s.cur, s.prev
 	s.primed, s.prevAt, s.prevMono = true, at, mono
@@ -256,9 +257,10 @@ func (d *deviceReader) allocSample(slot *nvml.GpmSample) bool {
 	return true
 }
 
-// gpmCompute asks NVML for the metrics between two samples; percentages
-// become ratios.
-func (d *deviceReader) gpmCompute(older, newer nvml.GpmSample, wholeGPU bool) (values snapshot.GPM, ok bool) {
+// gpmCompute asks NVML for the metrics between two samples, into values;
+// percentages become ratios. ok says any metric was read.
+func (d *deviceReader) gpmCompute(older, newer nvml.GpmSample, wholeGPU bool, values *snapshot.GPM) (ok bool) {
+	*values = snapshot.GPM{}
 	req := gpmRequests.Get().(*nvml.GpmMetricsGetType)
 	defer gpmRequests.Put(req)
 	req.Sample1, req.Sample2 = older, newer
@@ -273,7 +275,7 @@ func (d *deviceReader) gpmCompute(older, newer nvml.GpmSample, wholeGPU bool) (v
 	// Do not keep the samples reachable from the pooled request.
 	defer func() { req.Sample1, req.Sample2 = nil, nil }()
 	if !d.ok(gGPM, "GpmMetricsGet", ret) {
-		return values, false
+		return false
 	}
 	i := 0
 	for _, m := range gpmMetrics {
@@ -283,11 +285,11 @@ func (d *deviceReader) gpmCompute(older, newer nvml.GpmSample, wholeGPU bool) (v
 		result := req.Metrics[i]
 		i++
 		if d.ok(gGPM, "GpmMetricsGet(metric)", nvml.Return(result.NvmlReturn)) {
-			*m.field(&values) = snapshot.Some(result.Value * m.scale)
+			*m.field(values) = snapshot.Some(result.Value * m.scale)
 			ok = true
 		}
 	}
-	return values, ok
+	return ok
 }
 
 // primeGPM takes the first sample of every GPM-capable device at start, so
