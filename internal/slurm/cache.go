@@ -3,6 +3,7 @@ package slurm
 import (
 	"context"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -25,6 +26,8 @@ type pollCache struct {
 	fetch    func(ctx context.Context) (any, error)
 	// onResult is called once per invocation (for error counters).
 	onResult func(cachedResult)
+	// changed, when set, is counted up at every result stored.
+	changed *atomic.Uint64
 
 	mu       sync.Mutex
 	last     *cachedResult
@@ -88,6 +91,9 @@ func (c *pollCache) run(f *flight) {
 	c.last = &r
 	c.runs++
 	c.inflight = nil
+	if c.changed != nil {
+		c.changed.Add(1)
+	}
 	c.mu.Unlock()
 	close(f.done)
 }

@@ -7,6 +7,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/gpuwatch/gpuwatch/internal/snapshot"
@@ -53,9 +54,11 @@ type JobLookup struct {
 	mu      sync.Mutex
 	jobs    map[string]*jobEntry
 	running map[string]*pollCache // per node: job ids running there
-	// changes counts the changes to jobs, to tell a cached answer from
-	// one given before (CachedAllocations).
-	changes uint64
+	// changes counts the changes to jobs and the new lists of running
+	// jobs, to tell a cached answer from one given before
+	// (CachedAllocations); atomic, so that NodeAllocations can tell its
+	// kept answer still stands without taking the lookup's locks.
+	changes atomic.Uint64
 }
 
 type jobEntry struct {
@@ -165,7 +168,7 @@ func (l *JobLookup) job(ctx context.Context, jobID string) (Job, error) {
 
 		l.mu.Lock()
 		e.job, e.err, e.at = job, err, l.opts.Now()
-		l.changes++
+		l.changes.Add(1)
 		close(e.flight)
 		e.flight = nil
 		l.mu.Unlock()
@@ -178,7 +181,7 @@ func (l *JobLookup) pruneLocked() {
 	for id, e := range l.jobs {
 		if e.flight == nil && now.Sub(e.at) >= l.opts.TTL {
 			delete(l.jobs, id)
-			l.changes++
+			l.changes.Add(1)
 		}
 	}
 	// Still full of fresh entries: drop the oldest half.
@@ -196,7 +199,7 @@ func (l *JobLookup) pruneLocked() {
 		sort.Slice(all, func(a, b int) bool { return all[a].at.Before(all[b].at) })
 		for _, x := range all[:len(all)/2] {
 			delete(l.jobs, x.id)
-			l.changes++
+			l.changes.Add(1)
 		}
 	}
 }
@@ -252,11 +255,14 @@ func (l *JobLookup) Allocations(ctx context.Context, node string) ([]GPUAllocati
 // version changes whenever the answer may have: equal versions, equal
 // answers.
 func (l *JobLookup) CachedAllocations(node string) (allocs []GPUAllocation, version CacheVersion, ok bool) {
-	ids, version, ok := l.cachedRunning(node)
+	ids, version, _, ok := l.cachedRunning(node)
 	if !ok {
 		return nil, CacheVersion{}, false
 	}
-	allocs, err := l.allocationsOf(node, ids, l.cachedJob)
+	allocs, err := l.allocationsOf(node, ids, func(id string) (Job, bool, error) {
+		j, _, ok, err := l.cachedJob(id)
+		return j, ok, err
+	})
 	if err != nil {
 		return nil, CacheVersion{}, false
 	}
@@ -270,47 +276,63 @@ type CacheVersion struct{ running, jobs uint64 }
 // CachedVersion is the version CachedAllocations would answer with, without
 // building the answer; ok is false when it would not answer.
 func (l *JobLookup) CachedVersion(node string) (version CacheVersion, ok bool) {
-	ids, version, ok := l.cachedRunning(node)
-	if !ok {
-		return CacheVersion{}, false
-	}
-	for _, id := range ids {
-		if _, ok, err := l.cachedJob(id); !ok || (err != nil && !errors.Is(err, ErrJobNotFound)) {
-			return CacheVersion{}, false
-		}
-	}
-	return version, true
+	version, _, ok = l.cachedVersionUntil(node)
+	return version, ok
 }
 
+// cachedVersionUntil is CachedVersion, and until when it stands unless
+// the caches change (Changes): the first of the running jobs' list and
+// their answers to expire.
+func (l *JobLookup) cachedVersionUntil(node string) (version CacheVersion, until time.Time, ok bool) {
+	ids, version, until, ok := l.cachedRunning(node)
+	if !ok {
+		return CacheVersion{}, time.Time{}, false
+	}
+	for _, id := range ids {
+		_, at, ok, err := l.cachedJob(id)
+		if !ok || (err != nil && !errors.Is(err, ErrJobNotFound)) {
+			return CacheVersion{}, time.Time{}, false
+		}
+		if expires := at.Add(l.opts.TTL); expires.Before(until) {
+			until = expires
+		}
+	}
+	return version, until, true
+}
+
+// Changes counts the changes to the caches: a cached answer, and the
+// time it stands until (cachedVersionUntil), stand while it does not
+// move.
+func (l *JobLookup) Changes() uint64 { return l.changes.Load() }
+
 // cachedRunning is node's running jobs when their list is cached and
-// fresh, with the caches' version as of now.
-func (l *JobLookup) cachedRunning(node string) ([]string, CacheVersion, bool) {
+// fresh, with the caches' version as of now and when the list expires.
+func (l *JobLookup) cachedRunning(node string) ([]string, CacheVersion, time.Time, bool) {
 	if checkNodeName(node) != nil {
-		return nil, CacheVersion{}, false
+		return nil, CacheVersion{}, time.Time{}, false
 	}
-	l.mu.Lock()
-	jobs := l.changes
-	l.mu.Unlock()
-	r, run, fresh := l.runningCache(node).fresh()
+	jobs := l.changes.Load()
+	pc := l.runningCache(node)
+	r, run, fresh := pc.fresh()
 	if !fresh || r.Err != nil {
-		return nil, CacheVersion{}, false
+		return nil, CacheVersion{}, time.Time{}, false
 	}
-	return r.Value.([]string), CacheVersion{running: run, jobs: jobs}, true
+	return r.Value.([]string), CacheVersion{running: run, jobs: jobs}, r.At.Add(pc.interval), true
 }
 
 // errNotCached stops CachedAllocations at a job its cache cannot answer.
 var errNotCached = errors.New("not cached")
 
-// cachedJob is job's answer when it is cached and fresh (ok false, with
-// errNotCached, when it is not).
-func (l *JobLookup) cachedJob(jobID string) (Job, bool, error) {
+// cachedJob is job's answer when it is cached and fresh, and when it was
+// fetched (ok false, with errNotCached, when it is not cached).
+func (l *JobLookup) cachedJob(jobID string) (Job, time.Time, bool, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	e := l.jobs[jobID]
 	if e == nil || e.flight != nil || l.opts.Now().Sub(e.at) >= l.opts.TTL {
-		return Job{}, false, errNotCached
+		return Job{}, time.Time{}, false, errNotCached
 	}
-	return e.job, true, e.err
+	return e.job, e.at, true, e.err
 }
 
 func checkNodeName(node string) error {
@@ -366,6 +388,7 @@ func (l *JobLookup) runningCache(node string) *pollCache {
 		pc = &pollCache{
 			interval: l.opts.ListInterval,
 			now:      l.opts.Now,
+			changed:  &l.changes,
 			fetch: func(ctx context.Context) (any, error) {
 				out, err := l.opts.Runner.Run(ctx, l.opts.SqueuePath, "-h", "-w", node, "-t", "RUNNING", "-o", "%i")
 				if err != nil {

@@ -268,6 +268,24 @@ func TestNodeAllocationsListCached(t *testing.T) {
 	if got, ok := n.ListCached(devices); !ok || len(got) != 2 || got[1].Slurm.JobID != "103" || got[1].GPUUUID != "GPU-bbb" {
 		t.Errorf("after job 103 started: ListCached = %+v, %v; want jobs 102 and 103", got, ok)
 	}
+	// The kept answer stands until the first of its parts expires: here
+	// job 102's answer (fetched at 0 s, a minute's TTL) before squeue's
+	// list (fetched at 55 s, for 10 s).
+	advance(44 * time.Second) // 55 s
+	if _, err := n.List(context.Background(), devices); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := n.ListCached(devices); !ok {
+		t.Fatal("at 55 s: no answer")
+	}
+	advance(4 * time.Second) // 59 s
+	if _, ok := n.ListCached(devices); !ok {
+		t.Error("at 59 s: no answer, though every part is fresh")
+	}
+	advance(2 * time.Second) // 61 s
+	if got, ok := n.ListCached(devices); ok {
+		t.Errorf("at 61 s, job 102's answer expired: ListCached = %+v, want no answer", got)
+	}
 }
 
 func TestReadJobEnv(t *testing.T) {
@@ -335,4 +353,44 @@ func BenchmarkNodeAllocationsListCached(b *testing.B) {
 			n.ListCached(devices)
 		}
 	})
+}
+
+// NodeAllocations' kept answer does not outlive a job's answer dropped
+// from a full cache while still fresh (the lookup keeps at most
+// maxCachedJobs; past that the oldest half goes).
+func TestNodeAllocationsListCachedAfterTheCacheDroppedAJob(t *testing.T) {
+	r := &scriptedRunner{fn: func(args []string) ([]byte, error) {
+		switch strings.Join(args, " ") {
+		case "squeue -h -w gpu-01 -t RUNNING -o %i":
+			return []byte("102\n"), nil
+		case "scontrol show job -d -o 102":
+			return []byte("JobId=102 JobName=md UserId=bob(1001) Account=chem JobState=RUNNING Reason=None Partition=gpu " +
+				"NodeList=gpu-01 NumNodes=1 NumCPUs=8 TRES=cpu=8,node=1 Nodes=gpu-01 CPU_IDs=32-39 Mem=0 GRES=gpu:a100:1(IDX:0)\n"), nil
+		}
+		return nil, fmt.Errorf("unexpected %v", args)
+	}}
+	l, advance := lookupOnAClock(t, r)
+	n := &NodeAllocations{Lookup: l, Node: "gpu-01"}
+	devices := []snapshot.Device{{Index: 0, UUID: "GPU-aaa"}}
+	if _, err := n.List(context.Background(), devices); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := n.ListCached(devices); !ok {
+		t.Fatal("no answer from fresh caches")
+	}
+	// Other jobs looked up since, every one fresh, fill the cache.
+	advance(time.Second)
+	l.mu.Lock()
+	for i := range maxCachedJobs {
+		l.jobs[fmt.Sprint(1000+i)] = &jobEntry{at: l.opts.Now()}
+	}
+	l.pruneLocked()
+	_, kept := l.jobs["102"]
+	l.mu.Unlock()
+	if kept {
+		t.Fatal("job 102, the oldest, was kept")
+	}
+	if got, ok := n.ListCached(devices); ok {
+		t.Errorf("job 102's answer was dropped: ListCached = %+v, want no answer", got)
+	}
 }

@@ -3,6 +3,7 @@ package slurm
 import (
 	"context"
 	"sync"
+	"time"
 
 	"github.com/gpuwatch/gpuwatch/internal/snapshot"
 )
@@ -22,6 +23,13 @@ type NodeAllocations struct {
 	matched        []snapshot.Allocation
 	matchedVersion CacheVersion
 	matchedTo      snapshot.DeviceIdentities
+	// stands says matched stands, without asking the lookup's caches,
+	// while their Changes are standsAt and until standsUntil: asking them
+	// (a lock and a clock read per running job) was most of what a tick
+	// spent on allocations.
+	stands      bool
+	standsAt    uint64
+	standsUntil time.Time
 }
 
 // Source names the source in gpuwatch_attribution_errors_total.
@@ -40,22 +48,27 @@ func (n *NodeAllocations) List(ctx context.Context, devices []snapshot.Device) (
 // running a command or waiting (attribution.CachedAllocationSource); ok
 // is false when they cannot answer. The answer is shared: do not modify it.
 func (n *NodeAllocations) ListCached(devices []snapshot.Device) ([]snapshot.Allocation, bool) {
-	version, ok := n.Lookup.CachedVersion(n.Node)
-	if !ok {
-		return nil, false
-	}
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	if version == n.matchedVersion && n.matchedTo.Same(devices) {
+	changes := n.Lookup.Changes()
+	if n.stands && changes == n.standsAt && n.Lookup.opts.Now().Before(n.standsUntil) && n.matchedTo.Same(devices) {
 		return n.matched, true
 	}
-	// The version read before the answer: a change in between makes the
-	// next call build it again, never keep an older one.
-	allocs, _, ok := n.Lookup.CachedAllocations(n.Node)
+	n.stands = false
+	version, until, ok := n.Lookup.cachedVersionUntil(n.Node)
 	if !ok {
 		return nil, false
 	}
-	n.matched, n.matchedVersion = ToSnapshotAllocations(allocs, devices), version
-	n.matchedTo.Set(devices)
+	if version != n.matchedVersion || !n.matchedTo.Same(devices) {
+		// The version read before the answer: a change in between makes
+		// the next call build it again, never keep an older one.
+		allocs, _, ok := n.Lookup.CachedAllocations(n.Node)
+		if !ok {
+			return nil, false
+		}
+		n.matched, n.matchedVersion = ToSnapshotAllocations(allocs, devices), version
+		n.matchedTo.Set(devices)
+	}
+	n.stands, n.standsAt, n.standsUntil = true, changes, until
 	return n.matched, true
 }
