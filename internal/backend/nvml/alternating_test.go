@@ -3,6 +3,7 @@ package nvmlbackend
 import (
 	"context"
 	"fmt"
+	"maps"
 	"reflect"
 	"slices"
 	"testing"
@@ -29,6 +30,7 @@ func TestAccountingReadersBuffersStandUntilTheReadAfterNext(t *testing.T) {
 	var snaps []*snapshot.Snapshot
 	var copies [][]snapshot.ProcessSample
 	var procCopies [][]snapshot.Process
+	var groupCopies []map[string]snapshot.GroupStatus
 	for e := 2 * time.Second; e <= 10*time.Second; e += 2 * time.Second {
 		s.SetElapsed(e)
 		snap, err := r.Read(context.Background())
@@ -51,12 +53,22 @@ func TestAccountingReadersBuffersStandUntilTheReadAfterNext(t *testing.T) {
 		if n := len(snaps); n > 0 && !reflect.DeepEqual(snaps[n-1].Processes, procCopies[n-1]) {
 			t.Errorf("at %s: the previous snapshot's processes changed", e)
 		}
+		if n := len(snaps); n > 0 && !reflect.DeepEqual(snaps[n-1].Groups, groupCopies[n-1]) {
+			t.Errorf("at %s: the previous snapshot's group status changed", e)
+		}
+		if _, ok := snap.Groups[snapshot.GroupProcesses]; !ok || len(snap.Groups) != 1 {
+			t.Errorf("at %s: group status %v, want the processes group's alone", e, snap.Groups)
+		}
 		if !slices.ContainsFunc(snap.Processes, func(p snapshot.Process) bool { return p.PID == 300 }) {
 			t.Errorf("at %s: PID 300 not listed", e)
 		}
 		snaps = append(snaps, snap)
 		copies = append(copies, slices.Clone(got))
 		procCopies = append(procCopies, slices.Clone(snap.Processes))
+		groupCopies = append(groupCopies, maps.Clone(snap.Groups))
+		// A read's durations differ from the last one's: a status map
+		// shared by two snapshots in turn would show.
+		time.Sleep(time.Millisecond)
 	}
 	// (From the copies: the snapshots themselves are reused by now.)
 	if len(copies[0]) != 0 || len(copies[2]) == 0 || len(copies[4]) != 0 {

@@ -115,15 +115,18 @@ func (s *groupStats) add(o *groupStats) {
 	}
 }
 
-// statusMap renders the stats of the enabled groups for Snapshot.Groups.
-func (s *groupStats) statusMap(enabled groupSet) map[string]snapshot.GroupStatus {
-	n := 0
-	for g := range numGroups {
-		if enabled[g] {
-			n++
+// statusMap renders the stats of the enabled groups for Snapshot.Groups,
+// into m (empty) or, when nil, a new map.
+func (s *groupStats) statusMap(enabled groupSet, m map[string]snapshot.GroupStatus) map[string]snapshot.GroupStatus {
+	if m == nil {
+		n := 0
+		for g := range numGroups {
+			if enabled[g] {
+				n++
+			}
 		}
+		m = make(map[string]snapshot.GroupStatus, n)
 	}
-	m := make(map[string]snapshot.GroupStatus, n)
 	for g := range numGroups {
 		if enabled[g] {
 			m[groupNames[g]] = snapshot.GroupStatus{Duration: s[g].dur, Err: s[g].err}

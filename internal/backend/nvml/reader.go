@@ -154,7 +154,11 @@ type Reader struct {
 	processes alternating[snapshot.Process]
 	devices   alternating[snapshot.Device]
 	results   []*resultPair
-	versions  versions
+	// groupStatus are the snapshots' Groups maps of the accounting's
+	// reader, taking turns (takeGroupStatus).
+	groupStatus     [2]map[string]snapshot.GroupStatus
+	groupStatusTurn int
+	versions        versions
 	// gpmFirstWindow is when the GPM windows opened by New span
 	// gpmMinWindow; zero once the first Read has passed it.
 	gpmFirstWindow time.Time
@@ -391,9 +395,28 @@ func (r *Reader) Read(ctx context.Context) (*snapshot.Snapshot, error) {
 		stats[gXID].dur += time.Since(start)
 	}
 
-	snap.Groups = stats.statusMap(r.groups)
+	snap.Groups = stats.statusMap(r.groups, r.takeGroupStatus())
 	snap.ReadingsDropped = r.dropped.copy()
 	return snap, nil
+}
+
+// takeGroupStatus is the map for a snapshot's group status: the
+// accounting's reader's of this read (the two take turns, as its other
+// buffers: alternating.go), nil (a new one) for any other reader.
+func (r *Reader) takeGroupStatus() map[string]snapshot.GroupStatus {
+	if !r.processSamples {
+		return nil
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	m := r.groupStatus[r.groupStatusTurn]
+	if m == nil {
+		m = map[string]snapshot.GroupStatus{}
+		r.groupStatus[r.groupStatusTurn] = m
+	}
+	r.groupStatusTurn ^= 1
+	clear(m)
+	return m
 }
 
 // takeDevices is the slice for a snapshot's count devices, each to be
