@@ -10,7 +10,9 @@
 # medians, per fleet, and accounting's share on top of the scrapes; for
 # the processes with accounting, also the ticks' own CPU as they count it
 # (gpuwatch_accounting_cpu_seconds_total, from the scrapes: the thread
-# that ticks, without the rest of the process's noise).
+# that ticks, without the rest of the process's noise), with the median
+# of each window's ticks against the same window's --no-accounting process
+# (the machine's load moves both from minute to minute).
 # With BASE_BIN set, the same four run from that binary too, alongside
 # (a before/after under the same load), their names prefixed "base-".
 # EXTRA_ARGS (split on spaces) are added to every process's flags, e.g.
@@ -97,7 +99,7 @@ cpu_ns() { cat /proc/"$1"/task/*/schedstat 2>/dev/null | awk '{t += $1} END {pri
 # The ticks' own CPU, in seconds, as of process $1's last scrape (0 with
 # accounting off).
 ticks_s() { awk '$1 == "gpuwatch_accounting_cpu_seconds_total" {v = $2} END {print v + 0}' "$tmp/$1.metrics" 2>/dev/null || echo 0; }
-declare -A got gotTicks
+declare -A got gotTicks gotShare
 for w in $(seq "$windows"); do
 	declare -A a at
 	for n in "${names[@]}"; do a[$n]=$(cpu_ns "${pid[$n]}") at[$n]=$(ticks_s "$n"); done
@@ -121,6 +123,16 @@ for w in $(seq "$windows"); do
 			;;
 		esac
 	done
+	# Each window's ticks against the same window's --no-accounting
+	# process: both move with the machine's load from minute to minute.
+	for v in "${variants[@]}"; do
+		case $v in *-on)
+			off=${v%-on}-off
+			share=$(awk -v t="${sumTicks[$v]}" -v o="${sum[$off]}" 'BEGIN {printf "%.2f", (o > 0 ? 100 * t / o : 0)}')
+			gotShare[$v]="${gotShare[$v]:-} $share"
+			;;
+		esac
+	done
 	unset sum sumTicks
 	echo "$line (CPU per ${window}s$([ "$replicas" -gt 1 ] && echo ", mean of $replicas processes each"))"
 done
@@ -134,7 +146,8 @@ for f in "${fleets[@]}"; do
 	paired=$(paste <(echo "${got[$f-on]}" | tr ' ' '\n' | grep .) <(echo "${got[$f-off]}" | tr ' ' '\n' | grep .) |
 		awk '{printf "%s ", $1 - $2}' | median)
 	ticks=$(echo "${gotTicks[$f-on]}" | median)
-	awk -v f="$f" -v off="$off" -v on="$on" -v d="$paired" -v t="$ticks" -v w="$window" -v s="$scrape" 'BEGIN {
-		printf "%s: median CPU per %ds window, scraped every %ds: --no-accounting %.1f ms, --accounting %.1f ms: accounting %+.1f ms (%+.1f %% on top); median of the windows'"'"' differences %+.1f ms (%+.1f %%); the ticks'"'"' own CPU (gpuwatch_accounting_cpu_seconds_total) %.2f ms (%.1f %% of --no-accounting)\n",
-			f, w, s, off, on, on - off, (off > 0 ? 100 * (on - off) / off : 0), d, (off > 0 ? 100 * d / off : 0), t, (off > 0 ? 100 * t / off : 0) }'
+	share=$(echo "${gotShare[$f-on]}" | median)
+	awk -v f="$f" -v off="$off" -v on="$on" -v d="$paired" -v t="$ticks" -v sh="$share" -v w="$window" -v s="$scrape" 'BEGIN {
+		printf "%s: median CPU per %ds window, scraped every %ds: --no-accounting %.1f ms, --accounting %.1f ms: accounting %+.1f ms (%+.1f %% on top); median of the windows'"'"' differences %+.1f ms (%+.1f %%); the ticks'"'"' own CPU (gpuwatch_accounting_cpu_seconds_total) %.2f ms (%.1f %% of --no-accounting; median of the windows'"'"' shares %.1f %%)\n",
+			f, w, s, off, on, on - off, (off > 0 ? 100 * (on - off) / off : 0), d, (off > 0 ? 100 * d / off : 0), t, (off > 0 ? 100 * t / off : 0), sh }'
 done
