@@ -281,7 +281,7 @@ func (l *JobLookup) CachedVersion(node string) (version CacheVersion, ok bool) {
 }
 
 // cachedVersionUntil is CachedVersion, and until when it stands unless
-// the caches change (Changes): the first of the running jobs' list and
+// the caches change (changeCount): the first of the running jobs' list and
 // their answers to expire.
 func (l *JobLookup) cachedVersionUntil(node string) (version CacheVersion, until time.Time, ok bool) {
 	ids, version, until, ok := l.cachedRunning(node)
@@ -300,10 +300,10 @@ func (l *JobLookup) cachedVersionUntil(node string) (version CacheVersion, until
 	return version, until, true
 }
 
-// Changes counts the changes to the caches: a cached answer, and the
+// changeCount counts the changes to the caches: a cached answer, and the
 // time it stands until (cachedVersionUntil), stand while it does not
 // move.
-func (l *JobLookup) Changes() uint64 { return l.changes.Load() }
+func (l *JobLookup) changeCount() uint64 { return l.changes.Load() }
 
 // cachedRunning is node's running jobs when their list is cached and
 // fresh, with the caches' version as of now and when the list expires.

@@ -50,7 +50,7 @@ func (n *NodeAllocations) List(ctx context.Context, devices []snapshot.Device) (
 func (n *NodeAllocations) ListCached(devices []snapshot.Device) ([]snapshot.Allocation, bool) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	changes := n.Lookup.Changes()
+	changes := n.Lookup.changeCount()
 	if n.stands && changes == n.standsAt && n.Lookup.opts.Now().Before(n.standsUntil) && n.matchedTo.Same(devices) {
 		return n.matched, true
 	}
