@@ -97,10 +97,10 @@ func migProfile(name string) string {
 }
 
 // The accounting's reader reads a MIG GPU at every tick, and listing its
-// MIG devices takes, on an H100 with seven instances, about 25 driver
-// calls (a handle, the GPU and compute instance IDs, UUID and name of
-// each, and each GPU instance's profile and placement), more than the
-// tick's own reads of the GPU. So it lists them every migListReuse reads,
+// MIG devices takes, on an H100 with seven instances, 36 driver calls
+// (the count, a handle per slot, the GPU and compute instance IDs, UUID
+// and name of each) and 14 more as root (each GPU instance's profile and
+// placement), more than the tick's own reads of the GPU. So it lists them every migListReuse reads,
 // at every read that lists every GPU's processes, and at the read after
 // any call about the GPU's instances, GPM or processes failed (as a call
 // on a destroyed instance's handle does); in between it takes the last
