@@ -44,10 +44,15 @@ type device struct {
 	// reset; sick.go).
 	sick sickness
 
-	act        activity
-	nvlinkUp   bool
-	processes  []simProcess
-	migEnabled bool
+	act       activity
+	nvlinkUp  bool
+	processes []simProcess
+	// processesUsed is set when every configured process lives for the
+	// whole run: their memory on the device and in each GPU instance,
+	// summed once (memory reads would scan every process each time,
+	// once per MIG instance: most of a simulated memory read).
+	processesUsed *usedMemory
+	migEnabled    bool
 	// migPending: a MIG mode change waits for a reset (fault mig_mode_pending).
 	migPending bool
 	gpuInsts   []*gpuInstance

@@ -60,6 +60,9 @@ func (d *device) GetDecoderUtilization() (uint32, uint32, nvml.Return) {
 // allocatedBytes is the framebuffer memory held by the device's processes
 // alive at elapsed time e.
 func (d *device) allocatedBytes(e time.Duration) uint64 {
+	if u := d.usedThroughout(e); u != nil {
+		return u.device
+	}
 	var sum uint64
 	for _, p := range d.procs() {
 		if p.alive(e) {
@@ -67,6 +70,39 @@ func (d *device) allocatedBytes(e time.Duration) uint64 {
 		}
 	}
 	return sum
+}
+
+// usedMemory is what processes that never start nor end hold.
+type usedMemory struct {
+	device uint64
+	gi     map[*gpuInstance]uint64
+}
+
+// usedThroughout is procs' memory when each of them lives from the
+// start and never ends, else nil.
+func usedThroughout(procs []simProcess) *usedMemory {
+	u := &usedMemory{gi: map[*gpuInstance]uint64{}}
+	for i := range procs {
+		p := &procs[i]
+		if p.start > 0 || p.end >= 0 {
+			return nil
+		}
+		u.device += p.usedMemory
+		if p.mig != nil {
+			u.gi[p.mig.gi] += p.usedMemory
+		}
+	}
+	return u
+}
+
+// usedThroughout is the memory summed at placement when it holds at
+// elapsed time e: every process lives throughout, and no other
+// (processes_from's) is on the device.
+func (d *device) usedThroughout(e time.Duration) *usedMemory {
+	if d.processesUsed == nil || e < 0 || d.sim.live != nil {
+		return nil
+	}
+	return d.processesUsed
 }
 
 // allocatedBytes is the memory of every process in procs, alive or not:

@@ -359,8 +359,11 @@ func (m *migDevice) GetName() (string, nvml.Return) {
 // giUsedBytes is the memory held by processes in this MIG device's GPU
 // instance; compute instances of one GPU instance share its memory.
 func (m *migDevice) giUsedBytes() uint64 {
-	var sum uint64
 	e := m.parent.sim.elapsed()
+	if u := m.parent.usedThroughout(e); u != nil {
+		return u.gi[m.gi]
+	}
+	var sum uint64
 	for _, p := range m.parent.procs() {
 		if p.mig != nil && p.mig.gi == m.gi && p.alive(e) {
 			sum += p.usedMemory
