@@ -51,14 +51,7 @@ func (a *Attributor) listAllocations(devices []snapshot.Device, maxAge time.Dura
 	}
 	calls := &allocationCalls{}
 	for _, src := range a.allocations {
-		var allocs []snapshot.Allocation
-		ok := false
-		switch {
-		case src.aged != nil && maxAge > 0:
-			allocs, ok = src.aged.ListCachedWithin(devices, maxAge)
-		case src.cached != nil:
-			allocs, ok = src.cached.ListCached(devices)
-		}
+		allocs, ok := src.listCached(devices, maxAge)
 		if ok {
 			calls.cached = append(calls.cached, allocs)
 			continue
@@ -81,6 +74,36 @@ func (a *Attributor) listAllocations(devices []snapshot.Device, maxAge time.Dura
 		}()
 	}
 	return calls
+}
+
+// listCached is the source's cached answer up to maxAge old (0: as fresh
+// as the source keeps it), if it has one.
+func (src allocationSource) listCached(devices []snapshot.Device, maxAge time.Duration) ([]snapshot.Allocation, bool) {
+	switch {
+	case src.aged != nil && maxAge > 0:
+		return src.aged.ListCachedWithin(devices, maxAge)
+	case src.cached != nil:
+		return src.cached.ListCached(devices)
+	}
+	return nil, false
+}
+
+// cachedAllocations is every source's cached answer (nil without
+// sources); ok is false when one has none: then List must be called.
+func (a *Attributor) cachedAllocations(devices []snapshot.Device, maxAge time.Duration) (cached [][]snapshot.Allocation, ok bool) {
+	if len(a.allocations) == 0 {
+		return nil, true
+	}
+	cached = a.cachedParts[:0]
+	for _, src := range a.allocations {
+		allocs, ok := src.listCached(devices, maxAge)
+		if !ok {
+			return nil, false
+		}
+		cached = append(cached, allocs)
+	}
+	a.cachedParts = cached
+	return cached, true
 }
 
 // addAllocations appends the allocations of calls to to, waiting for the

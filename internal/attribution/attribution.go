@@ -124,6 +124,8 @@ type Attributor struct {
 	// joined is the allocation sources' cached answers of the last
 	// Enrich, joined (allocations.go).
 	joined joinedAllocations
+	// cachedParts is cachedAllocations' buffer.
+	cachedParts [][]snapshot.Allocation
 }
 
 type containerSource struct {
@@ -245,9 +247,53 @@ type AgedAttributor struct {
 	maxAge time.Duration
 }
 
-// Enrich is Attributor.Enrich with the view's allocation age.
+// Enrich is Attributor.Enrich with the view's allocation age. Of a
+// snapshot that lists no GPU's processes (an accounting tick between two
+// lists) only the allocations are needed: when every source has a cached
+// answer, Enrich sets them and the error counts and does nothing else. It
+// reads no procfs, merges no lookup that finished meanwhile and sweeps no
+// cache: the next whole Enrich does, a scrape's or a list's (most of what
+// such a tick cost the attribution).
 func (v *AgedAttributor) Enrich(ctx context.Context, s *snapshot.Snapshot) {
+	if listsNoGPU(s) && v.a.enrichAllocationsOnly(s, v.maxAge) {
+		return
+	}
 	v.a.enrich(ctx, s, v.maxAge)
+}
+
+// listsNoGPU says whether s holds no process list at all: every GPU up
+// and its processes not listed.
+func listsNoGPU(s *snapshot.Snapshot) bool {
+	if len(s.Processes) > 0 || len(s.Allocations) > 0 || len(s.Devices) == 0 {
+		return false
+	}
+	for i := range s.Devices {
+		if !s.Devices[i].ProcessesNotListed {
+			return false
+		}
+	}
+	return true
+}
+
+// enrichAllocationsOnly sets s's allocations and error counts when every
+// allocation source has an answer up to maxAge old in its cache, and
+// reports whether they had.
+func (a *Attributor) enrichAllocationsOnly(s *snapshot.Snapshot, maxAge time.Duration) bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	cached, ok := a.cachedAllocations(s.Devices, maxAge)
+	if !ok {
+		return false
+	}
+	if cached != nil {
+		s.Allocations = a.joined.of(cached)
+	}
+	if s.AttributionErrors == nil {
+		s.AttributionErrors = a.errs.shared()
+	} else {
+		a.errs.copyInto(s.AttributionErrors)
+	}
+	return true
 }
 
 // enrich is Enrich taking allocation sources' cached answers up to

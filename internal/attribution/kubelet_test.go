@@ -721,3 +721,49 @@ func TestKubeletListCachedWithin(t *testing.T) {
 		t.Error("ListCachedWithin(30 s) answered at 35 s")
 	}
 }
+
+// A tick between two lists (no GPU's processes listed) takes the
+// allocations from the sources' caches through the view and runs nothing
+// else of Enrich; once a source has no cached answer, or a GPU is listed,
+// the whole Enrich runs.
+func TestAllocationMaxAgeViewBetweenListsTakesTheCachedAllocationsAlone(t *testing.T) {
+	fk, socket, _ := newFakeKubelet(t, loadListFixture(t))
+	k := newKubelet(t, socket, time.Second, 5*time.Second)
+	clock := newFakeClock()
+	k.now = clock.Now
+	a := newFixtureAttributor(t, Options{AllocationSources: []AllocationSource{k}})
+	ticks := a.WithAllocationMaxAge(30 * time.Second)
+	devices := func(listed bool) []snapshot.Device {
+		ds := []snapshot.Device{{Index: 0, UUID: uuidTrainerA}, {Index: 1, UUID: uuidTrainerB}, {Index: 2, UUID: uuidShared}}
+		for i := range ds {
+			ds[i].Up, ds[i].ProcessesNotListed = true, !listed
+		}
+		return ds
+	}
+	tick := func(listed bool) (*snapshot.Snapshot, bool) {
+		gen := a.gen
+		s := &snapshot.Snapshot{Devices: devices(listed)}
+		ticks.Enrich(context.Background(), s)
+		return s, a.gen != gen
+	}
+	first, whole := tick(false) // nothing cached: the kubelet is called
+	if len(first.Allocations) == 0 || fk.calls.Load() != 1 || !whole {
+		t.Fatalf("first tick: %d allocations, %d calls, whole Enrich %v; want some, 1, true", len(first.Allocations), fk.calls.Load(), whole)
+	}
+	clock.Advance(20 * time.Second)
+	s, whole := tick(false)
+	if !slices.Equal(s.Allocations, first.Allocations) || fk.calls.Load() != 1 || whole {
+		t.Errorf("20 s later between lists: %+v after %d calls, whole Enrich %v; want the cached answer, no call, allocations alone", s.Allocations, fk.calls.Load(), whole)
+	}
+	if n, ok := s.AttributionErrors[SourceKubelet]; !ok || n != 0 {
+		t.Errorf("between lists: kubelet errors %d (present %v), want 0", n, ok)
+	}
+	if _, whole := tick(true); !whole {
+		t.Error("a tick that lists a GPU took the allocations alone")
+	}
+	clock.Advance(31 * time.Second)
+	s, whole = tick(false)
+	if fk.calls.Load() != 2 || !whole || len(s.Allocations) == 0 {
+		t.Errorf("31 s after the call, between lists: %d calls, whole Enrich %v, %d allocations; want 2, true, some", fk.calls.Load(), whole, len(s.Allocations))
+	}
+}
