@@ -52,6 +52,11 @@ type device struct {
 	// summed once (memory reads would scan every process each time,
 	// once per MIG instance: most of a simulated memory read).
 	processesUsed *usedMemory
+	// steadySamples is set when every process on the device that has a
+	// compute context lives throughout at one utilization: a read of a
+	// whole buffer then answers these, with the read's time stamp
+	// (processes.go).
+	steadySamples []steadySample
 	migEnabled    bool
 	// migPending: a MIG mode change waits for a reset (fault mig_mode_pending).
 	migPending bool

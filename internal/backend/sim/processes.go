@@ -67,6 +67,7 @@ func (s *Sim) placeProcesses(cfg *Config, procs []ProcessSpec) error {
 	for i, d := range s.devices {
 		d.processes = placed[i]
 		d.processesUsed = usedThroughout(d.processes)
+		d.steadySamples = steadySamplesOf(d.processes)
 		d.act.sm, d.act.mem = d.loadFromProcesses()
 	}
 	return nil
@@ -363,6 +364,12 @@ func (d *device) perProcessSamples(out []nvml.ProcessUtilizationSample, w *sampl
 		out = make([]nvml.ProcessUtilizationSample, 0, len(procs))
 	}
 	ts := w.ts[0]
+	if w.periods == bufferedPeriods && d.steadySamples != nil && d.sim.live == nil {
+		for _, s := range d.steadySamples {
+			out = append(out, nvml.ProcessUtilizationSample{Pid: s.pid, TimeStamp: ts, SmUtil: s.sm, MemUtil: s.mem})
+		}
+		return out
+	}
 	for i := range procs {
 		p := &procs[i]
 		sm, mem := p.meanOver(w)
@@ -370,6 +377,39 @@ func (d *device) perProcessSamples(out []nvml.ProcessUtilizationSample, w *sampl
 			continue
 		}
 		out = append(out, nvml.ProcessUtilizationSample{Pid: p.pid, TimeStamp: ts, SmUtil: pct(sm), MemUtil: pct(mem)})
+	}
+	return out
+}
+
+// steadySample is what a read of a whole buffer answers for a process
+// that lives throughout at one utilization, but for the time stamp.
+type steadySample struct {
+	pid     uint32
+	sm, mem uint32 // percent
+}
+
+// steadySamplesOf is perProcessSamples' answer, but for the time stamp,
+// for any read of a whole buffer when every process with a compute
+// context lives throughout at one utilization (so that a simulated fleet
+// of hundreds of processes does not cost a read what a driver's answer
+// would not: the processes' records are most of the simulator's memory);
+// nil otherwise. Every period of the buffer is at or after the start of
+// the run, so each such process is sampled at all of them.
+func steadySamplesOf(procs []simProcess) []steadySample {
+	out := make([]steadySample, 0, len(procs))
+	for i := range procs {
+		p := &procs[i]
+		if !p.compute {
+			continue // never sampled
+		}
+		if p.start > 0 || p.end >= 0 || len(p.steps) > 0 || p.sampledFrom > 0 {
+			return nil
+		}
+		sm, mem := p.bufferSM/float64(bufferedPeriods), p.bufferMem/float64(bufferedPeriods)
+		if sm == 0 && mem == 0 {
+			continue
+		}
+		out = append(out, steadySample{pid: p.pid, sm: pct(sm), mem: pct(mem)})
 	}
 	return out
 }
