@@ -32,16 +32,23 @@ type Tracker struct {
 	// done are jobs recorded on their end mark whose allocation Slurm
 	// still lists: it must not start them again.
 	done map[string]bool
-	// listed is, per GPU UUID, the owners of the processes its last
+	// listed is, per GPU UUID, the job holders of the processes its last
 	// process list held. The accounting's reader lists a GPU's processes
 	// only every few ticks (snapshot.Device.ProcessesNotListed): in
 	// between, they still run.
-	listed map[string][]listedOwner
+	listed map[string][]holder
 }
 
-// listedOwner is one process's owner at a GPU's last process list.
-type listedOwner struct {
-	owner         snapshot.Owner
+// holder is what makes a process's job present on a GPU or MIG instance:
+// its Slurm job, pod and user there. A GPU's processes are kept as their
+// distinct holders, in the order of their first process: one per job,
+// not one per process, at every tick (2048 copies of each process's owner
+// per tick were most of what a tick cost, with records on).
+type holder struct {
+	key           string // jobKey's: "" for a process of no job
+	slurm         snapshot.SlurmJob
+	pod           snapshot.Pod
+	user          string
 	gpu           int
 	uuid, migUUID string
 }
@@ -123,7 +130,7 @@ func NewTracker(node string) *Tracker {
 	return &Tracker{
 		node: node, jobs: map[string]*job{},
 		prevOwners: map[snapshot.OwnerKey]ownerFigures{}, prevAllocs: map[allocID]allocFigures{},
-		xids: map[string]uint64{}, done: map[string]bool{}, listed: map[string][]listedOwner{},
+		xids: map[string]uint64{}, done: map[string]bool{}, listed: map[string][]holder{},
 	}
 }
 
@@ -147,9 +154,12 @@ func (t *Tracker) Observe(s *snapshot.Snapshot, acc *snapshot.Accounting) []Reco
 		}
 		held[key][id] = idx
 	}
-	for _, o := range t.runningProcesses(s) {
-		if j := t.present(o.owner.Slurm, o.owner.Pod, o.owner.User, now); j != nil {
-			hold(j.Key, o.gpu, gpuID{o.uuid, o.migUUID})
+	for _, holders := range t.runningHolders(s) {
+		for i := range holders {
+			h := &holders[i]
+			if j := t.present(h.key, h.slurm, h.pod, h.user, now); j != nil {
+				hold(j.Key, h.gpu, gpuID{h.uuid, h.migUUID})
+			}
 		}
 	}
 	stillListed := map[string]bool{}
@@ -159,7 +169,7 @@ func (t *Tracker) Observe(s *snapshot.Snapshot, acc *snapshot.Accounting) []Reco
 			stillListed[key] = true
 			continue // its epilog ran: Slurm lists it until the epilog is done
 		}
-		if j := t.present(a.Slurm, a.Pod, a.Slurm.User, now); j != nil {
+		if j := t.present(jobKey(a.Slurm.JobID, a.Pod.Namespace, a.Pod.Name), a.Slurm, a.Pod, a.Slurm.User, now); j != nil {
 			hold(j.Key, a.GPU, gpuID{uuidOf(s, a.GPUUUID, a.GPU), a.MIGUUID})
 		}
 	}
@@ -193,26 +203,44 @@ func (t *Tracker) Observe(s *snapshot.Snapshot, acc *snapshot.Accounting) []Reco
 	return ended
 }
 
-// runningProcesses are the owners of the processes running at this tick:
-// those listed in s, then, on each GPU whose processes s did not list,
-// those of its last list.
-func (t *Tracker) runningProcesses(s *snapshot.Snapshot) []listedOwner {
-	var out []listedOwner
-	byGPU := map[string][]listedOwner{}
-	for i := range s.Processes {
-		p := &s.Processes[i]
-		o := listedOwner{owner: p.Owner, gpu: p.GPU, uuid: uuidOf(s, p.GPUUUID, p.GPU), migUUID: p.MIGUUID}
-		out = append(out, o)
-		byGPU[o.uuid] = append(byGPU[o.uuid], o)
+// runningHolders are the holders of the processes running at this tick:
+// those of the processes listed in s, then, on each GPU whose processes s
+// did not list, those of its last list. A holder of several processes on
+// one GPU comes once: present folds identical identities into the same
+// job whatever their number, and the first of each comes in the same
+// order.
+func (t *Tracker) runningHolders(s *snapshot.Snapshot) [][]holder {
+	out := make([][]holder, 0, len(s.Devices)+1)
+	var listed []holder
+	if len(s.Processes) > 0 {
+		byGPU := map[string][]holder{}
+		seen := map[holder]bool{}
+		for i := range s.Processes {
+			p := &s.Processes[i]
+			h := holder{slurm: p.Owner.Slurm, pod: p.Owner.Pod, user: p.Owner.User, gpu: p.GPU, uuid: uuidOf(s, p.GPUUUID, p.GPU), migUUID: p.MIGUUID}
+			if seen[h] {
+				continue
+			}
+			seen[h] = true
+			h.key = jobKey(h.slurm.JobID, h.pod.Namespace, h.pod.Name)
+			listed = append(listed, h)
+			byGPU[h.uuid] = append(byGPU[h.uuid], h)
+		}
+		for i := range s.Devices {
+			if d := &s.Devices[i]; d.UUID != "" && !d.ProcessesNotListed && d.Up {
+				t.listed[d.UUID] = byGPU[d.UUID]
+			}
+		}
+		out = append(out, listed)
 	}
 	for i := range s.Devices {
 		d := &s.Devices[i]
 		switch {
 		case d.UUID == "":
 		case d.ProcessesNotListed:
-			out = append(out, t.listed[d.UUID]...)
-		case d.Up:
-			t.listed[d.UUID] = byGPU[d.UUID]
+			out = append(out, t.listed[d.UUID])
+		case d.Up && len(s.Processes) == 0:
+			delete(t.listed, d.UUID) // listed with no process
 		}
 	}
 	return out
@@ -232,10 +260,9 @@ func uuidOf(s *snapshot.Snapshot, uuid string, index int) string {
 	return ""
 }
 
-// present finds or starts the job of a Slurm job or pod seen now, and
-// completes its identity; nil for an owner that is neither.
-func (t *Tracker) present(sj snapshot.SlurmJob, pod snapshot.Pod, user string, now time.Time) *job {
-	key := jobKey(sj.JobID, pod.Namespace, pod.Name)
+// present finds or starts the job of a Slurm job or pod seen now (key is
+// jobKey's), and completes its identity; nil for an owner that is neither.
+func (t *Tracker) present(key string, sj snapshot.SlurmJob, pod snapshot.Pod, user string, now time.Time) *job {
 	if key == "" {
 		return nil
 	}
