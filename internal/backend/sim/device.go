@@ -57,7 +57,9 @@ type device struct {
 	// whole buffer then answers these, with the read's time stamp
 	// (processes.go).
 	steadySamples []steadySample
-	migEnabled    bool
+	// giWeights are giShare's parts (gpm.go).
+	giWeights  giWeights
+	migEnabled bool
 	// migPending: a MIG mode change waits for a reset (fault mig_mode_pending).
 	migPending bool
 	gpuInsts   []*gpuInstance

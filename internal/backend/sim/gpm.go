@@ -287,18 +287,8 @@ func (d *device) averageActivity(t1, t2 float64) (util, mem float64) {
 // instance, scaled to that instance's size (so a lone busy 1g instance
 // reads as busy, not as 1/7 busy).
 func (d *device) giShare(giID int) float64 {
-	var own, all float64
+	own, all := d.giWeights.own[giID], d.giWeights.all
 	var slices uint32
-	for _, p := range d.processes {
-		if p.mig == nil {
-			continue
-		}
-		w := p.sm * float64(p.mig.ciSlices)
-		all += w
-		if p.mig.gi.id == giID {
-			own += w
-		}
-	}
 	for _, gi := range d.gpuInsts {
 		if gi.id == giID {
 			slices = gi.info.SliceCount
@@ -308,6 +298,30 @@ func (d *device) giShare(giID int) float64 {
 		return 0
 	}
 	return min(1, own/all*migTotalSlices/float64(slices))
+}
+
+// giWeights are the MIG processes' SM utilization weighted by their
+// compute instances' sizes, per GPU instance ID and in all: giShare's
+// parts, which change only with the processes, summed when they are
+// placed (a GPM read of each instance otherwise went through every
+// process of the GPU twice).
+type giWeights struct {
+	own map[int]float64
+	all float64
+}
+
+func giWeightsOf(procs []simProcess) giWeights {
+	w := giWeights{own: map[int]float64{}}
+	for i := range procs {
+		p := &procs[i]
+		if p.mig == nil {
+			continue
+		}
+		pw := p.sm * float64(p.mig.ciSlices)
+		w.all += pw
+		w.own[p.mig.gi.id] += pw
+	}
+	return w
 }
 
 // gpmRate answers the bandwidth metrics, in bytes per second averaged over

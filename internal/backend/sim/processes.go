@@ -68,6 +68,7 @@ func (s *Sim) placeProcesses(cfg *Config, procs []ProcessSpec) error {
 		d.processes = placed[i]
 		d.processesUsed = usedThroughout(d.processes)
 		d.steadySamples = steadySamplesOf(d.processes)
+		d.giWeights = giWeightsOf(d.processes)
 		d.act.sm, d.act.mem = d.loadFromProcesses()
 	}
 	return nil
