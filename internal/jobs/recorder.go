@@ -51,6 +51,8 @@ type Recorder struct {
 	// with when: an end mark that comes after its job's record was
 	// written is removed at once.
 	recorded map[string]time.Time
+	// endMarks reads the epilogs' end marks (endmarks.go).
+	endMarks endMarks
 }
 
 // checkpoint is the file CheckpointName.
@@ -77,7 +79,7 @@ func Open(opts Options) (*Recorder, error) {
 	if err != nil {
 		return nil, err
 	}
-	r := &Recorder{opts: opts, journal: j, tracker: NewTracker(opts.Node), recorded: map[string]time.Time{}}
+	r := &Recorder{opts: opts, journal: j, tracker: NewTracker(opts.Node), recorded: map[string]time.Time{}, endMarks: endMarks{dir: opts.Dir}}
 	// The epilog (root) writes its marks here; gpuwatch, owner of the
 	// directory, removes them.
 	if err := os.MkdirAll(filepath.Join(opts.Dir, EndedDir), 0o770); err != nil {
@@ -130,7 +132,7 @@ func (r *Recorder) Observe(s *snapshot.Snapshot, acc *snapshot.Accounting) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	now := time.Now()
-	r.tracker.ended = readEndMarks(r.opts.Dir, now)
+	r.tracker.ended = r.endMarks.read(now)
 	ended := r.tracker.Observe(s, acc)
 	for _, rec := range ended {
 		if err := r.journal.Append(rec); err != nil {
