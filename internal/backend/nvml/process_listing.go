@@ -48,6 +48,9 @@ type processListing struct {
 	// read before (pidindex).
 	pid  pidindex.Index
 	seen []seenPID
+	// sampledLast is how many PIDs the previous read sampled (those of
+	// seen whose sampledAt is reads-1 at this read's start).
+	sampledLast int
 	// migListed holds the MIG devices with a process at the last list;
 	// migBusy those GPM showed busy at the previous read.
 	migListed, migBusy map[string]bool
@@ -93,6 +96,9 @@ func (l *processListing) due(listAll bool, every int, samples []nvml.ProcessUtil
 // noteSamples records which PIDs this read sampled and reports a new PID
 // or one no longer sampled.
 func (l *processListing) noteSamples(samples []nvml.ProcessUtilizationSample) (changed bool) {
+	// Counted, not looked for: a PID of the previous read missing now
+	// shows as fewer of them sampled again than the previous read had.
+	sampled, again := 0, 0
 	for i := range samples {
 		pid := samples[i].Pid
 		j, ok := l.pid.Get(i, pid)
@@ -102,13 +108,20 @@ func (l *processListing) noteSamples(samples []nvml.ProcessUtilizationSample) (c
 			l.seen = append(l.seen, seenPID{pid: pid})
 			l.pid.Set(i, pid, j)
 		}
-		l.seen[j].sampledAt = l.reads
-	}
-	for i := range l.seen {
-		if l.seen[i].sampledAt == l.reads-1 {
-			changed = true // sampled at the previous read, not at this one
+		s := &l.seen[j]
+		if s.sampledAt == l.reads {
+			continue // another sample of it in this read
 		}
+		if s.sampledAt == l.reads-1 {
+			again++
+		}
+		s.sampledAt = l.reads
+		sampled++
 	}
+	if again < l.sampledLast {
+		changed = true // sampled at the previous read, not at this one
+	}
+	l.sampledLast = sampled
 	return changed
 }
 
@@ -145,6 +158,7 @@ func (l *processListing) listed(procs []snapshot.Process, samples []nvml.Process
 	l.listedOnce, l.reads, l.memoryAtList = true, 0, memory
 	l.pid.Clear()
 	l.seen = l.seen[:0]
+	l.sampledLast = 0
 	for i := range procs {
 		if _, ok := l.pid.Get(-1, procs[i].PID); !ok {
 			l.pid.Set(-1, procs[i].PID, int32(len(l.seen)))
@@ -160,8 +174,9 @@ func (l *processListing) listed(procs []snapshot.Process, samples []nvml.Process
 			// not expected at the next read.
 			l.pid.Set(i, pid, int32(len(l.seen)))
 			l.seen = append(l.seen, seenPID{pid: pid, sampledAt: ended})
-		case l.seen[j].sampledAt != ended:
+		case l.seen[j].sampledAt == -1:
 			l.seen[j].sampledAt = 0
+			l.sampledLast++
 		}
 	}
 	if l.migListed == nil {

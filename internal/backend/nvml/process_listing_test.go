@@ -243,3 +243,39 @@ func TestSteadyListingWithoutMemoryListsByThePeriod(t *testing.T) {
 		})
 	}
 }
+
+// noteSamples counts a read's PIDs once however many samples each has (a
+// driver that gives every buffered sample): a change is a new PID or one
+// of the previous read's missing now, and a PID the list did not hold
+// (it ended before the list) is expected only if sampled again.
+func TestNoteSamplesCountsPIDsNotSamples(t *testing.T) {
+	samples := func(pids ...uint32) []nvml.ProcessUtilizationSample {
+		var out []nvml.ProcessUtilizationSample
+		for _, pid := range pids {
+			out = append(out, nvml.ProcessUtilizationSample{Pid: pid})
+		}
+		return out
+	}
+	var l processListing
+	l.listed([]snapshot.Process{{PID: 1}, {PID: 2}}, samples(1, 1, 2, 2, 3), usedMemory{})
+	for i, c := range []struct {
+		pids []uint32
+		want bool
+	}{
+		{[]uint32{1, 1, 2, 2}, false},    // 3 ended before the list: not expected
+		{[]uint32{2, 1, 1, 2, 3}, false}, // sampled again: known, so no change
+		{[]uint32{1, 1, 1, 2}, true},     // and now gone
+		{[]uint32{1, 2, 2}, false},
+		{[]uint32{1, 1}, true},        // 2 gone
+		{[]uint32{1}, false},          //
+		{[]uint32{1, 4, 4}, true},     // 4 new
+		{[]uint32{4, 1, 4, 1}, false}, // another order
+		{nil, true},                   // nobody sampled
+		{nil, false},
+	} {
+		l.reads++
+		if got := l.noteSamples(samples(c.pids...)); got != c.want {
+			t.Errorf("read %d (PIDs %v): changed %v, want %v", i+1, c.pids, got, c.want)
+		}
+	}
+}
