@@ -27,6 +27,9 @@ import (
 // samples integrated already: the next read's samples stand for its
 // interval too.
 func (st *state) smFromSamples(tk *deviceTick, tr *deviceTrack) {
+	if !tr.buffered && oneSampleEachPath && tr.smFromOneSampleEach(tk) {
+		return
+	}
 	readBefore := tr.newest
 	tr.sums.add(tk.dev.ProcessSamples, readBefore)
 	if len(tr.sums.list) == 0 && len(tk.dev.ProcessSamples) > 0 {
@@ -41,22 +44,29 @@ func (st *state) smFromSamples(tk *deviceTick, tr *deviceTrack) {
 	var server float64
 	for i := range tr.sums.list {
 		ps := &tr.sums.list[i]
-		w := tr.smSeconds(ps, perSample, readBefore, dt)
-		switch j := tr.listedOwnerOf(ps); {
-		case j == ownerDaemon:
-			server += w
-		case j >= 0:
-			tk.list.owners[j].sm += w
-		default:
-			if k, ok := tk.before.owner(ps.pid); ok {
-				tk.addSM(k, w)
-			}
-			// else a process that lived and ended between two lists: no owner known
-		}
+		server += tk.addProcessSM(tr, ps.pid, ps.slot, tr.smSeconds(ps, perSample, readBefore, dt))
 	}
 	if server > 0 {
 		tk.shareMPSServer(server)
 	}
+}
+
+// addProcessSM gives w SM-seconds of process pid (its slot slot) to its
+// owner, and returns them when the process is an MPS daemon (they go to
+// the clients, shareMPSServer), else 0.
+func (tk *deviceTick) addProcessSM(tr *deviceTrack, pid uint32, slot int32, w float64) (server float64) {
+	switch j := tr.listedOwnerOf(pid, slot); {
+	case j == ownerDaemon:
+		return w
+	case j >= 0:
+		tk.list.owners[j].sm += w
+	default:
+		if k, ok := tk.before.owner(pid); ok {
+			tk.addSM(k, w)
+		}
+		// else a process that lived and ended between two lists: no owner known
+	}
+	return 0
 }
 
 // What listedOwnerOf answers besides an index in the list's owners.
@@ -65,18 +75,18 @@ const (
 	ownerNotInList = -2 // not in the last list (ended since the list before, or never listed)
 )
 
-// listedOwnerOf is ps's owner's index in the last list's owners, or
+// listedOwnerOf is process pid's (in slot slot) owner's index in the last list's owners, or
 // ownerDaemon or ownerNotInList. It is kept in the process's slot until
 // the next list: one map lookup per process per list, not per tick.
-func (tr *deviceTrack) listedOwnerOf(ps *pidSum) int32 {
-	sl := &tr.sums.slots[ps.slot]
+func (tr *deviceTrack) listedOwnerOf(pid uint32, slot int32) int32 {
+	sl := &tr.sums.slots[slot]
 	if sl.ownerOfList == tr.lists+1 {
 		return sl.owner
 	}
 	sl.ownerOfList, sl.owner = tr.lists+1, ownerNotInList
-	if tr.list.daemons[ps.pid] {
+	if tr.list.daemons[pid] {
 		sl.owner = ownerDaemon
-	} else if j, ok := tr.list.pid[ps.pid]; ok {
+	} else if j, ok := tr.list.pid[pid]; ok {
 		sl.owner = j
 	}
 	return sl.owner
@@ -98,9 +108,7 @@ func (tr *deviceTrack) noteSampleTimes() {
 				ps.minGap = gap
 			}
 		}
-		if ps.minGap > 0 && (tr.period == 0 || time.Duration(ps.minGap)*time.Microsecond < tr.period) {
-			tr.period = time.Duration(ps.minGap) * time.Microsecond
-		}
+		tr.notePeriod(ps.minGap)
 		sl.last, sl.lastNoted = ps.last, sums.noted
 		tr.newest = max(tr.newest, ps.last)
 		if ps.n > 1 {
@@ -110,20 +118,37 @@ func (tr *deviceTrack) noteSampleTimes() {
 	sums.prune()
 }
 
+// notePeriod takes gap (µs, 0: none) as the driver's sample period when
+// it is the smallest seen.
+func (tr *deviceTrack) notePeriod(gap uint64) {
+	if gap > 0 && (tr.period == 0 || time.Duration(gap)*time.Microsecond < tr.period) {
+		tr.period = time.Duration(gap) * time.Microsecond
+	}
+}
+
 // smSeconds is the SM time that process ps's samples of this read stand
 // for (smFromSamples says which rule applies when): perSample is the
 // time each buffered sample stands for, readBefore the newest sample
 // time of the reads before, dt the time since the last read of new
 // samples.
 func (tr *deviceTrack) smSeconds(ps *pidSum, perSample float64, readBefore uint64, dt float64) float64 {
-	mean := ps.sm / float64(ps.n)
-	switch {
-	case tr.buffered && perSample > 0:
+	if tr.buffered && perSample > 0 {
 		return ps.sm * perSample
-	case ps.sinceLastRead > 0:
-		return mean * float64(ps.sinceLastRead) / 1e6
-	case readBefore > 0 && ps.last > readBefore:
-		return mean * float64(ps.last-readBefore) / 1e6
+	}
+	return sampleSeconds(ps.sm/float64(ps.n), ps.sinceLastRead, ps.last, readBefore, dt)
+}
+
+// sampleSeconds is the SM time of a process's one sample of mean
+// utilization mean (or the mean of its samples) in a read: it stands for
+// the time since the process's sample of the previous read (since, µs;
+// 0: not sampled then), else since the newest sample of the reads before
+// (readBefore) until its own (last), else for the interval dt.
+func sampleSeconds(mean float64, since, last, readBefore uint64, dt float64) float64 {
+	switch {
+	case since > 0:
+		return mean * float64(since) / 1e6
+	case readBefore > 0 && last > readBefore:
+		return mean * float64(last-readBefore) / 1e6
 	}
 	return mean * dt
 }
@@ -151,7 +176,11 @@ type pidSums struct {
 	// next: most lookups are answered without hashing (pidindex).
 	index pidindex.Index
 	slots []pidSlot
-	// adds counts add's reads, noted noteSampleTimes'.
+	// read is, in the one-sample-each path, each sample's slot (-1: a
+	// sample integrated before) (samples_one_each.go).
+	read []int32
+	// adds counts add's and markRead's reads, noted the reads whose
+	// sample times were noted.
 	adds, noted uint64
 }
 
@@ -184,12 +213,7 @@ func (sums *pidSums) add(samples []snapshot.ProcessSample, after uint64) {
 		if smp.TimeMicros <= after {
 			continue
 		}
-		slot, known := sums.index.Get(i, smp.PID)
-		if !known {
-			slot = int32(len(sums.slots))
-			sums.slots = append(sums.slots, pidSlot{})
-			sums.index.Set(i, smp.PID, slot)
-		}
+		slot := sums.slotOf(i, smp.PID)
 		sl := &sums.slots[slot]
 		if sl.inList != sums.adds {
 			sl.inList, sl.listAt = sums.adds, int32(len(sums.list))
@@ -210,13 +234,35 @@ func (sums *pidSums) add(samples []snapshot.ProcessSample, after uint64) {
 	}
 }
 
+// slotOf is the slot of process pid, the sample at position pos of the
+// read; a new one for a process not seen before.
+func (sums *pidSums) slotOf(pos int, pid uint32) int32 {
+	slot, known := sums.index.Get(pos, pid)
+	if !known {
+		slot = int32(len(sums.slots))
+		sums.slots = append(sums.slots, pidSlot{})
+		sums.index.Set(pos, pid, slot)
+	}
+	return slot
+}
+
 // prune forgets the processes not sampled at this read once they are
 // most of the slots: what a slot keeps is needed only from one read to
 // the next (the newest sample time) or until the next list (the owner),
 // which a process sampled again finds anew. So the slots stay bounded by
 // the processes of a read or two, as the maps they replace were.
 func (sums *pidSums) prune() {
-	if len(sums.slots) <= 2*len(sums.list)+64 {
+	sums.pruneKeeping(len(sums.list), func(moved func(pid uint32, slot *int32)) {
+		for i := range sums.list {
+			moved(sums.list[i].pid, &sums.list[i].slot)
+		}
+	})
+}
+
+// pruneKeeping is prune for a read of n processes, which each calls
+// moved for, with its PID and its slot (renumbered).
+func (sums *pidSums) pruneKeeping(n int, each func(moved func(pid uint32, slot *int32))) {
+	if len(sums.slots) <= 2*n+64 {
 		return
 	}
 	remap := make([]int32, len(sums.slots)) // old slot → new, -1: pruned
@@ -231,11 +277,10 @@ func (sums *pidSums) prune() {
 	sums.slots = kept
 	sums.index.DeleteFunc(func(_ uint32, slot int32) bool { return remap[slot] < 0 })
 	// The survivors' slots moved: index them again.
-	for i := range sums.list {
-		ps := &sums.list[i]
-		ps.slot = remap[ps.slot]
-		sums.index.Set(-1, ps.pid, ps.slot)
-	}
+	each(func(pid uint32, slot *int32) {
+		*slot = remap[*slot]
+		sums.index.Set(-1, pid, *slot)
+	})
 }
 
 // bufferScale is how many times the interval is longer than what the
