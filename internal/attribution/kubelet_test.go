@@ -657,16 +657,23 @@ func BenchmarkKubeletListCached(b *testing.B) {
 	})
 }
 
-// An Attributor's WithAllocationMaxAge view takes the kubelet's cached
-// answer past its 5 s freshness, up to the view's age; Enrich itself calls
-// the kubelet once the answer is 5 s old. Both share the one cache.
-func TestAllocationMaxAgeViewKeepsTheKubeletsAnswer(t *testing.T) {
+// agedViewRig is a fake kubelet (5 s cache, on a fake clock) as an
+// Attributor's allocation source, and the Attributor's view that takes
+// its answer up to 30 s old (the accounting's ticks').
+func agedViewRig(t *testing.T) (*fakeKubelet, *fakeClock, *Attributor, *AgedAttributor) {
 	fk, socket, _ := newFakeKubelet(t, loadListFixture(t))
 	k := newKubelet(t, socket, time.Second, 5*time.Second)
 	clock := newFakeClock()
 	k.now = clock.Now
 	a := newFixtureAttributor(t, Options{AllocationSources: []AllocationSource{k}})
-	ticks := a.WithAllocationMaxAge(30 * time.Second)
+	return fk, clock, a, a.WithAllocationMaxAge(30 * time.Second)
+}
+
+// An Attributor's WithAllocationMaxAge view takes the kubelet's cached
+// answer past its 5 s freshness, up to the view's age; Enrich itself calls
+// the kubelet once the answer is 5 s old. Both share the one cache.
+func TestAllocationMaxAgeViewKeepsTheKubeletsAnswer(t *testing.T) {
+	fk, clock, a, ticks := agedViewRig(t)
 	devices := []snapshot.Device{{Index: 0, UUID: uuidTrainerA}, {Index: 1, UUID: uuidTrainerB}, {Index: 2, UUID: uuidShared}}
 	enrich := func(e interface {
 		Enrich(context.Context, *snapshot.Snapshot)
@@ -727,12 +734,7 @@ func TestKubeletListCachedWithin(t *testing.T) {
 // else of Enrich; once a source has no cached answer, or a GPU is listed,
 // the whole Enrich runs.
 func TestAllocationMaxAgeViewBetweenListsTakesTheCachedAllocationsAlone(t *testing.T) {
-	fk, socket, _ := newFakeKubelet(t, loadListFixture(t))
-	k := newKubelet(t, socket, time.Second, 5*time.Second)
-	clock := newFakeClock()
-	k.now = clock.Now
-	a := newFixtureAttributor(t, Options{AllocationSources: []AllocationSource{k}})
-	ticks := a.WithAllocationMaxAge(30 * time.Second)
+	fk, clock, a, ticks := agedViewRig(t)
 	devices := func(listed bool) []snapshot.Device {
 		ds := []snapshot.Device{{Index: 0, UUID: uuidTrainerA}, {Index: 1, UUID: uuidTrainerB}, {Index: 2, UUID: uuidShared}}
 		for i := range ds {
