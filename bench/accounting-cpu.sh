@@ -17,6 +17,9 @@
 # (a before/after under the same load), their names prefixed "base-".
 # EXTRA_ARGS (split on spaces) are added to every process's flags, e.g.
 # EXTRA_ARGS=--attribution.revalidate-interval=1h.
+# RECORDS=1 keeps job records in the processes with accounting (a
+# directory each), as `serve` does by default on a real driver: the
+# records' work runs in the ticks and counts in their CPU.
 # WARMUP (default 90) is the seconds before the first window.
 # REPLICAS (default 1) runs that many of each process, and takes each
 # window's mean over them: two processes of the same flags differ by up
@@ -70,6 +73,11 @@ for n in "${names[@]}"; do
 	args=(--backend=sim)
 	case $v in *fleet-*) args+=(--sim.config="$tmp/fleet.yaml") ;; *) args+=(--sim.profile=dgx-h100) ;; esac
 	case $v in *-off) args+=(--no-accounting) ;; esac
+	# Job records: on by default only with a real driver (--backend=nvml).
+	case $v in *-on) if [ -n "${RECORDS:-}" ]; then
+		mkdir -p "$tmp/records-$n"
+		args+=(--accounting.dir="$tmp/records-$n")
+	fi ;; esac
 	read -r -a extra <<<"${EXTRA_ARGS:-}"
 	args+=("${extra[@]}")
 	port[$n]=$(free_port)
