@@ -146,33 +146,7 @@ func (t *Tracker) Observe(s *snapshot.Snapshot, acc *snapshot.Accounting) []Reco
 	if !t.prevTime.IsZero() && now.After(t.prevTime) {
 		dt = now.Sub(t.prevTime).Seconds()
 	}
-	// held is, per job present now, the GPUs it holds or runs on.
-	held := map[string]map[gpuID]int{}
-	hold := func(key string, idx int, id gpuID) {
-		if held[key] == nil {
-			held[key] = map[gpuID]int{}
-		}
-		held[key][id] = idx
-	}
-	for _, holders := range t.runningHolders(s) {
-		for i := range holders {
-			h := &holders[i]
-			if j := t.present(h.key, h.slurm, h.pod, h.user, now); j != nil {
-				hold(j.Key, h.gpu, gpuID{h.uuid, h.migUUID})
-			}
-		}
-	}
-	stillListed := map[string]bool{}
-	for i := range s.Allocations {
-		a := &s.Allocations[i]
-		if key := jobKey(a.Slurm.JobID, a.Pod.Namespace, a.Pod.Name); t.ended[key] || t.done[key] {
-			stillListed[key] = true
-			continue // its epilog ran: Slurm lists it until the epilog is done
-		}
-		if j := t.present(jobKey(a.Slurm.JobID, a.Pod.Namespace, a.Pod.Name), a.Slurm, a.Pod, a.Slurm.User, now); j != nil {
-			hold(j.Key, a.GPU, gpuID{uuidOf(s, a.GPUUUID, a.GPU), a.MIGUUID})
-		}
-	}
+	held, stillListed := t.presentJobs(s, now)
 	smDelta := t.addTotals(acc, held)
 	if dt > 0 {
 		t.addDeviceFigures(s, held, smDelta, dt)
@@ -201,6 +175,40 @@ func (t *Tracker) Observe(s *snapshot.Snapshot, acc *snapshot.Accounting) []Reco
 	}
 	slices.SortFunc(ended, func(a, b Record) int { return cmp.Compare(a.ID, b.ID) })
 	return ended
+}
+
+// presentJobs finds or starts the jobs present at this tick, by their
+// running processes and their allocations: held is, per job, the GPUs it
+// holds or runs on; stillListed the jobs whose epilog ran that Slurm
+// still lists.
+func (t *Tracker) presentJobs(s *snapshot.Snapshot, now time.Time) (held map[string]map[gpuID]int, stillListed map[string]bool) {
+	held, stillListed = map[string]map[gpuID]int{}, map[string]bool{}
+	hold := func(key string, idx int, id gpuID) {
+		if held[key] == nil {
+			held[key] = map[gpuID]int{}
+		}
+		held[key][id] = idx
+	}
+	for _, holders := range t.runningHolders(s) {
+		for i := range holders {
+			h := &holders[i]
+			if j := t.present(h.key, h.slurm, h.pod, h.user, now); j != nil {
+				hold(j.Key, h.gpu, gpuID{h.uuid, h.migUUID})
+			}
+		}
+	}
+	for i := range s.Allocations {
+		a := &s.Allocations[i]
+		key := jobKey(a.Slurm.JobID, a.Pod.Namespace, a.Pod.Name)
+		if t.ended[key] || t.done[key] {
+			stillListed[key] = true
+			continue // its epilog ran: Slurm lists it until the epilog is done
+		}
+		if j := t.present(key, a.Slurm, a.Pod, a.Slurm.User, now); j != nil {
+			hold(j.Key, a.GPU, gpuID{uuidOf(s, a.GPUUUID, a.GPU), a.MIGUUID})
+		}
+	}
+	return held, stillListed
 }
 
 // runningHolders are the holders of the processes running at this tick:
