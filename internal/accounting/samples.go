@@ -75,8 +75,8 @@ const (
 	ownerNotInList = -2 // not in the last list (ended since the list before, or never listed)
 )
 
-// listedOwnerOf is process pid's (in slot slot) owner's index in the last list's owners, or
-// ownerDaemon or ownerNotInList. It is kept in the process's slot until
+// listedOwnerOf is process pid's (in slot slot) owner's index in the
+// last list's owners, or ownerDaemon or ownerNotInList. It is kept in the process's slot until
 // the next list: one map lookup per process per list, not per tick.
 func (tr *deviceTrack) listedOwnerOf(pid uint32, slot int32) int32 {
 	sl := &tr.sums.slots[slot]
@@ -186,8 +186,8 @@ type pidSums struct {
 
 // pidSlot is what is kept of one process between reads.
 type pidSlot struct {
-	// inList is the read (pidSums.adds) whose list holds the process
-	// at listAt.
+	// inList is the last read (pidSums.adds) that sampled the process:
+	// add's list holds it at listAt (markRead sets inList alone).
 	inList uint64
 	listAt int32
 	// owner is its owner's index in the device's list (or ownerDaemon,
