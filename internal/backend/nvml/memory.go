@@ -9,7 +9,9 @@ import (
 // readMemory reads framebuffer and BAR1 memory.
 func (d *deviceReader) readMemory(m *snapshot.Memory) {
 	m.Total, m.Used, m.Free, m.Reserved = d.readFramebuffer(gMemory, d.dev)
-	if d.can(callGetBAR1MemoryInfo) {
+	// The accounting's reader (CountersOnly) reads the memory for the job
+	// records, which use the framebuffer's size alone.
+	if !d.r.countersOnly && d.can(callGetBAR1MemoryInfo) {
 		if bar1, ret := d.dev.GetBAR1MemoryInfo(); d.ok(gMemory, "GetBAR1MemoryInfo", ret) {
 			m.BAR1Total = snapshot.Some(bar1.Bar1Total)
 			m.BAR1Used = snapshot.Some(bar1.Bar1Used)

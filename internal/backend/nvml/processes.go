@@ -52,7 +52,8 @@ func (d *deviceReader) readProcesses() []snapshot.Process {
 
 // usedMemory is the GPU's used memory as processListing compares it from
 // one list to the next: the MIG instances' summed on a MIG GPU (they are
-// read at every read anyway), else the GPU's. A failed read is no error
+// read at every read anyway), else the GPU's (the memory group's reading
+// when this read has one: the job records read it). A failed read is no error
 // of the processes (the scrapes report the memory): the GPU is then
 // listed as often as without the comparison.
 func (d *deviceReader) usedMemory() usedMemory {
@@ -66,6 +67,9 @@ func (d *deviceReader) usedMemory() usedMemory {
 			sum += v
 		}
 		return usedMemory{bytes: sum, known: true}
+	}
+	if used, ok := d.out.device.Memory.Used.Get(); ok {
+		return usedMemory{bytes: used, known: true} // the memory group's reading of this read
 	}
 	if fb, ret := d.framebuffer(d.dev); ret == nvml.SUCCESS {
 		return usedMemory{bytes: fb.Used, known: true}

@@ -68,11 +68,12 @@ type Options struct {
 	// every GPU at every tick costs, as does each metric the driver
 	// computes from two samples.
 	GPMOnlyMIG bool
-	// CountersOnly reads, of the info and power groups, what the
+	// CountersOnly reads, of the info, power and memory groups, what the
 	// accounting's counters and job records use: the identity and the
 	// MIG mode, not the persistence, compute and ECC modes; the energy
-	// counter, not the power draw and limits. Seven calls fewer per GPU
-	// at every tick, each a round trip into the driver on a real GPU.
+	// counter, not the power draw and limits; the framebuffer, not BAR1.
+	// Eight calls fewer per GPU at every tick, each a round trip into the
+	// driver on a real GPU.
 	CountersOnly bool
 	// ListProcessesEvery, with ProcessSamples, lists every GPU's
 	// processes only at every this many reads (the first, and then all
