@@ -288,12 +288,18 @@ func (a *Attributor) enrichAllocationsOnly(s *snapshot.Snapshot, maxAge time.Dur
 	if cached != nil {
 		s.Allocations = a.joined.of(cached)
 	}
+	a.setErrorCounts(s)
+	return true
+}
+
+// setErrorCounts hands the cumulative error counts to s: a shared,
+// read-only map (as the snapshot once enriched), or into the map s has.
+func (a *Attributor) setErrorCounts(s *snapshot.Snapshot) {
 	if s.AttributionErrors == nil {
 		s.AttributionErrors = a.errs.shared()
 	} else {
 		a.errs.copyInto(s.AttributionErrors)
 	}
-	return true
 }
 
 // enrich is Enrich taking allocation sources' cached answers up to
@@ -318,11 +324,7 @@ func (a *Attributor) enrich(ctx context.Context, s *snapshot.Snapshot, allocatio
 	}
 	a.resolve(ctx, s, allocationMaxAge)
 
-	if s.AttributionErrors == nil {
-		s.AttributionErrors = a.errs.shared() // read-only, as the snapshot once enriched
-	} else {
-		a.errs.copyInto(s.AttributionErrors)
-	}
+	a.setErrorCounts(s)
 
 	// Started last, so that its reads do not compete with this call.
 	if len(due) > 0 {
