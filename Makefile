@@ -10,7 +10,7 @@ LDFLAGS := -extldflags=-Wl,-z,lazy \
 	-X $(VERSION_PKG).Branch=$(shell git rev-parse --abbrev-ref HEAD 2>/dev/null || echo unknown) \
 	-X $(VERSION_PKG).BuildDate=$(shell git log -1 --format=%cd --date=format:%Y%m%d-%H:%M:%S 2>/dev/null || echo unknown)
 
-.PHONY: build test test-short bench bench-report run golden chart-files manifests fakenvml release image
+.PHONY: build test test-short bench bench-report run golden chart-files manifests fakenvml release image device-tools
 
 # -trimpath, as make release builds: no build paths in the binary, and the
 # release's chroot build reuses the pure-Go packages compiled here.
@@ -49,6 +49,13 @@ fakenvml:
 # then the soak (100 000 scrapes of dgx-h100, 4 scrapers).
 PEER_GIT ?= https://github.com/utkuozdemir/nvidia_gpu_exporter.git
 PEER_REF ?= e656cd8
+# What the device checks carry to a lent GPU machine, which has no Go
+# toolchain (bench/device/*.sh say which each one needs).
+device-tools: build
+	mkdir -p build/device
+	gcc -O2 -o build/device/cudaload bench/device/cudaload.c -ldl
+	CGO_ENABLED=1 go build -ldflags '-extldflags=-Wl,-z,lazy' -o build/device/samplesprobe ./bench/device/samplesprobe
+
 bench: build
 	go run ./bench -bin bin/gpuwatch
 	go run ./bench -bin bin/gpuwatch -scrapes 300 -peer '$(PEER_GIT)' -peer-ref '$(PEER_REF)'

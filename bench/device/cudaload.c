@@ -5,14 +5,21 @@
 // kernel, so it builds with plain gcc on the development machine.
 //
 //   gcc -O2 -o cudaload bench/device/cudaload.c -ldl
-//   ./cudaload SECONDS MEMORY_MIB [DEVICE]
+//   ./cudaload SECONDS MEMORY_MIB [DEVICE [DUTY PERIOD_S]]
 //
 // The kernel spins on fused multiply-adds in every thread of enough
 // blocks to fill every SM; launches are repeated until SECONDS have passed.
+// With DUTY (0-1) and PERIOD_S, the load is busy for the first DUTY of
+// every PERIOD_S seconds and idle for the rest: a square wave, so that a
+// process's utilization changes over time in a known way (the accounting's
+// device check, bench/device/accounting.sh). It prints its PID, and at the
+// end the seconds its launches took (launch to synchronize, which under
+// time-slicing includes waiting for another process's kernels).
 #include <dlfcn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
+#include <unistd.h>
 
 typedef int CUresult;
 typedef int CUdevice;
@@ -81,12 +88,17 @@ static double now(void) {
 
 int main(int argc, char **argv) {
   if (argc < 3) {
-    fprintf(stderr, "usage: cudaload SECONDS MEMORY_MIB [DEVICE]\n");
+    fprintf(stderr, "usage: cudaload SECONDS MEMORY_MIB [DEVICE [DUTY PERIOD_S]]\n");
     return 2;
   }
   double seconds = atof(argv[1]);
   size_t mib = strtoull(argv[2], NULL, 10);
   int ordinal = argc > 3 ? atoi(argv[3]) : 0;
+  double duty = argc > 5 ? atof(argv[4]) : 1, period = argc > 5 ? atof(argv[5]) : 1;
+  if (duty <= 0 || duty > 1 || period <= 0) {
+    fprintf(stderr, "cudaload: DUTY must be in (0, 1] and PERIOD_S positive\n");
+    return 2;
+  }
 
   void *lib = dlopen("libcuda.so.1", RTLD_NOW);
   if (!lib) {
@@ -120,17 +132,24 @@ int main(int argc, char **argv) {
   CHECK(cuMemAlloc_v2(&out, (size_t)threads * blocks * sizeof(float)));
 
   unsigned iters = 1u << 20;
+  if (duty < 1) iters = 1u << 16; /* short launches, so that a busy phase ends on time */
   void *args[] = {&out, &iters};
-  double start = now();
+  double start = now(), busy = 0;
   long launches = 0;
-  printf("cudaload: device %d, %d SMs, %zu MiB held, %u blocks of %u threads, %.0f s\n", ordinal, sms, mib,
-         blocks, threads, seconds);
+  printf("cudaload: pid %d, device %d, %d SMs, %zu MiB held, %u blocks of %u threads, %.0f s, busy %.2f of every %.1f s\n",
+         (int)getpid(), ordinal, sms, mib, blocks, threads, seconds, duty, period);
   fflush(stdout);
-  while (now() - start < seconds) {
+  for (double t = now(); t - start < seconds; t = now()) {
+    double phase = (t - start) - period * (long)((t - start) / period);
+    if (phase >= duty * period) {
+      usleep((useconds_t)((period - phase) * 1e6)); /* idle until the next period */
+      continue;
+    }
     CHECK(cuLaunchKernel(fn, blocks, 1, 1, threads, 1, 1, 0, NULL, args, NULL));
     CHECK(cuCtxSynchronize());
+    busy += now() - t;
     launches++;
   }
-  printf("cudaload: %ld launches in %.1f s\n", launches, now() - start);
+  printf("cudaload: %ld launches in %.1f s, %.1f s of them launching\n", launches, now() - start, busy);
   return 0;
 }

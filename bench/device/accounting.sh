@@ -1,0 +1,118 @@
+#!/usr/bin/env bash
+# Runs on the lent GPU machine (the device tool): the accounting on a real
+# driver, for bench/RESULTS.md. Two loads share GPU 0 by time-slicing, as
+# two users, each a square wave (A busy 3 s of every 10, B busy 3 s of
+# every 6), while
+#   - gpuwatch serves once per accounting interval of INTERVALS (default
+#     2s 8s 30s), each integrating the same processes: their
+#     gpu_process_sm_seconds_total per user over the same WINDOW seconds
+#     say whether a longer --accounting.interval counts the same (the
+#     interval's default rests on what the driver keeps: docs/accounting.md);
+#   - bench/device/samplesprobe records the driver's own answers to
+#     nvmlDeviceGetProcessUtilization (its sample period per process, one
+#     sample per process or every sample, the newest or the mean since
+#     lastSeenTimeStamp, how far back its buffer reaches);
+#   - nvidia-smi pmon samples each process's SM % every second.
+# It prints, per interval and user, the SM-seconds over the window beside
+# pmon's, and each gpuwatch's CPU per accounting tick on the real driver.
+# Needs, built on the development machine (make device-tools):
+#   bin/gpuwatch, build/device/cudaload, build/device/samplesprobe
+# Writes everything under $OUT.
+#   run: bash bench/device/accounting.sh
+#   carry: bin/gpuwatch build/device/cudaload build/device/samplesprobe
+# About 3 minutes at the defaults (LOAD_SECONDS=170, WINDOW=120).
+set -u
+OUT=${OUT:-/tmp/accounting-out}
+mkdir -p "$OUT"
+BIN=${BIN:-bin/gpuwatch}
+LOAD=${LOAD:-build/device/cudaload}
+PROBE=${PROBE:-build/device/samplesprobe}
+INTERVALS=${INTERVALS:-2s 8s 30s}
+WINDOW=${WINDOW:-120}
+LOAD_SECONDS=${LOAD_SECONDS:-170}
+exec > >(tee "$OUT/accounting.log") 2>&1
+
+get() { # port path -> stdout, with curl or bash's /dev/tcp
+  if command -v curl >/dev/null; then curl -s "http://127.0.0.1:$1$2"; return; fi
+  exec 3<>"/dev/tcp/127.0.0.1/$1"; printf 'GET %s HTTP/1.0\r\nHost: x\r\n\r\n' "$2" >&3; sed '1,/^\r$/d' <&3; exec 3>&-
+}
+# as_uid UID CMD...: CMD as that user when the machine can switch to one,
+# so that the two loads are two owners (the counters are per user here).
+as_uid() {
+  local uid=$1; shift
+  if command -v setpriv >/dev/null && [ "$(id -u)" = 0 ]; then
+    setpriv --reuid="$uid" --regid="$uid" --clear-groups "$@"
+  else
+    "$@"
+  fi
+}
+
+echo "== device"; nvidia-smi --query-gpu=index,name,driver_version,compute_mode,mig.mode.current --format=csv
+"$BIN" --version 2>&1 | head -1
+
+pids=(); ports=()
+port=9410
+for iv in $INTERVALS; do
+  # No new-owner hold: the window's counters start counting at once.
+  "$BIN" --backend=nvml --accounting.interval="$iv" --accounting.new-owner-hold=1s --no-accounting.records \
+    --web.listen-address=127.0.0.1:$port --log.level=info > "$OUT/serve-$iv.log" 2>&1 &
+  pids+=("$!"); ports+=("$port"); port=$((port + 1))
+done
+for p in "${ports[@]}"; do
+  for _ in $(seq 1 100); do get "$p" /readyz >/dev/null 2>&1 && break; sleep 0.2; done
+done
+
+as_uid 65534 "$LOAD" "$LOAD_SECONDS" 2048 0 0.3 10 > "$OUT/load-a.log" 2>&1 &
+load_a=$!
+as_uid 65533 "$LOAD" "$LOAD_SECONDS" 2048 0 0.5 6 > "$OUT/load-b.log" 2>&1 &
+load_b=$!
+sleep 15 # both loads running, their contexts listed, a first list in every gpuwatch
+cat "$OUT/load-a.log" "$OUT/load-b.log"
+
+"$PROBE" -out "$OUT/probe" -duration "${WINDOW}s" -poll 100ms -depths 1s,2s,4s,8s,16s,30s,60s -depth-every 10s \
+  > "$OUT/probe.log" 2>&1 &
+probe=$!
+nvidia-smi pmon -s u -d 1 -c "$WINDOW" > "$OUT/pmon.txt" 2>&1 &
+pmon=$!
+i=0
+for iv in $INTERVALS; do get "${ports[$i]}" /metrics > "$OUT/metrics-$iv-0.txt"; i=$((i + 1)); done
+t0=$(date +%s.%N)
+sleep "$WINDOW"
+i=0
+for iv in $INTERVALS; do get "${ports[$i]}" /metrics > "$OUT/metrics-$iv-1.txt"; i=$((i + 1)); done
+t1=$(date +%s.%N)
+wait $probe; echo "samplesprobe exit: $?"
+wait $pmon
+wait $load_a $load_b
+cat "$OUT/load-a.log" "$OUT/load-b.log"
+for p in "${pids[@]}"; do kill -TERM "$p"; wait "$p"; done
+
+echo "== samplesprobe"; cat "$OUT/probe/summary.txt" 2>/dev/null || cat "$OUT/probe.log"
+
+# A series' value in a page: the sum over the lines of NAME whose labels
+# contain MATCH.
+sum_of() { awk -v name="$1" -v match_="$2" 'index($0, name "{") == 1 && index($0, match_) {s += $NF} END {printf "%.3f", s}' "$3"; }
+window=$(awk -v a="$t0" -v b="$t1" 'BEGIN {printf "%.1f", b - a}')
+echo "== per user over ${window} s: SM-seconds / seconds held = mean SM (increases of gpu_process_sm_seconds_total and gpu_process_seconds_total; each interval's counters move a tick at a time, so set the ratios side by side, not the raw figures)"
+mapfile -t users < <(grep -ho '^gpu_process_sm_seconds_total{[^}]*' "$OUT"/metrics-*-1.txt | grep -o 'user="[^"]*"' | sort -u | sed 's/^user="//; s/"$//')
+for user in "${users[@]}"; do
+  line="user \"$user\":"
+  for iv in $INTERVALS; do
+    sm=$(awk -v a="$(sum_of gpu_process_sm_seconds_total "user=\"$user\"" "$OUT/metrics-$iv-0.txt")" \
+      -v b="$(sum_of gpu_process_sm_seconds_total "user=\"$user\"" "$OUT/metrics-$iv-1.txt")" 'BEGIN {print b - a}')
+    held=$(awk -v a="$(sum_of gpu_process_seconds_total "user=\"$user\"" "$OUT/metrics-$iv-0.txt")" \
+      -v b="$(sum_of gpu_process_seconds_total "user=\"$user\"" "$OUT/metrics-$iv-1.txt")" 'BEGIN {print b - a}')
+    line="$line  $iv: $(awk -v sm="$sm" -v h="$held" 'BEGIN {printf "%.2f / %.1f = %s", sm, h, (h > 0 ? sprintf("%.3f", sm / h) : "-")}')"
+  done
+  echo "$line"
+done
+echo "== pmon: SM-seconds per PID (mean sm % x rows, one row a second; '-' rows count as 0)"
+awk '$1 ~ /^[0-9]+$/ && $2 ~ /^[0-9]+$/ {n[$2]++; if ($4 ~ /^[0-9]+$/) s[$2] += $4}
+     END {for (p in n) printf "pid %s: %.2f SM-seconds over %d rows\n", p, s[p] / 100, n[p]}' "$OUT/pmon.txt"
+echo "== gpuwatch's CPU per accounting tick on this driver"
+for iv in $INTERVALS; do
+  c=$(awk '$1 == "gpuwatch_accounting_cpu_seconds_total" {print $2}' "$OUT/metrics-$iv-1.txt")
+  n=$(awk '$1 == "gpuwatch_accounting_ticks_total" {print $2}' "$OUT/metrics-$iv-1.txt")
+  awk -v iv="$iv" -v c="$c" -v n="$n" 'BEGIN {if (n > 0) printf "interval %s: %d ticks, %.0f us a tick\n", iv, n, c * 1e6 / n}'
+done
+ls -la "$OUT"
