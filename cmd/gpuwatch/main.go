@@ -28,6 +28,7 @@ func main() {
 	// an exporter nobody profiles would pay for in RSS.
 	runtime.MemProfileRate = 0
 	tuneGC()
+	capMaxProcs()
 	os.Exit(run(os.Args[1:]))
 }
 
