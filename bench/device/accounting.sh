@@ -14,7 +14,8 @@
 #     lastSeenTimeStamp, how far back its buffer reaches);
 #   - nvidia-smi pmon samples each process's SM % every second.
 # It prints, per interval and user, the SM-seconds over the window beside
-# pmon's, and each gpuwatch's CPU per accounting tick on the real driver.
+# pmon's, each gpuwatch's CPU per accounting tick on the real driver, and
+# the CPU of a scrape per GPU.
 # Needs, built on the development machine (make device-tools):
 #   bin/gpuwatch, build/device/cudaload, build/device/samplesprobe
 # Writes everything under $OUT.
@@ -83,6 +84,14 @@ for iv in $INTERVALS; do get "${ports[$i]}" /metrics > "$OUT/metrics-$iv-1.txt";
 t1=$(date +%s.%N)
 wait $probe; echo "samplesprobe exit: $?"
 wait $pmon
+# What a scrape costs on the real driver, per GPU: 100 scrapes back to
+# back of the first serve, its process_cpu_seconds_total (10 ms steps)
+# before and after, while the loads still run.
+cpu_of() { get "$1" /metrics | awk '$1 == "process_cpu_seconds_total" {print $2}'; }
+gpus=$(nvidia-smi --query-gpu=index --format=csv,noheader | wc -l)
+c0=$(cpu_of "${ports[0]}"); s0=$(date +%s.%N)
+for _ in $(seq 1 100); do get "${ports[0]}" /metrics > /dev/null; done
+c1=$(cpu_of "${ports[0]}"); s1=$(date +%s.%N)
 wait $load_a $load_b
 cat "$OUT/load-a.log" "$OUT/load-b.log"
 for p in "${pids[@]}"; do kill -TERM "$p"; wait "$p"; done
@@ -109,6 +118,9 @@ done
 echo "== pmon: SM-seconds per PID (mean sm % x rows, one row a second; '-' rows count as 0)"
 awk '$1 ~ /^[0-9]+$/ && $2 ~ /^[0-9]+$/ {n[$2]++; if ($4 ~ /^[0-9]+$/) s[$2] += $4}
      END {for (p in n) printf "pid %s: %.2f SM-seconds over %d rows\n", p, s[p] / 100, n[p]}' "$OUT/pmon.txt"
+awk -v c0="$c0" -v c1="$c1" -v s0="$s0" -v s1="$s1" -v g="$gpus" 'BEGIN {
+  printf "== scrapes on this driver: 101 in %.2f s, %.2f ms of CPU a scrape (the 101st reads the counter), %.2f ms per GPU of %d\n",
+    s1 - s0, (c1 - c0) * 1e3 / 101, (c1 - c0) * 1e3 / 101 / g, g }'
 echo "== gpuwatch's CPU per accounting tick on this driver"
 for iv in $INTERVALS; do
   c=$(awk '$1 == "gpuwatch_accounting_cpu_seconds_total" {print $2}' "$OUT/metrics-$iv-1.txt")
