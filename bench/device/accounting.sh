@@ -12,7 +12,10 @@
 #     nvmlDeviceGetProcessUtilization (its sample period per process, one
 #     sample per process or every sample, the newest or the mean since
 #     lastSeenTimeStamp, how far back its buffer reaches);
-#   - nvidia-smi pmon samples each process's SM % every second.
+#   - nvidia-smi pmon samples each process's SM % every second;
+#   - two more serves run without accounting (one without the XID waiters
+#     too), so that each process's CPU over the window says what the
+#     accounting and the XID waiters cost the whole process.
 # It prints, per interval and user, the SM-seconds over the window beside
 # pmon's, each gpuwatch's CPU per accounting tick on the real driver, and
 # the CPU of a scrape per GPU.
@@ -51,12 +54,21 @@ as_uid() {
 echo "== device"; nvidia-smi --query-gpu=index,name,driver_version,compute_mode,mig.mode.current --format=csv
 "$BIN" --version 2>&1 | head -1
 
-pids=(); ports=()
-port=9410
+# One serve per interval, and two without accounting, one of them without
+# the XID waiters too: what the whole process pays for each, idle but for
+# the window's two scrapes.
+names=(); flagsets=()
 for iv in $INTERVALS; do
   # No new-owner hold: the window's counters start counting at once.
-  "$BIN" --backend=nvml --accounting.interval="$iv" --accounting.new-owner-hold=1s --no-accounting.records \
-    --web.listen-address=127.0.0.1:$port --log.level=info > "$OUT/serve-$iv.log" 2>&1 &
+  names+=("$iv"); flagsets+=("--accounting.interval=$iv --accounting.new-owner-hold=1s --no-accounting.records")
+done
+names+=(off off-noxid); flagsets+=("--no-accounting" "--no-accounting --no-collector.xid")
+pids=(); ports=()
+port=9410
+for i in "${!names[@]}"; do
+  # shellcheck disable=SC2086 # a flag set is words
+  "$BIN" --backend=nvml ${flagsets[$i]} --web.listen-address=127.0.0.1:$port --log.level=info \
+    > "$OUT/serve-${names[$i]}.log" 2>&1 &
   pids+=("$!"); ports+=("$port"); port=$((port + 1))
 done
 for p in "${ports[@]}"; do
@@ -75,12 +87,10 @@ cat "$OUT/load-a.log" "$OUT/load-b.log"
 probe=$!
 nvidia-smi pmon -s u -d 1 -c "$WINDOW" > "$OUT/pmon.txt" 2>&1 &
 pmon=$!
-i=0
-for iv in $INTERVALS; do get "${ports[$i]}" /metrics > "$OUT/metrics-$iv-0.txt"; i=$((i + 1)); done
+for i in "${!names[@]}"; do get "${ports[$i]}" /metrics > "$OUT/metrics-${names[$i]}-0.txt"; done
 t0=$(date +%s.%N)
 sleep "$WINDOW"
-i=0
-for iv in $INTERVALS; do get "${ports[$i]}" /metrics > "$OUT/metrics-$iv-1.txt"; i=$((i + 1)); done
+for i in "${!names[@]}"; do get "${ports[$i]}" /metrics > "$OUT/metrics-${names[$i]}-1.txt"; done
 t1=$(date +%s.%N)
 wait $probe; echo "samplesprobe exit: $?"
 wait $pmon
@@ -121,6 +131,12 @@ awk '$1 ~ /^[0-9]+$/ && $2 ~ /^[0-9]+$/ {n[$2]++; if ($4 ~ /^[0-9]+$/) s[$2] += 
 awk -v c0="$c0" -v c1="$c1" -v s0="$s0" -v s1="$s1" -v g="$gpus" 'BEGIN {
   printf "== scrapes on this driver: 101 in %.2f s, %.2f ms of CPU a scrape (the 101st reads the counter), %.2f ms per GPU of %d\n",
     s1 - s0, (c1 - c0) * 1e3 / 101, (c1 - c0) * 1e3 / 101 / g, g }'
+echo "== each serve's whole process over the window (process_cpu_seconds_total, 10 ms steps), ms of CPU a minute"
+for n in "${names[@]}"; do
+  a=$(awk '$1 == "process_cpu_seconds_total" {print $2}' "$OUT/metrics-$n-0.txt")
+  b=$(awk '$1 == "process_cpu_seconds_total" {print $2}' "$OUT/metrics-$n-1.txt")
+  awk -v n="$n" -v a="$a" -v b="$b" -v w="$window" 'BEGIN {printf "%-10s %.1f\n", n, (b - a) * 1e3 * 60 / w}'
+done
 echo "== gpuwatch's CPU per accounting tick on this driver"
 for iv in $INTERVALS; do
   c=$(awk '$1 == "gpuwatch_accounting_cpu_seconds_total" {print $2}' "$OUT/metrics-$iv-1.txt")
