@@ -142,7 +142,9 @@ int main(int argc, char **argv) {
   for (double t = now(); t - start < seconds; t = now()) {
     double phase = (t - start) - period * (long)((t - start) / period);
     if (phase >= duty * period) {
-      usleep((useconds_t)((period - phase) * 1e6)); /* idle until the next period */
+      double idle = period - phase; /* idle until the next period */
+      struct timespec ts = {(time_t)idle, (long)((idle - (time_t)idle) * 1e9)};
+      nanosleep(&ts, NULL);
       continue;
     }
     CHECK(cuLaunchKernel(fn, blocks, 1, 1, threads, 1, 1, 0, NULL, args, NULL));
