@@ -63,11 +63,16 @@ for iv in $INTERVALS; do
   names+=("$iv"); flagsets+=("--accounting.interval=$iv --accounting.new-owner-hold=1s --no-accounting.records")
 done
 names+=(off off-noxid); flagsets+=("--no-accounting" "--no-accounting --no-collector.xid")
+# And one with as many scheduler slots as the machine has CPUs, which
+# gpuwatch caps at 2 unless GOMAXPROCS is set: its scrapes beside off's.
+names+=(off-allcpus); flagsets+=("--no-accounting")
 pids=(); ports=()
 port=9410
 for i in "${!names[@]}"; do
+  procs=()
+  [ "${names[$i]}" = off-allcpus ] && procs=(env "GOMAXPROCS=$(nproc)")
   # shellcheck disable=SC2086 # a flag set is words
-  "$BIN" --backend=nvml ${flagsets[$i]} --web.listen-address=127.0.0.1:$port --log.level=info \
+  "${procs[@]}" "$BIN" --backend=nvml ${flagsets[$i]} --web.listen-address=127.0.0.1:$port --log.level=info \
     > "$OUT/serve-${names[$i]}.log" 2>&1 &
   pids+=("$!"); ports+=("$port"); port=$((port + 1))
 done
@@ -96,12 +101,22 @@ wait $probe; echo "samplesprobe exit: $?"
 wait $pmon
 # What a scrape costs on the real driver, per GPU: 100 scrapes back to
 # back of the first serve, its process_cpu_seconds_total (10 ms steps)
-# before and after, while the loads still run.
+# before and after, while the loads still run. Then the same of the
+# serves without accounting, GOMAXPROCS capped (off) and not (off-allcpus).
 cpu_of() { get "$1" /metrics | awk '$1 == "process_cpu_seconds_total" {print $2}'; }
 gpus=$(nvidia-smi --query-gpu=index --format=csv,noheader | wc -l)
-c0=$(cpu_of "${ports[0]}"); s0=$(date +%s.%N)
-for _ in $(seq 1 100); do get "${ports[0]}" /metrics > /dev/null; done
-c1=$(cpu_of "${ports[0]}"); s1=$(date +%s.%N)
+scrapes() { # port label
+  local c0 c1 s0 s1
+  c0=$(cpu_of "$1"); s0=$(date +%s.%N)
+  for _ in $(seq 1 100); do get "$1" /metrics > /dev/null; done
+  c1=$(cpu_of "$1"); s1=$(date +%s.%N)
+  awk -v l="$2" -v c0="$c0" -v c1="$c1" -v s0="$s0" -v s1="$s1" -v g="$gpus" 'BEGIN {
+    printf "%-12s 101 scrapes in %.2f s (%.1f ms each), %.2f ms of CPU a scrape (the 101st reads the counter), %.2f ms per GPU of %d\n",
+      l, s1 - s0, (s1 - s0) * 1e3 / 101, (c1 - c0) * 1e3 / 101, (c1 - c0) * 1e3 / 101 / g, g }'
+}
+scrape_report=$(for i in "${!names[@]}"; do
+  case ${names[$i]} in "${names[0]}" | off | off-allcpus) scrapes "${ports[$i]}" "${names[$i]}" ;; esac
+done)
 wait $load_a $load_b
 cat "$OUT/load-a.log" "$OUT/load-b.log"
 for p in "${pids[@]}"; do kill -TERM "$p"; wait "$p"; done
@@ -128,9 +143,8 @@ done
 echo "== pmon: SM-seconds per PID (mean sm % x rows, one row a second; '-' rows count as 0)"
 awk '$1 ~ /^[0-9]+$/ && $2 ~ /^[0-9]+$/ {n[$2]++; if ($4 ~ /^[0-9]+$/) s[$2] += $4}
      END {for (p in n) printf "pid %s: %.2f SM-seconds over %d rows\n", p, s[p] / 100, n[p]}' "$OUT/pmon.txt"
-awk -v c0="$c0" -v c1="$c1" -v s0="$s0" -v s1="$s1" -v g="$gpus" 'BEGIN {
-  printf "== scrapes on this driver: 101 in %.2f s, %.2f ms of CPU a scrape (the 101st reads the counter), %.2f ms per GPU of %d\n",
-    s1 - s0, (c1 - c0) * 1e3 / 101, (c1 - c0) * 1e3 / 101 / g, g }'
+echo "== scrapes on this driver (the loads running)"
+echo "$scrape_report"
 echo "== each serve's whole process over the window (process_cpu_seconds_total, 10 ms steps), ms of CPU a minute"
 for n in "${names[@]}"; do
   a=$(awk '$1 == "process_cpu_seconds_total" {print $2}' "$OUT/metrics-$n-0.txt")
