@@ -22,12 +22,7 @@ func TestSamplesProbeTellsHowTheDriverAnswers(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short: builds and runs the probe for 8 s")
 	}
-	probe := filepath.Join(t.TempDir(), "samplesprobe")
-	build := exec.Command("go", "build", "-ldflags=-extldflags=-Wl,-z,lazy", "-o", probe, "./bench/device/samplesprobe")
-	build.Dir = testenv.RepoRoot()
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("building the probe: %v\n%s", err, out)
-	}
+	probe := buildSamplesProbe(t)
 	var schedule strings.Builder
 	for s := 1; s <= 30; s++ {
 		schedule.WriteString("      - {at: " + strconv.Itoa(s) + "s, sm_utilization: " + map[bool]string{true: "0.8", false: "0.2"}[s%2 == 1] + "}\n")
@@ -91,6 +86,37 @@ func TestSamplesProbeTellsHowTheDriverAnswers(t *testing.T) {
 			}
 		})
 	}
+}
+
+// A driver that refuses the call (per-process utilization unsupported)
+// leaves a summary that says so, and the probe exits 0: on a lent GPU a
+// refused read must not cost the run.
+func TestSamplesProbeReportsRefusedReads(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: builds and runs the probe")
+	}
+	probe := buildSamplesProbe(t)
+	cmd := exec.Command(probe, "-out", t.TempDir(), "-duration", "1s", "-depths", "1s", "-depth-every", "500ms")
+	cmd.Env = fakeEnv(t, "R580", "profile: h100\nprocesses:\n  - {gpu: 0, pid: 4242, used_memory_bytes: 1073741824, sm_utilization: 0.3}\n"+
+		"faults:\n  - {gpu: 0, unsupported: [process_utilization]}\n")
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("samplesprobe: %v\n%s", err, out)
+	}
+	if !regexp.MustCompile(`(?m)^  \d+ × nvmlDeviceGetProcessUtilization: ERROR_NOT_SUPPORTED$`).Match(out) || !strings.Contains(string(out), "processes sampled: 0") {
+		t.Errorf("want the refused reads counted and no process sampled:\n%s", out)
+	}
+}
+
+func buildSamplesProbe(t *testing.T) string {
+	t.Helper()
+	probe := filepath.Join(t.TempDir(), "samplesprobe")
+	build := exec.Command("go", "build", "-ldflags=-extldflags=-Wl,-z,lazy", "-o", probe, "./bench/device/samplesprobe")
+	build.Dir = testenv.RepoRoot()
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("building the probe: %v\n%s", err, out)
+	}
+	return probe
 }
 
 // windowErrors reads the windows table's row for depth: the newest

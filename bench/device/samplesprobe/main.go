@@ -121,7 +121,7 @@ func run(o options, stdout io.Writer) error {
 	if probeErr != nil {
 		return probeErr
 	}
-	summary := summarize(p.incremental, p.windows, time.Duration(p.clockAhead)*time.Microsecond, o)
+	summary := summarize(p.incremental, p.windows, time.Duration(p.clockAhead)*time.Microsecond, o) + failures(p.failed)
 	if err := os.WriteFile(filepath.Join(o.out, "summary.txt"), []byte(summary), 0o644); err != nil {
 		return err
 	}
@@ -136,6 +136,9 @@ type probe struct {
 	newest      uint64 // the newest sample time seen by the incremental reads
 	incremental []sample
 	windows     []window
+	// failed counts the reads the driver refused, by its answer: a probe
+	// on a lent GPU goes on past one, and says so in its summary.
+	failed map[string]int
 	// clockAhead is how far the driver's sample times run ahead of the
 	// wall clock: the most any sample's time exceeded its read's (a real
 	// driver stamps samples with the CPU's clock, so it is a fraction of a
@@ -186,7 +189,8 @@ func (p *probe) loop(o options) error {
 func (p *probe) pollOnce() error {
 	got, readAt, err := p.read(p.newest)
 	if err != nil {
-		return err
+		p.fail(err)
+		return nil
 	}
 	for _, s := range got {
 		p.newest = max(p.newest, s.micros)
@@ -207,7 +211,8 @@ func (p *probe) depthReads(depths []time.Duration) error {
 		}
 		got, readAt, err := p.read(since)
 		if err != nil {
-			return err
+			p.fail(err)
+			continue
 		}
 		w := window{depth: d, readMicros: readAt, now: uint64(max(0, p.driverClock(int64(readAt)))), since: since, samples: got}
 		p.windows = append(p.windows, w)
@@ -216,6 +221,13 @@ func (p *probe) depthReads(depths []time.Duration) error {
 		}
 	}
 	return nil
+}
+
+func (p *probe) fail(err error) {
+	if p.failed == nil {
+		p.failed = map[string]int{}
+	}
+	p.failed[err.Error()]++
 }
 
 // driverClock is wall-clock time wallMicros on the driver's clock.
@@ -240,7 +252,7 @@ func (p *probe) read(since uint64) ([]sample, uint64, error) {
 		case ret == nvml.ERROR_INSUFFICIENT_SIZE && attempt < 3:
 			continue
 		default:
-			return nil, readAt, fmt.Errorf("nvmlDeviceGetProcessUtilization(lastSeenTimeStamp %d): %s", since, nvml.ErrorString(ret))
+			return nil, readAt, fmt.Errorf("nvmlDeviceGetProcessUtilization: %s", nvml.ErrorString(ret))
 		}
 	}
 }

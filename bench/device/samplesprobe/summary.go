@@ -3,6 +3,7 @@ package main
 import (
 	"cmp"
 	"fmt"
+	"maps"
 	"math"
 	"slices"
 	"strings"
@@ -248,6 +249,19 @@ func fitWindow(f *windowFit, w window, since uint64, byPID map[uint32][]sample, 
 			f.sameTime++
 		}
 	}
+}
+
+// failures lists the reads the driver refused, if any.
+func failures(failed map[string]int) string {
+	if len(failed) == 0 {
+		return ""
+	}
+	var b strings.Builder
+	b.WriteString("\nreads refused by the driver (left out above):\n")
+	for _, msg := range slices.Sorted(maps.Keys(failed)) {
+		fmt.Fprintf(&b, "  %d × %s\n", failed[msg], msg)
+	}
+	return b.String()
 }
 
 func sortedPIDs(byPID map[uint32][]sample) []uint32 {
