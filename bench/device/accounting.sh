@@ -13,9 +13,11 @@
 #     sample per process or every sample, the newest or the mean since
 #     lastSeenTimeStamp, how far back its buffer reaches);
 #   - nvidia-smi pmon samples each process's SM % every second;
-#   - two more serves run without accounting (one without the XID waiters
-#     too), so that each process's CPU over the window says what the
-#     accounting and the XID waiters cost the whole process.
+#   - more serves run beside them: one with job records (their own
+#     directory), two without accounting (one without the XID waiters
+#     too), one with GOMAXPROCS at the machine's CPU count; each process's
+#     CPU over the window says what the accounting, the records and the
+#     XID waiters cost the whole process.
 # It prints, per interval and user, the SM-seconds over the window beside
 # pmon's, each gpuwatch's CPU per accounting tick on the real driver, and
 # the CPU of a scrape per GPU.
@@ -62,6 +64,11 @@ for iv in $INTERVALS; do
   # No new-owner hold: the window's counters start counting at once.
   names+=("$iv"); flagsets+=("--accounting.interval=$iv --accounting.new-owner-hold=1s --no-accounting.records")
 done
+# Job records (serve's default on a real driver) read GPM, clock events
+# and XIDs of every GPU at every tick: one serve keeps them, in a
+# directory of its own (the default one is locked by the first gpuwatch).
+mkdir -p "$OUT/records"
+names+=(records); flagsets+=("--accounting.new-owner-hold=1s --accounting.dir=$OUT/records")
 names+=(off off-noxid); flagsets+=("--no-accounting" "--no-accounting --no-collector.xid")
 # And one with as many scheduler slots as the machine has CPUs, which
 # gpuwatch caps at 2 unless GOMAXPROCS is set: its scrapes beside off's.
@@ -151,10 +158,10 @@ for n in "${names[@]}"; do
   b=$(awk '$1 == "process_cpu_seconds_total" {print $2}' "$OUT/metrics-$n-1.txt")
   awk -v n="$n" -v a="$a" -v b="$b" -v w="$window" 'BEGIN {printf "%-10s %.1f\n", n, (b - a) * 1e3 * 60 / w}'
 done
-echo "== gpuwatch's CPU per accounting tick on this driver"
-for iv in $INTERVALS; do
-  c=$(awk '$1 == "gpuwatch_accounting_cpu_seconds_total" {print $2}' "$OUT/metrics-$iv-1.txt")
-  n=$(awk '$1 == "gpuwatch_accounting_ticks_total" {print $2}' "$OUT/metrics-$iv-1.txt")
-  awk -v iv="$iv" -v c="$c" -v n="$n" 'BEGIN {if (n > 0) printf "interval %s: %d ticks, %.0f us a tick\n", iv, n, c * 1e6 / n}'
+echo "== gpuwatch's CPU per accounting tick on this driver (records: 2 s with job records)"
+for n in $INTERVALS records; do
+  c=$(awk '$1 == "gpuwatch_accounting_cpu_seconds_total" {print $2}' "$OUT/metrics-$n-1.txt")
+  k=$(awk '$1 == "gpuwatch_accounting_ticks_total" {print $2}' "$OUT/metrics-$n-1.txt")
+  awk -v n="$n" -v c="$c" -v k="$k" 'BEGIN {if (k > 0) printf "%-8s %d ticks, %.0f us a tick\n", n, k, c * 1e6 / k}'
 done
 ls -la "$OUT"
