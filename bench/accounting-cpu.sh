@@ -30,30 +30,12 @@ set -euo pipefail
 windows=${1:-5}
 window=${2:-60}
 scrape=${3:-15}
-bin=${GPUWATCH_BIN:-$PWD/bin/gpuwatch}
-tmp=$(mktemp -d)
-pids=()
-cleanup() {
-	for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
-	wait 2>/dev/null || true
-	rm -rf "$tmp"
-}
-trap cleanup EXIT
+# shellcheck source=bench/lib.sh
+. "$(dirname "$0")/lib.sh"
 
-# The fleet: a DGX H100 (GPU 7 in MIG mode) with 256 busy processes per GPU
-# (as benchConfig in internal/accounting/bench_test.go).
-{
-	echo "profile: dgx-h100"
-	echo "processes:"
-	for gpu in 0 1 2 3 4 5 6 7; do
-		for i in $(seq 0 255); do
-			echo "  - {gpu: $gpu, pid: $((200000 + gpu * 256 + i)), used_memory_bytes: 268435456, sm_utilization: 0.003$(
-				[ "$gpu" = 7 ] && echo ", gpu_instance: $(echo 1 1 1 1 5 5 13 14 | cut -d' ' -f$((i % 8 + 1))), compute_instance: 0")}"
-		done
-	done
-} >"$tmp/fleet.yaml"
+# The fleet: 256 busy processes on each GPU.
+accounting_fleet 256 >"$tmp/fleet.yaml"
 
-free_port() { python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
 variants=(fleet-off fleet-on dgx-off dgx-on)
 fleets=(fleet dgx)
 if [ -n "${BASE_BIN:-}" ]; then

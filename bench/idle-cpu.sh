@@ -15,16 +15,10 @@
 set -euo pipefail
 secs=${1:?usage: bench/idle-cpu.sh SECS NAME:ENV:FLAGS ...}
 shift
-bin=${GPUWATCH_BIN:-$PWD/bin/gpuwatch}
 profile=${PROFILE:-dgx-h100}
-pids=()
-cleanup() {
-	for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
-	wait 2>/dev/null || true
-}
-trap cleanup EXIT
+# shellcheck source=bench/lib.sh
+. "$(dirname "$0")/lib.sh"
 
-free_port() { python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
 names=()
 for variant in "$@"; do
 	IFS=: read -r name env flags <<<"$variant"

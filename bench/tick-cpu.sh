@@ -13,32 +13,13 @@
 set -euo pipefail
 secs=${1:?usage: bench/tick-cpu.sh SECS N [N ...]}
 shift
-bin=${GPUWATCH_BIN:-$PWD/bin/gpuwatch}
 replicas=${REPLICAS:-2}
-tmp=$(mktemp -d)
-pids=()
-cleanup() {
-	for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
-	wait 2>/dev/null || true
-	rm -rf "$tmp"
-}
-trap cleanup EXIT
+# shellcheck source=bench/lib.sh
+. "$(dirname "$0")/lib.sh"
 
-# fleet N: the simulator's config with N processes on each of 8 GPUs.
-fleet() {
-	echo "profile: dgx-h100"
-	echo "processes:"
-	for gpu in 0 1 2 3 4 5 6 7; do
-		for i in $(seq 0 $(($1 - 1))); do
-			echo "  - {gpu: $gpu, pid: $((200000 + gpu * 256 + i)), used_memory_bytes: 268435456, sm_utilization: 0.003$(
-				[ "$gpu" = 7 ] && echo ", gpu_instance: $(echo 1 1 1 1 5 5 13 14 | cut -d' ' -f$((i % 8 + 1))), compute_instance: 0")}"
-		done
-	done
-}
-free_port() { python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
 names=(); ports=()
 for n in "$@"; do
-	fleet "$n" >"$tmp/fleet-$n.yaml"
+	accounting_fleet "$n" >"$tmp/fleet-$n.yaml"
 	for r in $(seq "$replicas"); do
 		port=$(free_port)
 		"$bin" serve --backend=sim --sim.config="$tmp/fleet-$n.yaml" --attribution.revalidate-interval=1h \
