@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/NVIDIA/go-nvml/pkg/nvml"
+
 	nvmlbackend "github.com/gpuwatch/gpuwatch/internal/backend/nvml"
 	"github.com/gpuwatch/gpuwatch/internal/backend/sim"
 	"github.com/gpuwatch/gpuwatch/internal/exporter"
@@ -145,34 +147,99 @@ func newBenchTicker(b *testing.B, s *sim.Sim) (*Accountant, func() *snapshot.Sna
 	return a, tick
 }
 
-// BenchmarkTickCold is BenchmarkTick's fleet as a serving process ticks:
-// every two seconds, its caches long since filled by other work. Before
-// each tick it sweeps a buffer larger than the machine's last-level cache
-// and sleeps, so that the tick finds its code and data in memory, not in
+// BenchmarkTickCold is BenchmarkTick as a serving process ticks: every
+// two seconds, its caches long since filled by other work. Before each
+// tick it sweeps a buffer larger than the machine's last-level cache and
+// sleeps, so that the tick finds its code and data in memory, not in
 // cache: a warm loop of ticks (BenchmarkTick) costs a third of what a
 // tick costs a serving process, and this benchmark reproduces the latter
 // (bench/RESULTS.md). It reports the median CPU of the ticks that list
 // no process (most ticks) and of those that list a GPU's processes.
 func BenchmarkTickCold(b *testing.B) {
-	_, tick := newBenchTicker(b, benchSim(b, false))
+	for _, typical := range []bool{false, true} {
+		b.Run(fleetName(typical), func(b *testing.B) {
+			_, tick := newBenchTicker(b, benchSim(b, typical))
+			var plain, listing []time.Duration
+			coldLoop(b, func() {
+				start := processCPU()
+				snap := tick()
+				cpu := processCPU() - start
+				if listedAny(snap) {
+					listing = append(listing, cpu)
+				} else {
+					plain = append(plain, cpu)
+				}
+			})
+			b.ReportMetric(float64(median(plain)), "plain-tick-cpu-ns")
+			b.ReportMetric(float64(median(listing)), "list-tick-cpu-ns")
+		})
+	}
+}
+
+// BenchmarkTickFloorCold is the least a tick between lists could do, cold
+// as in BenchmarkTickCold: per GPU, the driver's per-process samples and
+// energy counter, and each sample summed into its PID's total in a map;
+// nothing else (no MIG, GPM, owners, allocations or checks). Beside
+// BenchmarkTickCold's plain ticks it says how much of a tick is the
+// reader's, the attribution's and the accountant's own code rather than
+// the work: on the 2048-process fleet the floor costs about what the whole
+// tick does (the samples are the cost), on the ten-process dgx-h100 a
+// tenth of it (bench/RESULTS.md, "Afternoon of 2026-11-29").
+func BenchmarkTickFloorCold(b *testing.B) {
+	for _, typical := range []bool{false, true} {
+		b.Run(fleetName(typical), func(b *testing.B) {
+			s := benchSim(b, typical)
+			if ret := s.Init(); ret != nvml.SUCCESS {
+				b.Fatal(ret)
+			}
+			n, _ := s.DeviceGetCount()
+			devices := make([]nvml.Device, n)
+			for i := range devices {
+				devices[i], _ = s.DeviceGetHandleByIndex(i)
+			}
+			lastSeen := make([]uint64, n)
+			smByPID := map[uint32]float64{}
+			var energy uint64
+			elapsed := time.Duration(0)
+			var ticks []time.Duration
+			coldLoop(b, func() {
+				elapsed += DefaultInterval
+				s.SetElapsed(elapsed)
+				start := processCPU()
+				for i, d := range devices {
+					if e, ret := d.GetTotalEnergyConsumption(); ret == nvml.SUCCESS {
+						energy += e
+					}
+					samples, ret := d.GetProcessUtilization(lastSeen[i])
+					if ret != nvml.SUCCESS {
+						continue
+					}
+					for _, sample := range samples {
+						smByPID[sample.Pid] += float64(sample.SmUtil) * DefaultInterval.Seconds()
+						lastSeen[i] = max(lastSeen[i], sample.TimeStamp)
+					}
+				}
+				ticks = append(ticks, processCPU()-start)
+			})
+			if len(smByPID) == 0 || energy == 0 {
+				b.Fatalf("the floor read nothing: %d PIDs, energy %d", len(smByPID), energy)
+			}
+			b.ReportMetric(float64(median(ticks)), "tick-cpu-ns")
+		})
+	}
+}
+
+// coldLoop runs op in b.Loop, each time after evicting the caches and
+// sleeping, as a serving process's tick finds them.
+func coldLoop(b *testing.B, op func()) {
 	evict := make([]byte, 64<<20)
-	var plain, listing []time.Duration
 	for b.Loop() {
 		for i := 0; i < len(evict); i += 64 {
 			evict[i]++
 		}
 		time.Sleep(5 * time.Millisecond)
-		start := processCPU()
-		snap := tick()
-		cpu := processCPU() - start
-		if listedAny(snap) {
-			listing = append(listing, cpu)
-		} else {
-			plain = append(plain, cpu)
-		}
+		op()
 	}
-	b.ReportMetric(float64(median(plain)), "plain-tick-cpu-ns")
-	b.ReportMetric(float64(median(listing)), "list-tick-cpu-ns")
 }
 
 func listedAny(s *snapshot.Snapshot) bool {
