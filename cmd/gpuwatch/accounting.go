@@ -71,7 +71,9 @@ func (f *commonFlags) startAccounting(logger *slog.Logger, st *stack, enrichers 
 	}
 	maps.DeleteFunc(groups, func(g string, _ bool) bool { return !f.enabledCollectors()[g] })
 	opts := nvmlbackend.Options{Groups: groups, Logger: logger, StartTimeout: f.timeout, ProcessSamples: true, GPMOnlyMIG: !records, CountersOnly: true,
-		ListProcessesEvery: accounting.ListProcessesEvery(a.interval), ListProcessesSteadyEvery: accounting.ListProcessesSteadyEvery(a.interval), ReadOnCaller: true}
+		ListProcessesEvery: accounting.ListProcessesEvery(a.interval), ListProcessesSteadyEvery: accounting.ListProcessesSteadyEvery(a.interval), ReadOnCaller: true,
+		// The records' XIDs are the scrapes' reader's: one watcher per GPU, not two.
+		XIDFrom: st.nvmlReader}
 	if st.sim != nil {
 		opts.Now, opts.Library = st.sim.Now, "simulator"
 	}

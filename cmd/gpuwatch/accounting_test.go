@@ -4,6 +4,7 @@ import (
 	"context"
 	"log/slog"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -19,9 +20,15 @@ import (
 
 func stackWith(t *testing.T, args ...string) (*stack, error) {
 	t.Helper()
+	return stackOf(t, "h100", args...)
+}
+
+// stackOf builds the stack of the simulator's profile with args.
+func stackOf(t *testing.T, profile string, args ...string) (*stack, error) {
+	t.Helper()
 	app := kingpin.New("test", "")
 	f := registerCommonFlags(app)
-	if _, err := app.Parse(append([]string{"--backend=sim", "--sim.profile=h100", "--no-attribution"}, args...)); err != nil {
+	if _, err := app.Parse(append([]string{"--backend=sim", "--sim.profile=" + profile, "--no-attribution"}, args...)); err != nil {
 		t.Fatal(err)
 	}
 	return f.buildStack(slog.New(slog.DiscardHandler))
@@ -101,6 +108,43 @@ func TestOneShotTextfileRunsNoAccounting(t *testing.T) {
 		}
 		_ = st.Close()
 	}
+}
+
+// With job records on, the accounting's reader counts XIDs through the
+// scrapes' reader's watcher: one waiting goroutine per GPU, as with the
+// accounting off, not two. Both count the same events.
+func TestRecordsShareTheScrapesXIDWatcher(t *testing.T) {
+	testenv.WaitFor(t, 10*time.Second, "earlier tests' XID waiters to end", func() bool { return xidWaiters() == 0 })
+	off, err := stackOf(t, "dgx-h100", "--no-accounting")
+	if err != nil {
+		t.Fatal(err)
+	}
+	perGPU := xidWaiters()
+	_ = off.Close()
+	if perGPU == 0 {
+		t.Fatal("no XID waiter runs with the accounting off: nothing to compare")
+	}
+	testenv.WaitFor(t, 10*time.Second, "the stack's XID waiters to end", func() bool { return xidWaiters() == 0 })
+
+	st, err := stackOf(t, "dgx-h100", "--accounting.dir="+t.TempDir(), "--accounting.interval=500ms")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	if st.jobs == nil {
+		t.Fatal("job records are off: the accounting's reader reads no XIDs")
+	}
+	if n := xidWaiters(); n != perGPU {
+		t.Errorf("%d XID waiters with job records on, want %d (one per GPU, as with the accounting off)", n, perGPU)
+	}
+}
+
+// xidWaiters counts the goroutines the XID watchers started to wait for
+// events (by their creator: one not yet scheduled shows no frame of its own).
+func xidWaiters() int {
+	buf := make([]byte, 1<<22)
+	n := runtime.Stack(buf, true)
+	return strings.Count(string(buf[:n]), "created by github.com/gpuwatch/gpuwatch/internal/backend/nvml.startXIDWatcher")
 }
 
 // The ticks' attribution is the scrapes' one, viewed with the accounting's

@@ -38,9 +38,12 @@ type stack struct {
 	closeReader func() error
 	sim         *sim.Sim       // with --backend=sim
 	lib         nvml.Interface // the library the reader reads; nil with --backend=none
-	sources     sourceReport
-	demo        bool // the simulated processes' owners come from internal/demo
-	closers     []func()
+	// nvmlReader is the scrapes' reader of lib: the accounting's reader
+	// takes its XID counts from it. Nil with --backend=none.
+	nvmlReader *nvmlbackend.Reader
+	sources    sourceReport
+	demo       bool // the simulated processes' owners come from internal/demo
+	closers    []func()
 	// extra are collectors beside the GPU exporter (the Slurm cluster
 	// collector), exported by both /metrics and the textfile.
 	extra []prometheus.Collector
@@ -108,7 +111,7 @@ func (f *commonFlags) buildStack(logger *slog.Logger) (_ *stack, err error) {
 		if err != nil {
 			return nil, err
 		}
-		st.reader, st.closeReader, st.sim, st.lib = reader, reader.Close, simulated, lib
+		st.reader, st.nvmlReader, st.closeReader, st.sim, st.lib = reader, reader, reader.Close, simulated, lib
 	}
 	enrichers, err := f.enrichers(logger, st)
 	if err != nil {

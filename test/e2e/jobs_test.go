@@ -135,6 +135,35 @@ func TestJobRecordsSurviveSIGKILL(t *testing.T) {
 	}
 }
 
+// TestJobRecordCountsTheXIDsOfItsGPU: an XID raised on the GPU while a
+// Slurm job holds it is in the job's record, counted once: the
+// accounting's ticks read the scrapes' XID watcher (one per GPU), and the
+// record agrees with gpu_xid_errors_total.
+func TestJobRecordCountsTheXIDsOfItsGPU(t *testing.T) {
+	dir := t.TempDir()
+	acctDir := filepath.Join(dir, "acct")
+	cfg := filepath.Join(dir, "sim.yaml")
+	writeFile(t, cfg, fmt.Sprintf(jobsSimConfig, "6s", "")+"faults:\n  - {gpu: 0, xid: 79, at: 3s}\n")
+	base, _ := startGpuwatch(t, "--backend=sim", "--sim.config="+cfg, "--accounting.dir="+acctDir,
+		"--accounting.interval=1s", "--slurm.poll-interval=1s")
+	var job jobs.Record
+	testenv.WaitFor(t, 60*time.Second, "the Slurm job's record", func() bool {
+		recs, _, err := jobs.ReadJournal(acctDir)
+		if err != nil || len(recs) == 0 {
+			return false
+		}
+		var ok bool
+		job, ok = recordOf(recs, jobs.KindSlurm)
+		return ok
+	})
+	if len(job.GPUs) != 1 || job.GPUs[0].XIDErrors == nil || *job.GPUs[0].XIDErrors != 1 {
+		t.Errorf("the Slurm job's record: %+v, want one XID on its GPU", job.GPUs)
+	}
+	if v, ok := sample(parseMetrics(t, httpGet(t, base+"/metrics")), "gpu_xid_errors_total", map[string]string{"gpu": "0", "xid": "79"}); !ok || v != 1 {
+		t.Errorf("gpu_xid_errors_total{gpu=0,xid=79} = %v (present %v), want 1", v, ok)
+	}
+}
+
 // TestJobCommandAsksEveryNode: two gpuwatch "nodes" behind basic auth ran
 // the same Slurm job; `gpuwatch job` asks both through --job.node-url with
 // the credentials of --job.http-config and shows both nodes' GPUs, as a

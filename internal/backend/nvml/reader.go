@@ -103,6 +103,14 @@ type Options struct {
 	// serves the hung GPU late or as down, and the Read left behind stops,
 	// with an error, when its call returns.
 	ReadOnCaller bool
+	// XIDFrom, when it reads the xid group, gives this reader its XID
+	// counts instead of a watcher of its own: a second reader of the same
+	// library (the accounting's, whose job records count XIDs) would
+	// otherwise wait on every GPU a second time, another goroutine and
+	// thread per GPU woken twice a second, for the same events. XIDFrom
+	// must be closed after this reader; closing this one leaves its
+	// watcher running.
+	XIDFrom *Reader
 }
 
 // defaultStartTimeout is Options.StartTimeout's default.
@@ -179,6 +187,8 @@ type Reader struct {
 	dropped droppedReadings
 
 	xid *xidWatcher // nil when the xid group is off or no device supports it
+	// xidBorrowed says xid is Options.XIDFrom's: Close leaves it running.
+	xidBorrowed bool
 	// xidSetupErr is reported in Groups["xid"].Err on every read: the
 	// watcher could not be started for a reason other than NOT_SUPPORTED.
 	xidSetupErr error
@@ -242,7 +252,9 @@ func New(lib nvml.Interface, opts Options) (*Reader, error) {
 	if r.groups[gGPM] {
 		hung = r.primeGPM(start)
 	}
-	if r.groups[gXID] && r.caps.xid() {
+	if from := opts.XIDFrom; r.groups[gXID] && from != nil && from.groups[gXID] {
+		r.xid, r.xidSetupErr, r.xidBorrowed = from.xid, from.xidSetupErr, true
+	} else if r.groups[gXID] && r.caps.xid() {
 		var skipped []int
 		r.xid, skipped, r.xidSetupErr = startXIDWatcher(lib, &r.caps, &r.blocked, start, r.log)
 		hung = append(hung, skipped...)
@@ -264,7 +276,7 @@ func (r *Reader) logHungAtStart(hung []int, timeout time.Duration) {
 	}
 }
 
-// Close stops the XID watcher, frees GPM samples and shuts NVML down. It
+// Close stops the XID watcher (unless it is Options.XIDFrom's), frees GPM samples and shuts NVML down. It
 // waits for reads in progress, for up to closeWaitsForReads: a Read on the
 // caller left behind in a hung GPU's call (Options.ReadOnCaller) may never
 // end, and then NVML is left as it is. Calling it twice is harmless.
@@ -278,7 +290,7 @@ func (r *Reader) Close() error {
 	}
 	r.closed = true
 	r.workers.stop()
-	if r.xid != nil {
+	if r.xid != nil && !r.xidBorrowed {
 		r.xid.stop()
 	}
 	r.mu.Lock()

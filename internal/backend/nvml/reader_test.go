@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -699,4 +700,42 @@ func TestSnapshotTimeUsesTheGivenClock(t *testing.T) {
 	if snap := read(t, r); !snap.Time.Equal(at) {
 		t.Errorf("time = %v, want %v", snap.Time, at)
 	}
+}
+
+// A reader with Options.XIDFrom waits on no GPU itself: it serves the
+// other reader's counts, and closing it leaves that reader's watcher
+// running. One whose XIDFrom does not read XIDs watches on its own.
+func TestXIDFromAnotherReader(t *testing.T) {
+	h := newFakeHost()
+	h.devices = []nvml.Device{newFakeH100(h, 0), newFakeH100(h, 1)}
+	owner := newReader(t, h, groups(snapshot.GroupXID))
+	borrower := newReaderWith(t, h, Options{Groups: groups(snapshot.GroupXID), Now: steppingClock(), XIDFrom: owner})
+	if n, m := h.log.count("Interface.EventSetCreate"), h.log.count("Device.RegisterEvents"); n != 2 || m != 2 {
+		t.Fatalf("%d event sets created, %d registrations; want 2 and 2 (the owner's alone)", n, m)
+	}
+	xid79 := nvml.EventData{Device: h.devices[1], EventType: nvml.EventTypeXidCriticalError, EventData: 79}
+	h.events <- xid79
+	counted := func(n uint64) func(*snapshot.Snapshot) bool {
+		return func(s *snapshot.Snapshot) bool { return s.Devices[1].XIDEvents.Value == n }
+	}
+	got := pollUntil(t, borrower, counted(1)).Devices[1].XIDErrors
+	if want := []snapshot.XIDCount{{XID: 79, Count: 1}}; !slices.Equal(got, want) {
+		t.Errorf("the borrower's gpu 1 xids = %+v, want %+v", got, want)
+	}
+	if err := borrower.Close(); err != nil {
+		t.Fatal(err)
+	}
+	h.events <- xid79
+	pollUntil(t, owner, counted(2))
+
+	// An XIDFrom without the xid group lends nothing.
+	h2 := newFakeHost()
+	h2.devices = []nvml.Device{newFakeH100(h2, 0)}
+	noXID := newReader(t, h2, groups(snapshot.GroupInfo))
+	own := newReaderWith(t, h2, Options{Groups: groups(snapshot.GroupXID), Now: steppingClock(), XIDFrom: noXID})
+	if n := h2.log.count("Device.RegisterEvents"); n != 1 {
+		t.Fatalf("RegisterEvents called %d times, want 1 (its own watcher)", n)
+	}
+	h2.events <- nvml.EventData{Device: h2.devices[0], EventType: nvml.EventTypeXidCriticalError, EventData: 13}
+	pollUntil(t, own, func(s *snapshot.Snapshot) bool { return s.Devices[0].XIDEvents.Value == 1 })
 }
