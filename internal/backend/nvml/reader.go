@@ -103,8 +103,8 @@ type Options struct {
 	// serves the hung GPU late or as down, and the Read left behind stops,
 	// with an error, when its call returns.
 	ReadOnCaller bool
-	// XIDFrom, when it reads the xid group, gives this reader its XID
-	// counts instead of a watcher of its own: a second reader of the same
+	// XIDFrom, when that reader reads the xid group, gives this one its
+	// XID counts instead of a watcher of its own: a second reader of the same
 	// library (the accounting's, whose job records count XIDs) would
 	// otherwise wait on every GPU a second time, another goroutine and
 	// thread per GPU woken twice a second, for the same events. XIDFrom
@@ -276,10 +276,11 @@ func (r *Reader) logHungAtStart(hung []int, timeout time.Duration) {
 	}
 }
 
-// Close stops the XID watcher (unless it is Options.XIDFrom's), frees GPM samples and shuts NVML down. It
-// waits for reads in progress, for up to closeWaitsForReads: a Read on the
-// caller left behind in a hung GPU's call (Options.ReadOnCaller) may never
-// end, and then NVML is left as it is. Calling it twice is harmless.
+// Close stops the XID watcher (unless it is Options.XIDFrom's), frees GPM
+// samples and shuts NVML down. It waits for reads in progress, for up to
+// closeWaitsForReads: a Read on the caller left behind in a hung GPU's
+// call (Options.ReadOnCaller) may never end, and then NVML is left as it
+// is. Calling it twice is harmless.
 func (r *Reader) Close() error {
 	if !lockWithin(&r.lifecycle, closeWaitsForReads) {
 		return fmt.Errorf("an nvml read did not end within %s (a GPU's call is blocked); leaving nvml as it is", closeWaitsForReads)
