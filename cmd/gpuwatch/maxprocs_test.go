@@ -1,7 +1,6 @@
 package main
 
 import (
-	"os"
 	"runtime"
 	"testing"
 )
@@ -13,8 +12,7 @@ func TestCapMaxProcs(t *testing.T) {
 	orig := runtime.GOMAXPROCS(0)
 	t.Cleanup(func() { runtime.GOMAXPROCS(orig) })
 
-	t.Setenv("GOMAXPROCS", "")
-	os.Unsetenv("GOMAXPROCS")
+	unsetEnv(t, "GOMAXPROCS")
 	runtime.GOMAXPROCS(16)
 	capMaxProcs()
 	if got := runtime.GOMAXPROCS(0); got != defaultMaxProcs {
