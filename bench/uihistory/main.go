@@ -30,6 +30,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/gpuwatch/gpuwatch/internal/selfstats"
 	"github.com/gpuwatch/gpuwatch/internal/snapshot"
 	"github.com/gpuwatch/gpuwatch/internal/webui"
 )
@@ -98,10 +99,10 @@ func cpuSeconds(pgid int) float64 {
 	return ticks / hz
 }
 
+// selfCPU is the process's CPU seconds so far; 0 if they cannot be read.
 func selfCPU() float64 {
-	var ru syscall.Rusage
-	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano()).Seconds()
+	cpu, _ := selfstats.CPUTime()
+	return cpu.Seconds()
 }
 
 func main() {

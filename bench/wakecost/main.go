@@ -14,8 +14,9 @@ import (
 	"flag"
 	"fmt"
 	"os"
-	"syscall"
 	"time"
+
+	"github.com/gpuwatch/gpuwatch/internal/selfstats"
 )
 
 func main() {
@@ -28,7 +29,7 @@ func main() {
 	}
 	// Settle first: start-up's CPU is not a wake-up's.
 	time.Sleep(*interval)
-	start, err := processCPU()
+	start, err := selfstats.CPUTime()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "wakecost:", err)
 		os.Exit(1)
@@ -39,7 +40,7 @@ func main() {
 		<-ticker.C
 	}
 	ticker.Stop()
-	end, err := processCPU()
+	end, err := selfstats.CPUTime()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "wakecost:", err)
 		os.Exit(1)
@@ -48,13 +49,4 @@ func main() {
 	fmt.Printf("%d wake-ups every %v: %v of CPU, %.0f µs a wake-up, %.2f ms a minute\n",
 		wakes, *interval, cpu, float64(cpu.Microseconds())/float64(wakes),
 		float64(cpu.Microseconds())/1000/duration.Minutes())
-}
-
-// processCPU is the process's user and system time so far, every thread.
-func processCPU() (time.Duration, error) {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0, fmt.Errorf("getrusage: %w", err)
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano()), nil
 }
