@@ -158,8 +158,9 @@ declare -A whole
 for n in "${names[@]}"; do
   a=$(awk '$1 == "process_cpu_seconds_total" {print $2}' "$OUT/metrics-$n-0.txt")
   b=$(awk '$1 == "process_cpu_seconds_total" {print $2}' "$OUT/metrics-$n-1.txt")
-  whole[$n]=$(awk -v a="$a" -v b="$b" -v w="$window" 'BEGIN {printf "%.1f", (b - a) * 1e3 * 60 / w}')
-  printf '%-10s %s\n' "$n" "${whole[$n]}"
+  # A serve whose page lacks the counter has no figure (never a 0).
+  whole[$n]=$(awk -v a="$a" -v b="$b" -v w="$window" 'BEGIN {if (a != "" && b != "") printf "%.1f", (b - a) * 1e3 * 60 / w}')
+  printf '%-10s %s\n' "$n" "${whole[$n]:-absent}"
 done
 echo "== gpuwatch's CPU per accounting tick on this driver (records: 2 s with job records)"
 declare -A ticks
@@ -167,19 +168,25 @@ for n in $INTERVALS records; do
   c=$(awk '$1 == "gpuwatch_accounting_cpu_seconds_total" {print $2}' "$OUT/metrics-$n-1.txt")
   k=$(awk '$1 == "gpuwatch_accounting_ticks_total" {print $2}' "$OUT/metrics-$n-1.txt")
   c0=$(awk '$1 == "gpuwatch_accounting_cpu_seconds_total" {print $2}' "$OUT/metrics-$n-0.txt")
-  ticks[$n]=$(awk -v c0="$c0" -v c="$c" -v w="$window" 'BEGIN {printf "%.1f", (c - c0) * 1e3 * 60 / w}')
+  ticks[$n]=$(awk -v c0="$c0" -v c="$c" -v w="$window" 'BEGIN {if (c0 != "" && c != "") printf "%.1f", (c - c0) * 1e3 * 60 / w}')
   awk -v n="$n" -v c="$c" -v k="$k" 'BEGIN {if (k > 0) printf "%-8s %d ticks, %.0f us a tick\n", n, k, c * 1e6 / k}'
 done
 # Issue 25's target: the accounting's CPU under 10 % on top of the scrape
 # CPU. The scrape CPU is the serve without accounting scraped every 15 s:
 # its own CPU a minute over the window (idle but for the window's two
 # scrapes) and four scrapes a minute at the measured CPU a scrape.
-scrape_ms=$(cat "$OUT/scrape-ms-off" 2>/dev/null || echo 0)
-base=$(awk -v idle="${whole[off]}" -v s="$scrape_ms" 'BEGIN {printf "%.1f", idle + 4 * s}')
-echo "== against issue 25's target: the serve without accounting scraped every 15 s uses about $base ms of CPU a minute (${whole[off]} over the window + 4 x $scrape_ms a scrape)"
-for n in $INTERVALS records; do
-  awk -v n="$n" -v t="${ticks[$n]}" -v w="${whole[$n]}" -v off="${whole[off]}" -v base="$base" 'BEGIN {
-    if (base <= 0) exit
-    printf "%-8s ticks %.1f ms a minute (%.1f %%); whole process %.1f more than off (%.1f %%)\n", n, t, 100 * t / base, w - off, 100 * (w - off) / base }'
-done
+scrape_ms=$(cat "$OUT/scrape-ms-off" 2>/dev/null)
+if [ -z "${whole[off]}" ] || [ -z "$scrape_ms" ]; then
+  echo "== against issue 25's target: no baseline (the serve without accounting has no CPU reading or no scrape figure)"
+else
+  base=$(awk -v idle="${whole[off]}" -v s="$scrape_ms" 'BEGIN {printf "%.1f", idle + 4 * s}')
+  echo "== against issue 25's target: the serve without accounting scraped every 15 s uses about $base ms of CPU a minute (${whole[off]} over the window + 4 x $scrape_ms a scrape)"
+  for n in $INTERVALS records; do
+    awk -v n="$n" -v t="${ticks[$n]}" -v w="${whole[$n]}" -v off="${whole[off]}" -v base="$base" 'BEGIN {
+      line = sprintf("%-8s", n)
+      line = line (t == "" ? " ticks: absent" : sprintf(" ticks %.1f ms a minute (%.1f %%)", t, 100 * t / base))
+      line = line (w == "" ? "; whole process: absent" : sprintf("; whole process minus off %+.1f ms a minute (%+.1f %%)", w - off, 100 * (w - off) / base))
+      print line }'
+  done
+fi
 ls -la "$OUT"
