@@ -241,6 +241,26 @@ func testShortJob(t *testing.T, samples string) {
 	r.checkConservation()
 }
 
+// Jobs that start on a GPU idle since gpuwatch started, and again after
+// a minute idle, are counted whole: the reader asks the driver for the
+// interval since its last answer, not for everything since the last
+// sample it saw (a minute back, or none), whose one mean per process is
+// over as much of its buffer as it keeps.
+func TestJobsAfterAnIdleGPU(t *testing.T) { eachSampleDriver(t, testJobsAfterAnIdleGPU) }
+
+func testJobsAfterAnIdleGPU(t *testing.T, samples string) {
+	cfg := sim.Config{Profile: "h100", Processes: []sim.ProcessSpec{
+		{GPU: 0, PID: 900, UsedMemoryBytes: 1 << 30, SMUtilization: 0.6, Start: dur(11 * time.Second), End: dur(31 * time.Second)},
+		{GPU: 0, PID: 901, UsedMemoryBytes: 1 << 30, SMUtilization: 0.5, Start: dur(101 * time.Second), End: dur(121 * time.Second)},
+	}}
+	cfg.ProcessSamples = samples
+	r := newRig(t, cfg, map[uint32]snapshot.Owner{900: {User: "alice"}, 901: {User: "bob"}}, Options{})
+	r.run(step, 140*time.Second)
+	near(t, "first job SM-seconds", r.ownerTotal(byUser("alice")).SMSeconds, 20*0.6, 0.01)
+	near(t, "job after the gap SM-seconds", r.ownerTotal(byUser("bob")).SMSeconds, 20*0.5, 0.01)
+	r.checkConservation()
+}
+
 func (r *rig) readAttributed() *snapshot.Snapshot {
 	r.t.Helper()
 	s, err := r.reader.Read(t0ctx)

@@ -30,7 +30,7 @@ func (st *state) smFromSamples(tk *deviceTick, tr *deviceTrack) {
 	if !tr.buffered && oneSampleEachPath && tr.smFromOneSampleEach(tk) {
 		return
 	}
-	readBefore := tr.newest
+	readBefore := tr.readBefore(tk.dev)
 	tr.sums.add(tk.dev.ProcessSamples, readBefore)
 	if len(tr.sums.list) == 0 && len(tk.dev.ProcessSamples) > 0 {
 		tr.servedAgain += tk.dt
@@ -49,6 +49,14 @@ func (st *state) smFromSamples(tk *deviceTick, tr *deviceTrack) {
 	if server > 0 {
 		tk.shareMPSServer(server)
 	}
+}
+
+// readBefore is the time (µs) this read's samples are newer than: the
+// newest sample of the reads before, or, when later, the time the reader
+// asked from (it asks again from one interval back when the newest it
+// had seen is far behind: nvmlbackend's sampleWindowStart).
+func (tr *deviceTrack) readBefore(d *snapshot.Device) uint64 {
+	return max(tr.newest, d.ProcessSamplesSince)
 }
 
 // addProcessSM gives w SM-seconds of process pid (its slot slot) to its

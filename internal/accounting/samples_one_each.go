@@ -23,7 +23,7 @@ var oneSampleEachPath = true
 func (tr *deviceTrack) smFromOneSampleEach(tk *deviceTick) bool {
 	sums := &tr.sums
 	samples := tk.dev.ProcessSamples
-	readBefore := tr.newest
+	readBefore := tr.readBefore(tk.dev)
 	n, oneEach := sums.markRead(samples, readBefore)
 	if !oneEach {
 		return false

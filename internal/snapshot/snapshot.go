@@ -200,6 +200,12 @@ type Device struct {
 	// none (no process was busy); nil when it could not say (MIG-enabled
 	// GPUs have no per-process samples).
 	ProcessSamples []ProcessSample
+	// ProcessSamplesSince is the time (µs, the driver's clock, as
+	// ProcessSample.TimeMicros) the ProcessSamples were read as newer
+	// than, the lastSeenTimeStamp asked with; 0 with none read, or from
+	// the start of the driver's buffer. A driver's one sample per process
+	// is its mean since then.
+	ProcessSamplesSince uint64
 }
 
 // Info holds the descriptive facts exported on gpu_info.

@@ -33,6 +33,10 @@ type deviceState struct {
 	// lastProcessSample is the newest GetProcessUtilization timestamp seen,
 	// so each read asks only for newer samples.
 	lastProcessSample uint64
+	// samplesReadAt is when (Options.Now's clock) the accounting's reader
+	// last had an answer to GetProcessUtilization, samples or none
+	// (processes.go, sampleWindowStart).
+	samplesReadAt time.Time
 	// sampleBuf holds each read's process utilization samples, and
 	// sampleHint is how many the last read had (process_utilization.go).
 	sampleBuf  []nvml.ProcessUtilizationSample

@@ -1,6 +1,7 @@
 package nvmlbackend
 
 import (
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -139,5 +140,68 @@ func TestProcessUtilizationExchangeIsBounded(t *testing.T) {
 		if !d.Up {
 			t.Errorf("gpu %d down (%s): one GPU's samples must not take the others", d.Index, d.DownReason)
 		}
+	}
+}
+
+// askedSince wraps a simulated GPU's sized process utilization call and
+// notes the lastSeenTimeStamp of each call.
+type askedSince struct {
+	nvml.Device
+	mu    *sync.Mutex
+	since *[]uint64
+}
+
+func (d askedSince) ProcessUtilizationSized(buf []nvml.ProcessUtilizationSample, lastSeen uint64) (uint32, nvml.Return) {
+	d.mu.Lock()
+	*d.since = append(*d.since, lastSeen)
+	d.mu.Unlock()
+	return d.Device.(sizedUtilizationSampler).ProcessUtilizationSized(buf, lastSeen)
+}
+
+// A process that starts on a GPU whose reads found nobody busy: the
+// accounting's reader had seen no sample to ask from, so the driver's one
+// sample would be its mean over all it keeps (the simulator's buffer, of
+// which the process was busy for the last second). The reader asks again from one read's gap (2 s) before the newest
+// sample, reports that time, and gets the mean over the gap (busy half of
+// it); the next read asks once, from the newest sample seen.
+func TestSamplesAskedAgainFromTheLastAnswer(t *testing.T) {
+	start := sim.Duration(time.Hour + 31*time.Second)
+	cfg := sim.Config{Profile: "h100", Processes: []sim.ProcessSpec{{PID: 5000, UsedMemoryBytes: 1 << 28, SMUtilization: 0.5, Start: &start}}}
+	s := newSim(t, cfg, time.Hour)
+	var mu sync.Mutex
+	var asked []uint64
+	lib := wrappedSim{s, func(d nvml.Device) nvml.Device { return askedSince{d, &mu, &asked} }}
+	r := newReaderWith(t, lib, Options{Groups: groups(snapshot.GroupProcesses), Now: s.Now, ProcessSamples: true})
+	at := func(e time.Duration) (*snapshot.Device, []uint64) {
+		t.Helper()
+		s.SetElapsed(e)
+		mu.Lock()
+		asked = nil
+		mu.Unlock()
+		snap := read(t, r)
+		noGroupErrors(t, snap)
+		mu.Lock()
+		defer mu.Unlock()
+		return &snap.Devices[0], slices.Clone(asked)
+	}
+	for e := time.Hour; e <= time.Hour+30*time.Second; e += 2 * time.Second {
+		if d, since := at(e); len(d.ProcessSamples) != 0 || !slices.Equal(since, []uint64{0}) {
+			t.Fatalf("at %v, idle: samples %+v, asked from %v", e, d.ProcessSamples, since)
+		}
+	}
+	d, since := at(time.Hour + 32*time.Second)
+	if len(d.ProcessSamples) != 1 || len(since) != 2 || since[0] != 0 {
+		t.Fatalf("first busy read: samples %+v, asked from %v; want one sample, asked from 0 then again", d.ProcessSamples, since)
+	}
+	newest := d.ProcessSamples[0].TimeMicros
+	if want := newest - 2e6; since[1] != want || d.ProcessSamplesSince != want {
+		t.Errorf("asked again from %d, ProcessSamplesSince %d; want one gap before the newest sample, %d", since[1], d.ProcessSamplesSince, want)
+	}
+	if got := d.ProcessSamples[0].SM; got != 0.25 {
+		t.Errorf("sample %+v; want the mean over the gap, 0.25", d.ProcessSamples[0])
+	}
+	d, since = at(time.Hour + 34*time.Second)
+	if !slices.Equal(since, []uint64{newest}) || d.ProcessSamplesSince != newest {
+		t.Errorf("next read asked from %v (ProcessSamplesSince %d); want once, from the newest sample seen, %d", since, d.ProcessSamplesSince, newest)
 	}
 }

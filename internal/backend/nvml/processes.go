@@ -292,18 +292,53 @@ func (d *deviceReader) fetchProcessSamples() []nvml.ProcessUtilizationSample {
 
 // readProcessSamples reads every sample newer than the previous read's
 // newest, each once (the accounting integrates them), into
-// Device.ProcessSamples. sampled says the driver answered: with samples,
-// or with none because nobody was busy (then ProcessSamples is empty, not
-// nil: measured, not unknown).
+// Device.ProcessSamples, and the time they are newer than into
+// Device.ProcessSamplesSince. sampled says the driver answered: with
+// samples, or with none because nobody was busy (then ProcessSamples is
+// empty, not nil: measured, not unknown).
 func (d *deviceReader) readProcessSamples() (samples []nvml.ProcessUtilizationSample, sampled bool) {
 	if !d.can(callGetProcessUtilization) {
 		return nil, false
 	}
-	samples, sampled = d.getProcessUtilization(d.st.lastProcessSample)
+	now := d.r.now()
+	since := d.st.lastProcessSample
+	samples, sampled = d.getProcessUtilization(since)
+	if from, again := d.st.sampleWindowStart(since, samples, now); again {
+		since = from
+		samples, sampled = d.getProcessUtilization(since)
+	}
 	if sampled {
+		d.st.samplesReadAt = now
 		d.out.device.ProcessSamples = d.st.convertSamples(samples)
+		d.out.device.ProcessSamplesSince = since
 	}
 	return samples, sampled
+}
+
+// sampleWindowStart says when a read must be made again, and from when.
+// A driver that answers one sample per process answers its mean over its
+// buffered periods newer than the time asked from: when that time is far
+// behind (the GPU answered no sample at the reads since, being idle or
+// never read), the mean is over as much of the buffer as the driver keeps,
+// a length nvml.h does not give, and no rule can say what time it stands
+// for. So when the newest sample answered is more than a second later than
+// the time since the last answer (the read's gap) after since, the samples
+// are read again from one gap before that newest sample: nothing was
+// answered between since and the last answer, so nothing is lost, and
+// the mean is over that gap, which the accounting multiplies it by.
+func (st *deviceState) sampleWindowStart(since uint64, samples []nvml.ProcessUtilizationSample, now time.Time) (from uint64, again bool) {
+	if len(samples) == 0 || st.samplesReadAt.IsZero() {
+		return 0, false
+	}
+	var newest uint64
+	for i := range samples {
+		newest = max(newest, samples[i].TimeStamp)
+	}
+	gap := uint64(now.Sub(st.samplesReadAt) / time.Microsecond)
+	if gap == 0 || newest <= gap+since+uint64(time.Second/time.Microsecond) {
+		return 0, false
+	}
+	return newest - gap, true
 }
 
 // getProcessUtilization reads the samples newer than since, into the
