@@ -4,7 +4,7 @@
 # two users, each a square wave (A busy 3 s of every 10, B busy 3 s of
 # every 6), while
 #   - gpuwatch serves once per accounting interval of INTERVALS (default
-#     2s 8s 30s), each integrating the same processes: their
+#     2s 5s 8s 30s: 5s is the default), each integrating the same processes: their
 #     gpu_process_sm_seconds_total per user over the same WINDOW seconds
 #     say whether a longer --accounting.interval counts the same (the
 #     interval's default rests on what the driver keeps: docs/accounting.md);
@@ -33,7 +33,7 @@ mkdir -p "$OUT"
 BIN=${BIN:-bin/gpuwatch}
 LOAD=${LOAD:-build/device/cudaload}
 PROBE=${PROBE:-build/device/samplesprobe}
-INTERVALS=${INTERVALS:-2s 8s 30s}
+INTERVALS=${INTERVALS:-2s 5s 8s 30s}
 WINDOW=${WINDOW:-120}
 LOAD_SECONDS=${LOAD_SECONDS:-170}
 exec > >(tee "$OUT/accounting.log") 2>&1

@@ -29,7 +29,7 @@ type accountingFlags struct {
 func (a *accountingFlags) register(app *kingpin.Application) {
 	app.Flag("accounting", "Keep per-owner counters (gpu_process_sm_seconds_total, gpu_process_energy_joules_total, ...) integrated every --accounting.interval, between scrapes. Runs with serve and textfile --interval; needs the processes collector.").
 		Default("true").BoolVar(&a.enabled)
-	app.Flag("accounting.interval", "How often the counters integrate: each tick reads the GPUs' per-process utilization samples and energy counters; the process lists (and their owners) are read when the samples show a process start or end, within 16s when a GPU's used memory moved, and at least every 64s. The driver keeps only a few seconds of per-process samples: a longer interval holds the last ones for the rest of it.").
+	app.Flag("accounting.interval", "How often the counters integrate: each tick reads the GPUs' per-process utilization samples and energy counters; the process lists (and their owners) are read when the samples show a process start or end, within 16s when a GPU's used memory moved, and at least every 64s. The driver answers each process's mean since the last tick from a buffer of its samples (nvidia-smi pmon reads it every 10s at most): an interval longer than that buffer lets the samples it still holds stand for the rest.").
 		Default(accounting.DefaultInterval.String()).DurationVar(&a.interval)
 	app.Flag("accounting.idle-threshold", "An allocation whose own processes used less than this share of its GPU's SM time over an interval counts it in gpu_allocation_idle_seconds_total.").
 		Default(fmt.Sprint(accounting.DefaultIdleThreshold)).Float64Var(&a.idleThreshold)

@@ -12,12 +12,16 @@ import (
 // Defaults of Options.
 const (
 	// DefaultInterval is the tick. The driver samples each process's
-	// utilization about every 1/6 s and keeps a few seconds of samples: a
-	// tick within that buffer sees every sample, so SM time is an
-	// integral of every sample, not of one sample held for the interval.
-	// Shorter ticks cost CPU (each one reads the processes and the
-	// energy counter of every GPU) and do not gain accuracy.
-	DefaultInterval = 2 * time.Second
+	// utilization about every 1/6 s, keeps the samples in a buffer and
+	// answers each process's mean since the time asked from (nvml.h:
+	// "read utilization since the previous query"): a tick within that
+	// buffer integrates every sample whatever its length. NVIDIA's own
+	// per-process monitor reads as seldom as every 10 s (nvidia-smi pmon
+	// -d), DCGM's job statistics every 30 s. Shorter ticks cost CPU (each
+	// reads the processes and the energy counter of every GPU, and wakes
+	// the process) and gain no SM time; longer ones make held time, idle
+	// allocations and job peaks coarser. docs/accounting.md, "Why 5 s".
+	DefaultInterval = 5 * time.Second
 	// DefaultIdleThreshold: an allocation whose own processes used less
 	// than 5 % of its GPU's (or MIG instance's) SM time over an interval
 	// was idle in it. Below 5 %, a job is loading data or waiting on the

@@ -313,8 +313,8 @@ func testMPSServerSamplesGoToClients(t *testing.T, samples string) {
 	r.checkConservation()
 }
 
-// A tick longer than the driver's sample buffer (the simulator keeps 2 s,
-// as drivers keep a few seconds) sees only the samples still held; they
+// A tick longer than the driver's sample buffer (the simulator keeps 10 s;
+// docs/accounting.md, "Why 5 s") sees only the samples still held; they
 // stand for the whole interval. Steady load stays exact; each change of
 // load costs up to one interval of the old or new value.
 func TestIntervalLongerThanTheDriverBuffer(t *testing.T) {
@@ -329,7 +329,7 @@ func testIntervalLongerThanTheDriverBuffer(t *testing.T, samples string) {
 	}}}
 	cfg.ProcessSamples = samples
 	r := newRig(t, cfg, map[uint32]snapshot.Owner{100: {User: "alice"}}, Options{})
-	r.run(5*time.Second, 700*time.Second)
+	r.run(15*time.Second, 700*time.Second)
 	near(t, "SM-seconds", r.ownerTotal(byUser("alice")).SMSeconds, 300*0.4+300*0.8, 0.02)
 	r.checkConservation()
 }

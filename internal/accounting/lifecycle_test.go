@@ -25,9 +25,10 @@ func TestNewOwnerHoldAndRetention(t *testing.T) {
 		return nil
 	}
 	// The process starts at 10 s, idle until the driver's first sample of
-	// it (at 10.17 s), which the 12 s tick reads: the reader lists the
-	// processes then (a new PID in the samples), and bob is first listed.
-	const firstListed = 12 * time.Second
+	// it (at 10.17 s), which the next tick (15 s) reads: the reader lists
+	// the processes then (a new PID in the samples), and bob is first
+	// listed.
+	firstListed := (10*time.Second + 170*time.Millisecond).Truncate(step) + step
 	var firstSeen time.Duration = -1
 	for e := time.Duration(0); e <= 120*time.Second; e += step {
 		r.sim.SetElapsed(e)
@@ -38,8 +39,8 @@ func TestNewOwnerHoldAndRetention(t *testing.T) {
 			if o != nil {
 				t.Fatalf("at %s: bob listed before his process's first sample", e)
 			}
-		case o == nil && e <= 18*time.Second+opts.Retention: // last seen at the 18 s or 20 s tick
-			t.Fatalf("at %s: bob not listed (listed from %s to 18s, retention %s)", e, firstListed, opts.Retention)
+		case o == nil && e <= 20*time.Second-step+opts.Retention: // last seen at the last tick before 20 s or the one after
+			t.Fatalf("at %s: bob not listed (listed from %s to %s, retention %s)", e, firstListed, 20*time.Second-step, opts.Retention)
 		case o != nil && firstSeen < 0:
 			firstSeen = e
 			fallthrough
@@ -51,10 +52,10 @@ func TestNewOwnerHoldAndRetention(t *testing.T) {
 			if !within(o.SMSeconds.Value, 10*0.6, 0.01) {
 				t.Fatalf("at %s (after the hold): SM-seconds %.3f, want 6", e, o.SMSeconds.Value)
 			}
-		case e > 22*time.Second+opts.Retention:
+		case e > 20*time.Second+step+opts.Retention:
 			// gone, as it should be
 		}
-		if o != nil && e > 22*time.Second+opts.Retention {
+		if o != nil && e > 20*time.Second+step+opts.Retention {
 			t.Fatalf("at %s: bob still listed %s after his process ended", e, e-20*time.Second)
 		}
 	}

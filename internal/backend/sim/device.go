@@ -53,9 +53,8 @@ type device struct {
 	// once per MIG instance: most of a simulated memory read).
 	processesUsed *usedMemory
 	// steadySamples is set when every process on the device that has a
-	// compute context lives throughout at one utilization: a read of a
-	// whole buffer then answers these, with the read's time stamp
-	// (processes.go).
+	// compute context lives throughout at one utilization: any read
+	// then answers these, with the read's time stamp (processes.go).
 	steadySamples []steadySample
 	// giWeights are giShare's parts (gpm.go).
 	giWeights  giWeights

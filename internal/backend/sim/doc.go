@@ -91,7 +91,7 @@
 // unprivileged caller, unless privileged is set; the MIG device handles
 // list their processes either way.
 // GetProcessUtilization answers from a buffer of samples taken every 1/6 s
-// over the last 2 s, for the busy compute processes: one sample per
+// over the last 10 s, for the busy compute processes: one sample per
 // process, its mean utilization over the buffered periods newer than
 // lastSeenTimestamp, stamped with the newest period's time (or, with
 // process_samples: every_period, every buffered sample with its past

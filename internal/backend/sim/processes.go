@@ -29,11 +29,6 @@ type simProcess struct {
 	// sampledFrom: no utilization sample is stamped before it (a
 	// processes_from entry without a start: when the file named it).
 	sampledFrom time.Duration
-	// bufferSM and bufferMem are sm and mem summed over a full buffer
-	// of periods (meanOver's sum, the same float, worked out once: a
-	// read of the whole buffer is most reads, and summing it per
-	// process per read was a tenth of an accounting tick).
-	bufferSM, bufferMem float64
 }
 
 // alive says whether the process exists at elapsed time e.
@@ -126,9 +121,6 @@ func newSimProcess(p ProcessSpec) simProcess {
 	}
 	if p.End != nil {
 		sp.end = p.End.D()
-	}
-	for range bufferedPeriods {
-		sp.bufferSM, sp.bufferMem = sp.bufferSM+sp.sm, sp.bufferMem+sp.mem
 	}
 	return sp
 }
@@ -256,9 +248,14 @@ func (d *device) runningProcesses(graphics bool, only *migDevice) ([]nvml.Proces
 //     taken, which nvml.h's words also admit.
 const (
 	processSamplePeriod = time.Second / 6
-	// processSampleBuffer is twelve periods (2 s): as a count, since 1/6 s
-	// is no whole number of nanoseconds and 2 s would hold a 13th.
-	processSampleBuffer = 12 * processSamplePeriod
+	// processSampleBuffer is sixty periods (10 s): as a count, since 1/6
+	// s is no whole number of nanoseconds and 10 s would hold a 61st.
+	// How long a real driver keeps them nvml.h does not say; 10 s is the
+	// longest interval at which NVIDIA's own per-process monitor reads
+	// them (nvidia-smi pmon -d, at most 10 s), and tools that read
+	// without lastSeenTimestamp see the mean lag a busy process by far
+	// more than that (docs/accounting.md, "Why 5 s").
+	processSampleBuffer = 60 * processSamplePeriod
 )
 
 // Values of Config.ProcessSamples.
@@ -365,7 +362,7 @@ func (d *device) perProcessSamples(out []nvml.ProcessUtilizationSample, w *sampl
 		out = make([]nvml.ProcessUtilizationSample, 0, len(procs))
 	}
 	ts := w.ts[0]
-	if w.periods == bufferedPeriods && d.steadySamples != nil && d.sim.live == nil {
+	if d.steadySamples != nil && d.sim.live == nil {
 		for _, s := range d.steadySamples {
 			out = append(out, nvml.ProcessUtilizationSample{Pid: s.pid, TimeStamp: ts, SmUtil: s.sm, MemUtil: s.mem})
 		}
@@ -382,20 +379,21 @@ func (d *device) perProcessSamples(out []nvml.ProcessUtilizationSample, w *sampl
 	return out
 }
 
-// steadySample is what a read of a whole buffer answers for a process
-// that lives throughout at one utilization, but for the time stamp.
+// steadySample is what any read answers for a process that lives
+// throughout at one utilization, but for the time stamp.
 type steadySample struct {
 	pid     uint32
 	sm, mem uint32 // percent
 }
 
 // steadySamplesOf is perProcessSamples' answer, but for the time stamp,
-// for any read of a whole buffer when every process with a compute
+// for any read when every process with a compute
 // context lives throughout at one utilization (so that a simulated fleet
 // of hundreds of processes does not cost a read what a driver's answer
 // would not: the processes' records are most of the simulator's memory);
-// nil otherwise. Every period of the buffer is at or after the start of
-// the run, so each such process is sampled at all of them.
+// nil otherwise. Every period a read looks at is at or after the start
+// of the run, so each such process is sampled at all of them, and its
+// mean over any of them is its one utilization.
 func steadySamplesOf(procs []simProcess) []steadySample {
 	out := make([]steadySample, 0, len(procs))
 	for i := range procs {
@@ -406,7 +404,7 @@ func steadySamplesOf(procs []simProcess) []steadySample {
 		if p.start > 0 || p.end >= 0 || len(p.steps) > 0 || p.sampledFrom > 0 {
 			return nil
 		}
-		sm, mem := p.bufferSM/float64(bufferedPeriods), p.bufferMem/float64(bufferedPeriods)
+		sm, mem := p.sm, p.mem
 		if sm == 0 && mem == 0 {
 			continue
 		}
@@ -422,21 +420,13 @@ func (p *simProcess) meanOver(w *sampleWindow) (sm, mem float64) {
 	if len(p.steps) == 0 && p.sampled(oldest) && p.sampled(w.at[0]) {
 		// Sampled throughout at one utilization (a life is one span):
 		// most processes at most reads, where looking each period up was
-		// most of a simulated query's cost. Summed all the same, so that
-		// the mean is the very float (and percent) the long way gives.
-		if w.periods == bufferedPeriods {
-			sm, mem = p.bufferSM, p.bufferMem
-		} else {
-			for range w.periods {
-				sm, mem = sm+p.sm, mem+p.mem
-			}
-		}
-	} else {
-		for _, at := range w.at[:w.periods] {
-			if p.sampled(at) {
-				s, m := p.utilAt(at)
-				sm, mem = sm+s, mem+m
-			}
+		// most of a simulated query's cost.
+		return p.sm, p.mem
+	}
+	for _, at := range w.at[:w.periods] {
+		if p.sampled(at) {
+			s, m := p.utilAt(at)
+			sm, mem = sm+s, mem+m
 		}
 	}
 	n := float64(w.periods)

@@ -203,6 +203,6 @@ func TestProcessesFromEntryStartsWhenTheFileNamesIt(t *testing.T) {
 	writeAtomically(t, live, entry+"  - {gpu: 0, pid: "+strconv.Itoa(os.Getpid())+"}\n")
 	s.SetElapsed(13 * time.Second)
 	if got := oldest(); got < named || got >= uint64(Epoch.Add(12*time.Second).UnixMicro()) {
-		t.Errorf("after a rewrite, oldest sample at %d µs; want from %d µs (the first naming), inside the 2 s buffer", got, named)
+		t.Errorf("after a rewrite, oldest sample at %d µs; want from %d µs (the first naming), inside the 10 s buffer", got, named)
 	}
 }

@@ -484,18 +484,18 @@ func TestMIGPrivileges(t *testing.T) {
 }
 
 // With process_samples: every_period the query answers the driver's
-// buffer: a sample every 1/6 s over the last 2 s, newest first, each
+// buffer: a sample every 1/6 s over the last 10 s, newest first, each
 // stamped with the past time it was taken.
 func TestProcessUtilizationEveryPeriod(t *testing.T) {
 	s := newSim(t, Config{Profile: "h100", PinTime: pinAt(time.Minute), ProcessSamples: ProcessSamplesEveryPeriod})
 	d := handle(t, s, 0)
 	samples, r := d.GetProcessUtilization(0)
 	now := uint64(s.Now().UnixMicro())
-	if r != nvml.SUCCESS || len(samples) < 10 || len(samples) > 13 {
+	if r != nvml.SUCCESS || len(samples) < 59 || len(samples) > 61 {
 		t.Fatalf("samples %+v %v", samples, r)
 	}
 	for i, x := range samples {
-		if x.Pid != 48213 || x.SmUtil != 72 || x.MemUtil != 41 || x.TimeStamp > now || x.TimeStamp < now-2.2e6 ||
+		if x.Pid != 48213 || x.SmUtil != 72 || x.MemUtil != 41 || x.TimeStamp > now || x.TimeStamp < now-10.2e6 ||
 			(i > 0 && x.TimeStamp >= samples[i-1].TimeStamp) {
 			t.Fatalf("sample %d = %+v (now %d)", i, x, now)
 		}
@@ -527,10 +527,10 @@ func TestPerProcessSampleIsTheMeanSinceLastSeen(t *testing.T) {
 	if x := samples[0]; x.Pid != 7 || x.SmUtil != 30 || x.MemUtil != 15 || x.TimeStamp != uint64(Epoch.Add((11*time.Second).Truncate(processSamplePeriod)).UnixMicro()) {
 		t.Errorf("sample %+v", x)
 	}
-	// Past the buffer, the mean is over the buffer's 2 s.
-	s.SetElapsed(20 * time.Second)
+	// Past the buffer, the mean is over the buffer's 10 s.
+	s.SetElapsed(30 * time.Second)
 	samples, _ = d.GetProcessUtilization(samples[0].TimeStamp)
 	if len(samples) != 1 || samples[0].SmUtil != 60 {
-		t.Errorf("after 9 s: %+v", samples)
+		t.Errorf("after 19 s: %+v", samples)
 	}
 }

@@ -8,9 +8,9 @@ import (
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
 )
 
-// A GPU whose processes all run throughout at one utilization answers a
-// read of the whole buffer from its steady samples, as the read of each
-// process's periods answers: idle and graphics-only processes left out,
+// A GPU whose processes all run throughout at one utilization answers
+// any read (of the whole buffer or part of it) from its steady samples,
+// as the read of each process's periods answers: idle and graphics-only processes left out,
 // the rest in the processes' order.
 func TestSteadySamplesAnswerAsEachProcessesPeriods(t *testing.T) {
 	procs := []ProcessSpec{
@@ -29,9 +29,9 @@ func TestSteadySamplesAnswerAsEachProcessesPeriods(t *testing.T) {
 		out, r := d.GetProcessUtilization(lastSeen)
 		return slices.Clone(out), r
 	}
-	for _, at := range []time.Duration{500 * time.Millisecond, 2 * time.Second, 10*time.Second + 7*time.Millisecond} {
+	for _, at := range []time.Duration{500 * time.Millisecond, 2 * time.Second, 10*time.Second + 7*time.Millisecond, 31 * time.Second} {
 		s.SetElapsed(at)
-		for _, back := range []time.Duration{0, time.Second, 2 * time.Second, time.Hour} {
+		for _, back := range []time.Duration{0, time.Second, 2 * time.Second, 5 * time.Second, time.Hour} {
 			lastSeen := uint64(0)
 			if back > 0 && at > back {
 				lastSeen = uint64(Epoch.Add(at - back).UnixMicro())
