@@ -11,7 +11,9 @@
 #   - bench/device/samplesprobe records the driver's own answers to
 #     nvmlDeviceGetProcessUtilization (its sample period per process, one
 #     sample per process or every sample, the newest or the mean since
-#     lastSeenTimeStamp, how far back its buffer reaches);
+#     lastSeenTimeStamp, how far back its buffer reaches, and whether a
+#     process that ended is still answered: a third load, C, busy
+#     throughout, runs for 15 s from 20 s into the window);
 #   - nvidia-smi pmon samples each process's SM % every second;
 #   - more serves run beside them: one with job records (their own
 #     directory), two without accounting (one without the XID waiters
@@ -97,6 +99,8 @@ cat "$OUT/load-a.log" "$OUT/load-b.log"
 "$PROBE" -out "$OUT/probe" -duration "${WINDOW}s" -poll 100ms -depths 1s,2s,4s,8s,16s,30s,60s -depth-every 10s \
   > "$OUT/probe.log" 2>&1 &
 probe=$!
+(sleep 20; as_uid 65532 "$LOAD" 15 1024 0) > "$OUT/load-c.log" 2>&1 &
+load_c=$!
 nvidia-smi pmon -s u -d 1 -c "$WINDOW" > "$OUT/pmon.txt" 2>&1 &
 pmon=$!
 for i in "${!names[@]}"; do get "${ports[$i]}" /metrics > "$OUT/metrics-${names[$i]}-0.txt"; done
@@ -125,8 +129,8 @@ scrapes() { # port label
 scrape_report=$(for i in "${!names[@]}"; do
   case ${names[$i]} in "${names[0]}" | off | off-allcpus) scrapes "${ports[$i]}" "${names[$i]}" ;; esac
 done)
-wait $load_a $load_b
-cat "$OUT/load-a.log" "$OUT/load-b.log"
+wait $load_a $load_b $load_c
+cat "$OUT/load-a.log" "$OUT/load-b.log" "$OUT/load-c.log"
 for p in "${pids[@]}"; do kill -TERM "$p"; wait "$p"; done
 
 echo "== samplesprobe"; cat "$OUT/probe/summary.txt" 2>/dev/null || cat "$OUT/probe.log"
@@ -162,7 +166,7 @@ for n in "${names[@]}"; do
   whole[$n]=$(awk -v a="$a" -v b="$b" -v w="$window" 'BEGIN {if (a != "" && b != "") printf "%.1f", (b - a) * 1e3 * 60 / w}')
   printf '%-10s %s\n' "$n" "${whole[$n]:-absent}"
 done
-echo "== gpuwatch's CPU per accounting tick on this driver (records: 2 s with job records)"
+echo "== gpuwatch's CPU per accounting tick on this driver (records: the default interval, with job records)"
 declare -A ticks
 for n in $INTERVALS records; do
   c=$(awk '$1 == "gpuwatch_accounting_cpu_seconds_total" {print $2}' "$OUT/metrics-$n-1.txt")

@@ -88,6 +88,37 @@ func TestSamplesProbeTellsHowTheDriverAnswers(t *testing.T) {
 	}
 }
 
+// A process that ends while probed: the probe sees it leave the process
+// list and asks, at once and 1 s and 3 s later, for the samples from a
+// second before its end. The simulator's driver answers for it while its
+// last periods are in the buffer asked for, as the summary must say; a
+// process that runs throughout is no ending.
+func TestSamplesProbeTellsWhetherEndedProcessesAreAnswered(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: builds and runs the probe for 6 s")
+	}
+	probe := buildSamplesProbe(t)
+	cmd := exec.Command(probe, "-out", t.TempDir(), "-duration", "6s", "-poll", "50ms", "-depths", "1s", "-depth-every", "1s")
+	cmd.Env = fakeEnv(t, "R580", "profile: h100\nprocesses:\n"+
+		"  - {gpu: 0, pid: 4242, used_memory_bytes: 1073741824, sm_utilization: 0.3}\n"+
+		"  - {gpu: 0, pid: 4545, used_memory_bytes: 1073741824, sm_utilization: 0.6, end: 2s}\n")
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("samplesprobe: %v\n%s", err, out)
+	}
+	ended := regexp.MustCompile(`(?m)^  pid (\d+), last listed at \+[0-9.]+ s: after 0s answered \(SM (\d+) %\); after 1s answered \(SM (\d+) %\); after 3s answered \(SM (\d+) %\);$`).FindAllStringSubmatch(string(out), -1)
+	if len(ended) != 1 || ended[0][1] != "4545" {
+		t.Fatalf("want pid 4545 (only) ended and answered at each check:\n%s", out)
+	}
+	// Asked from a second before its end, the mean falls as the window
+	// grows past it: busy the first second of each window, idle after.
+	first, _ := strconv.Atoi(ended[0][2])
+	last, _ := strconv.Atoi(ended[0][4])
+	if first < 50 || last >= first {
+		t.Errorf("SM %d %% at once and %d %% 3 s later; want about 60 %%, then less:\n%s", first, last, out)
+	}
+}
+
 // A driver that refuses the call (per-process utilization unsupported)
 // leaves a summary that says so, and the probe exits 0: on a lent GPU a
 // refused read must not cost the run.

@@ -10,7 +10,9 @@
 //   - whether that one sample is the newest period's value or the mean of
 //     the periods since lastSeenTimeStamp (so that a read every N seconds
 //     integrates as well as one every 2);
-//   - how far back the driver's buffer reaches (lastSeenTimeStamp 0).
+//   - how far back the driver's buffer reaches (lastSeenTimeStamp 0);
+//   - whether a process that ended is still answered for its last
+//     periods at the next read (ended.go).
 //
 // It polls one GPU every -poll with lastSeenTimeStamp at the newest sample
 // seen (the incremental history), and every -depth-every asks again with
@@ -121,7 +123,9 @@ func run(o options, stdout io.Writer) error {
 	if probeErr != nil {
 		return probeErr
 	}
-	summary := summarize(p.incremental, p.windows, time.Duration(p.clockAhead)*time.Microsecond, o) + failures(p.failed)
+	var ended strings.Builder
+	p.ends.summarize(&ended, p.startMicros)
+	summary := summarize(p.incremental, p.windows, time.Duration(p.clockAhead)*time.Microsecond, o) + ended.String() + failures(p.failed)
 	if err := os.WriteFile(filepath.Join(o.out, "summary.txt"), []byte(summary), 0o644); err != nil {
 		return err
 	}
@@ -147,6 +151,10 @@ type probe struct {
 	// clock.
 	clockAhead int64
 	clockKnown bool
+	// ends follows the process list for processes that end (ended.go);
+	// startMicros is the probe's start, wall clock.
+	ends        endWatch
+	startMicros uint64
 }
 
 // sample is one of the driver's samples, with when it was read.
@@ -170,6 +178,7 @@ type window struct {
 
 func (p *probe) loop(o options) error {
 	start := time.Now()
+	p.startMicros = uint64(start.UnixMicro())
 	nextDepth := start.Add(o.poll / 2) // a first depth read at once, after the first poll
 	for time.Since(start) < o.duration {
 		if err := p.pollOnce(); err != nil {
@@ -200,6 +209,14 @@ func (p *probe) pollOnce() error {
 			p.clockAhead, p.clockKnown = ahead, true
 		}
 	}
+	p.ends.poll(p.dev, readAt, got, p.driverClock)
+	p.ends.due(readAt, func(since uint64) ([]sample, error) {
+		got, _, err := p.read(since)
+		if err != nil {
+			p.fail(err)
+		}
+		return got, err
+	})
 	return p.rec.incremental(readAt, got)
 }
 
