@@ -210,6 +210,41 @@ processes:
 	}
 }
 
+// TestAccountingAJobOnAnIdleGPUThroughTheDriverLibrary: through the fake
+// libnvidia-ml.so.1 (dlopen, cgo), a GPU idle since gpuwatch started (its
+// reads answer no sample) gets a job 8 s in, busy at 50 % for 4 s: its SM
+// time is 2 SM-seconds. The reader had no sample to ask the driver from,
+// so it asks again from one tick before the first one answered; asked from
+// 0, the driver's mean is over its whole buffer and the job's first tick
+// counted about a tenth of what it used.
+func TestAccountingAJobOnAnIdleGPUThroughTheDriverLibrary(t *testing.T) {
+	env := fakeEnv(t, "R550", `profile: h100
+processes:
+  - {gpu: 0, pid: 100, used_memory_bytes: 1073741824, sm_utilization: 0.5, start: 8s, end: 12s}
+`)
+	started := time.Now()
+	base, p, ok := startWithEnv(t, env, append(isolated(t), "--backend=nvml",
+		"--accounting.interval=1s", "--accounting.new-owner-hold=1s", "--accounting.retention=1m")...)
+	if !ok {
+		t.Fatalf("gpuwatch exited:\n%s", p.output.String())
+	}
+	var sm float64
+	testenv.WaitFor(t, 60*time.Second, "the job's SM time, after it ended", func() bool {
+		text, err := httpGetNoFail(base + "/metrics")
+		if err != nil {
+			return false
+		}
+		var ok bool
+		sm, ok = sample(parseMetrics(t, text), "gpu_process_sm_seconds_total", map[string]string{"gpu": "0"})
+		// The simulated clock starts with the library, after started:
+		// 16 s on, the job (8 s to 12 s) is over and its last tick read.
+		return ok && time.Since(started) > 16*time.Second
+	})
+	if !closeTo(sm, 2, 0.05) {
+		t.Errorf("SM-seconds %.3f, want 2 (4 s at 50 %%) within 5 %%", sm)
+	}
+}
+
 // TestTimeSlicedPodsAccountedByMeasuredUse: two pods time-slicing one GPU
 // (the kubelet lists the same GPU, as time-sliced replicas, for both), at
 // 50 % and 25 % SM. Through the real attribution (procfs fixture, CRI and
