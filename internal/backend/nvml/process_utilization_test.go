@@ -14,19 +14,21 @@ import (
 )
 
 // sizedCalls wraps a simulated GPU's sized process utilization call and
-// notes each call's capacity and buffer; ask, when set, answers instead
-// of the simulator (a driver in trouble).
+// notes each call's capacity, buffer and lastSeenTimeStamp; ask, when
+// set, answers instead of the simulator (a driver in trouble).
 type sizedCalls struct {
 	nvml.Device
 	mu         *sync.Mutex
 	capacities *[]int
 	buffers    *[]*nvml.ProcessUtilizationSample
+	since      *[]uint64
 	ask        func(capacity int) uint32
 }
 
 func (d sizedCalls) ProcessUtilizationSized(buf []nvml.ProcessUtilizationSample, lastSeen uint64) (uint32, nvml.Return) {
 	d.mu.Lock()
 	*d.capacities = append(*d.capacities, len(buf))
+	*d.since = append(*d.since, lastSeen)
 	if len(buf) > 0 {
 		*d.buffers = append(*d.buffers, &buf[0])
 	}
@@ -46,7 +48,16 @@ func (d *sizedCalls) take() (capacities []int, buffers []*nvml.ProcessUtilizatio
 }
 
 func newSizedCalls() *sizedCalls {
-	return &sizedCalls{mu: &sync.Mutex{}, capacities: &[]int{}, buffers: &[]*nvml.ProcessUtilizationSample{}}
+	return &sizedCalls{mu: &sync.Mutex{}, capacities: &[]int{}, buffers: &[]*nvml.ProcessUtilizationSample{}, since: &[]uint64{}}
+}
+
+// takeSince returns the lastSeenTimeStamps asked with since the last take.
+func (d *sizedCalls) takeSince() []uint64 {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	since := *d.since
+	*d.since = nil
+	return since
 }
 
 // busyProcesses is a GPU with n processes, each busy all the time.
@@ -143,21 +154,6 @@ func TestProcessUtilizationExchangeIsBounded(t *testing.T) {
 	}
 }
 
-// askedSince wraps a simulated GPU's sized process utilization call and
-// notes the lastSeenTimeStamp of each call.
-type askedSince struct {
-	nvml.Device
-	mu    *sync.Mutex
-	since *[]uint64
-}
-
-func (d askedSince) ProcessUtilizationSized(buf []nvml.ProcessUtilizationSample, lastSeen uint64) (uint32, nvml.Return) {
-	d.mu.Lock()
-	*d.since = append(*d.since, lastSeen)
-	d.mu.Unlock()
-	return d.Device.(sizedUtilizationSampler).ProcessUtilizationSized(buf, lastSeen)
-}
-
 // A process that starts on a GPU whose reads found nobody busy: the
 // accounting's reader had seen no sample to ask from, so the driver's one
 // sample would be its mean over all it keeps (the simulator's buffer, of
@@ -168,21 +164,16 @@ func TestSamplesAskedAgainFromTheLastAnswer(t *testing.T) {
 	start := sim.Duration(time.Hour + 31*time.Second)
 	cfg := sim.Config{Profile: "h100", Processes: []sim.ProcessSpec{{PID: 5000, UsedMemoryBytes: 1 << 28, SMUtilization: 0.5, Start: &start}}}
 	s := newSim(t, cfg, time.Hour)
-	var mu sync.Mutex
-	var asked []uint64
-	lib := wrappedSim{s, func(d nvml.Device) nvml.Device { return askedSince{d, &mu, &asked} }}
+	calls := newSizedCalls()
+	lib := wrappedSim{s, func(d nvml.Device) nvml.Device { c := *calls; c.Device = d; return c }}
 	r := newReaderWith(t, lib, Options{Groups: groups(snapshot.GroupProcesses), Now: s.Now, ProcessSamples: true})
 	at := func(e time.Duration) (*snapshot.Device, []uint64) {
 		t.Helper()
 		s.SetElapsed(e)
-		mu.Lock()
-		asked = nil
-		mu.Unlock()
+		calls.takeSince()
 		snap := read(t, r)
 		noGroupErrors(t, snap)
-		mu.Lock()
-		defer mu.Unlock()
-		return &snap.Devices[0], slices.Clone(asked)
+		return &snap.Devices[0], calls.takeSince()
 	}
 	for e := time.Hour; e <= time.Hour+30*time.Second; e += 2 * time.Second {
 		if d, since := at(e); len(d.ProcessSamples) != 0 || !slices.Equal(since, []uint64{0}) {

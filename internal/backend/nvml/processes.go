@@ -303,7 +303,8 @@ func (d *deviceReader) readProcessSamples() (samples []nvml.ProcessUtilizationSa
 	now := d.r.now()
 	since := d.st.lastProcessSample
 	samples, sampled = d.getProcessUtilization(since)
-	if from, again := d.st.sampleWindowStart(since, samples, now); again {
+	// getProcessUtilization moved lastProcessSample to the newest sample.
+	if from, again := d.st.sampleWindowStart(since, d.st.lastProcessSample, now); again {
 		since = from
 		samples, sampled = d.getProcessUtilization(since)
 	}
@@ -326,13 +327,10 @@ func (d *deviceReader) readProcessSamples() (samples []nvml.ProcessUtilizationSa
 // are read again from one gap before that newest sample: nothing was
 // answered between since and the last answer, so nothing is lost, and
 // the mean is over that gap, which the accounting multiplies it by.
-func (st *deviceState) sampleWindowStart(since uint64, samples []nvml.ProcessUtilizationSample, now time.Time) (from uint64, again bool) {
-	if len(samples) == 0 || st.samplesReadAt.IsZero() {
+// newest is the newest sample time answered (since when none was).
+func (st *deviceState) sampleWindowStart(since, newest uint64, now time.Time) (from uint64, again bool) {
+	if newest <= since || st.samplesReadAt.IsZero() {
 		return 0, false
-	}
-	var newest uint64
-	for i := range samples {
-		newest = max(newest, samples[i].TimeStamp)
 	}
 	gap := uint64(now.Sub(st.samplesReadAt) / time.Microsecond)
 	if gap == 0 || newest <= gap+since+uint64(time.Second/time.Microsecond) {
