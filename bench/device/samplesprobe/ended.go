@@ -36,10 +36,11 @@ type endCheck struct {
 
 // endWatch follows the GPU's process list from poll to poll.
 type endWatch struct {
-	listed, lastListedAt map[uint32]uint64 // pid -> wall µs of the last poll that listed it
-	sampled              map[uint32]bool
-	endings              []*ending
-	listFailed           int
+	listed     map[uint32]bool // the processes the last poll that listed them listed
+	listedAt   uint64          // that poll's wall time, µs
+	sampled    map[uint32]bool
+	endings    []*ending
+	listFailed int
 }
 
 // poll lists the GPU's compute processes at wall time now (µs), notes the
@@ -47,7 +48,7 @@ type endWatch struct {
 // gone from the list since the poll before.
 func (w *endWatch) poll(dev nvml.Device, now uint64, samples []sample, driverClock func(int64) int64) {
 	if w.sampled == nil {
-		w.sampled, w.lastListedAt = map[uint32]bool{}, map[uint32]uint64{}
+		w.sampled = map[uint32]bool{}
 	}
 	for _, s := range samples {
 		w.sampled[s.pid] = true
@@ -57,19 +58,17 @@ func (w *endWatch) poll(dev nvml.Device, now uint64, samples []sample, driverClo
 		w.listFailed++
 		return
 	}
-	listed := make(map[uint32]uint64, len(procs))
+	listed := make(map[uint32]bool, len(procs))
 	for _, p := range procs {
-		listed[p.Pid] = now
-		w.lastListedAt[p.Pid] = now
+		listed[p.Pid] = true
 	}
 	for pid := range w.listed {
-		if _, still := listed[pid]; !still && w.sampled[pid] {
-			last := w.lastListedAt[pid]
-			w.endings = append(w.endings, &ending{pid: pid, lastListed: last,
-				since: uint64(max(0, driverClock(int64(last))-time.Second.Microseconds()))})
+		if !listed[pid] && w.sampled[pid] {
+			w.endings = append(w.endings, &ending{pid: pid, lastListed: w.listedAt,
+				since: uint64(max(0, driverClock(int64(w.listedAt))-time.Second.Microseconds()))})
 		}
 	}
-	w.listed = listed
+	w.listed, w.listedAt = listed, now
 }
 
 // due runs the checks whose time has come (wall time now, µs), with read
