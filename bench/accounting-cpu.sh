@@ -25,6 +25,13 @@
 # window's mean over them: two processes of the same flags differ by up
 # to 15 ms of CPU a minute, steadily, which one pair takes for the
 # accounting's cost.
+# FAST_INTERVAL (e.g. 1s) adds a process of each fleet with accounting
+# at that interval ("-fast"): five times the ticks of the default make a
+# difference to --no-accounting that the processes' noise does not hide,
+# and the summary divides it by the ticks to give the whole process's CPU
+# per tick, and that per tick times the default interval's ticks, against
+# --no-accounting (a tick more often finds its caches warmer: the
+# ticks' own CPU per tick is printed at both intervals to show by how much).
 # Usage: bench/accounting-cpu.sh [WINDOWS [WINDOW [SCRAPE]]] after make build.
 set -euo pipefail
 windows=${1:-5}
@@ -36,12 +43,15 @@ scrape=${3:-15}
 # The fleet: 256 busy processes on each GPU.
 accounting_fleet 256 >"$tmp/fleet.yaml"
 
-variants=(fleet-off fleet-on dgx-off dgx-on)
 fleets=(fleet dgx)
 if [ -n "${BASE_BIN:-}" ]; then
-	variants+=(base-fleet-off base-fleet-on base-dgx-off base-dgx-on)
 	fleets+=(base-fleet base-dgx)
 fi
+variants=()
+for f in "${fleets[@]}"; do
+	variants+=("$f-off" "$f-on")
+	if [ -n "${FAST_INTERVAL:-}" ]; then variants+=("$f-fast"); fi
+done
 replicas=${REPLICAS:-1}
 names=()
 for r in $(seq "$replicas"); do
@@ -54,9 +64,9 @@ for n in "${names[@]}"; do
 	case $v in base-*) exe=$BASE_BIN ;; esac
 	args=(--backend=sim)
 	case $v in *fleet-*) args+=(--sim.config="$tmp/fleet.yaml") ;; *) args+=(--sim.profile=dgx-h100) ;; esac
-	case $v in *-off) args+=(--no-accounting) ;; esac
+	case $v in *-off) args+=(--no-accounting) ;; *-fast) args+=(--accounting.interval="$FAST_INTERVAL") ;; esac
 	# Job records: on by default only with a real driver (--backend=nvml).
-	case $v in *-on) if [ -n "${RECORDS:-}" ]; then
+	case $v in *-on | *-fast) if [ -n "${RECORDS:-}" ]; then
 		mkdir -p "$tmp/records-$n"
 		args+=(--accounting.dir="$tmp/records-$n")
 	fi ;; esac
@@ -106,7 +116,7 @@ for w in $(seq "$windows"); do
 		ms=$(awk -v s="${sum[$v]}" -v r="$replicas" 'BEGIN {printf "%.1f", s / r}')
 		got[$v]="${got[$v]:-} $ms"
 		line="$line $v ${ms} ms"
-		case $v in *-on)
+		case $v in *-on | *-fast)
 			tms=$(awk -v s="${sumTicks[$v]}" -v r="$replicas" 'BEGIN {printf "%.2f", s / r}')
 			gotTicks[$v]="${gotTicks[$v]:-} $tms"
 			line="$line (ticks ${tms} ms)"
@@ -141,3 +151,20 @@ for f in "${fleets[@]}"; do
 		printf "%s: median CPU per %ds window, scraped every %ds: --no-accounting %.1f ms, --accounting %.1f ms: accounting %+.1f ms (%+.1f %% on top); median of the windows'"'"' differences %+.1f ms (%+.1f %%); the ticks'"'"' own CPU (gpuwatch_accounting_cpu_seconds_total) %.2f ms (%.1f %% of --no-accounting; median of the windows'"'"' shares %.1f %%)\n",
 			f, w, s, off, on, on - off, (off > 0 ? 100 * (on - off) / off : 0), d, (off > 0 ? 100 * d / off : 0), t, (off > 0 ? 100 * t / off : 0), sh }'
 done
+if [ -n "${FAST_INTERVAL:-}" ]; then
+	# An interval in seconds, from a Go duration of s or ms.
+	seconds() { awk -v d="$1" 'BEGIN { if (d ~ /ms$/) print substr(d, 1, length(d) - 2) / 1000; else if (d ~ /s$/) print substr(d, 1, length(d) - 1) + 0; else exit 1 }'; }
+	fast_s=$(seconds "$FAST_INTERVAL")
+	default_s=$(seconds "$("$bin" serve --help 2>&1 | grep -o -- '--accounting.interval=[0-9.a-z]*' | head -1 | cut -d= -f2)")
+	for f in "${fleets[@]}"; do
+		paired=$(paste <(echo "${got[$f-fast]}" | tr ' ' '\n' | grep .) <(echo "${got[$f-off]}" | tr ' ' '\n' | grep .) |
+			awk '{printf "%s ", $1 - $2}' | median)
+		off=$(echo "${got[$f-off]}" | median)
+		fastTicks=$(echo "${gotTicks[$f-fast]}" | median)
+		ticks=$(echo "${gotTicks[$f-on]}" | median)
+		awk -v f="$f" -v d="$paired" -v off="$off" -v w="$window" -v fs="$fast_s" -v ds="$default_s" -v ft="$fastTicks" -v t="$ticks" -v fi="$FAST_INTERVAL" 'BEGIN {
+			perTick = d / (w / fs); atDefault = perTick * (w / ds)
+			printf "%s: accounting every %s: median of the windows'"'"' differences to --no-accounting %+.1f ms per %ds, %.3f ms a tick (the ticks'"'"' own %.3f ms a tick; %.3f at every %gs); at every %gs that is %.1f ms per %ds, %.1f %% of --no-accounting\n",
+				f, fi, d, w, perTick, ft / (w / fs), t / (w / ds), ds, ds, atDefault, w, (off > 0 ? 100 * atDefault / off : 0) }'
+	done
+fi
