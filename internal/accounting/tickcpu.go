@@ -15,9 +15,11 @@ import (
 // for the tick so that nothing else runs there meanwhile. What the Go
 // runtime does for the ticks on other threads (garbage collection of what
 // a tick allocated, waking the process at each tick) is not in it, nor
-// the owner lookups a tick starts and does not wait for; those are a
-// small part of a tick's cost (bench/RESULTS.md) and cannot be told apart
-// from the rest of the process's.
+// the owner lookups a tick starts and does not wait for: they cannot be
+// told apart from the rest of the process's. In a serve that something
+// else keeps awake (the XID waiters, by default) they add little; in one
+// that only the ticks wake, about as much again as the ticks
+// (bench/RESULTS.md, "Accounting").
 
 // onTickThread runs tick on the calling goroutine, locked to its thread,
 // and returns the thread CPU time it took; ok is false when the thread's
