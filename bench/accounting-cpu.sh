@@ -43,6 +43,19 @@ scrape=${3:-15}
 # The fleet: 256 busy processes on each GPU.
 accounting_fleet 256 >"$tmp/fleet.yaml"
 
+# An interval in seconds, from a duration in s or ms (1s, 0.5s, 500ms).
+seconds() {
+	awk -v d="$1" 'BEGIN {
+		if (d ~ /^[0-9.]+ms$/) print substr(d, 1, length(d) - 2) / 1000
+		else if (d ~ /^[0-9.]+s$/) print substr(d, 1, length(d) - 1) + 0
+		else exit 1 }'
+}
+if [ -n "${FAST_INTERVAL:-}" ]; then
+	# Checked before the processes start, not at the summary.
+	fast_s=$(seconds "$FAST_INTERVAL") || { echo "FAST_INTERVAL=$FAST_INTERVAL: give it in s or ms, e.g. 1s" >&2; exit 2; }
+	default=$("$bin" serve --help 2>&1 | grep -o -- '--accounting.interval=[0-9.a-z]*' | head -1 | cut -d= -f2)
+	default_s=$(seconds "$default") || { echo "serve --help gives --accounting.interval=$default, not in s or ms" >&2; exit 2; }
+fi
 fleets=(fleet dgx)
 if [ -n "${BASE_BIN:-}" ]; then
 	fleets+=(base-fleet base-dgx)
@@ -152,10 +165,6 @@ for f in "${fleets[@]}"; do
 			f, w, s, off, on, on - off, (off > 0 ? 100 * (on - off) / off : 0), d, (off > 0 ? 100 * d / off : 0), t, (off > 0 ? 100 * t / off : 0), sh }'
 done
 if [ -n "${FAST_INTERVAL:-}" ]; then
-	# An interval in seconds, from a Go duration of s or ms.
-	seconds() { awk -v d="$1" 'BEGIN { if (d ~ /ms$/) print substr(d, 1, length(d) - 2) / 1000; else if (d ~ /s$/) print substr(d, 1, length(d) - 1) + 0; else exit 1 }'; }
-	fast_s=$(seconds "$FAST_INTERVAL")
-	default_s=$(seconds "$("$bin" serve --help 2>&1 | grep -o -- '--accounting.interval=[0-9.a-z]*' | head -1 | cut -d= -f2)")
 	for f in "${fleets[@]}"; do
 		paired=$(paste <(echo "${got[$f-fast]}" | tr ' ' '\n' | grep .) <(echo "${got[$f-off]}" | tr ' ' '\n' | grep .) |
 			awk '{printf "%s ", $1 - $2}' | median)
