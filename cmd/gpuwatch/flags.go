@@ -48,6 +48,7 @@ type commonFlags struct {
 	hostnameLabel string
 	accounting    accountingFlags
 	journal       journalFlags
+	health        healthFlags
 }
 
 func registerCommonFlags(app *kingpin.Application) *commonFlags {
@@ -85,6 +86,7 @@ func registerCommonFlags(app *kingpin.Application) *commonFlags {
 	f.slurm.register(app)
 	f.accounting.register(app)
 	f.journal.register(app)
+	f.health.register(app)
 	promslogflag.AddFlags(app, f.log)
 	return f
 }

@@ -21,6 +21,7 @@ import (
 	nvmlbackend "github.com/gpuwatch/gpuwatch/internal/backend/nvml"
 	"github.com/gpuwatch/gpuwatch/internal/backend/sim"
 	"github.com/gpuwatch/gpuwatch/internal/exporter"
+	"github.com/gpuwatch/gpuwatch/internal/health"
 	"github.com/gpuwatch/gpuwatch/internal/healthlog"
 	"github.com/gpuwatch/gpuwatch/internal/jobs"
 	"github.com/gpuwatch/gpuwatch/internal/pipeline"
@@ -49,6 +50,8 @@ type stack struct {
 	extra []prometheus.Collector
 	// jobs keeps the per-job records; nil when it does not run.
 	jobs *jobs.Recorder
+	// health judges every snapshot of the pipeline (Snapshot.Health).
+	health *health.Judge
 }
 
 func (s *stack) Close() error {
@@ -99,7 +102,13 @@ func (f *commonFlags) buildStack(logger *slog.Logger) (_ *stack, err error) {
 	if err != nil {
 		return nil, fmt.Errorf("--compat: %w", err)
 	}
-	st := &stack{reader: none.Reader{}, sources: sourceReport{hints: map[string]string{}}}
+	// The policy is checked before anything starts, so its error is the
+	// only line printed.
+	judge, err := f.health.judge()
+	if err != nil {
+		return nil, err
+	}
+	st := &stack{reader: none.Reader{}, sources: sourceReport{hints: map[string]string{}}, health: judge}
 	// A step that fails closes what the steps before it opened.
 	defer func() {
 		if err != nil {
@@ -122,8 +131,10 @@ func (f *commonFlags) buildStack(logger *slog.Logger) (_ *stack, err error) {
 		return nil, err
 	}
 	if acct != nil {
-		enrichers = append(enrichers, acct) // last: it reads nothing of the snapshot
+		enrichers = append(enrichers, acct) // it reads nothing of the snapshot
 	}
+	// Last: it judges what the others filled in.
+	enrichers = append(enrichers, st.health)
 	watcher := healthlog.New(healthlog.Options{Logger: logger, Hints: st.sources.hints})
 	var started sync.Once
 	st.pipeline = pipeline.New(st.reader, pipeline.Options{

@@ -64,6 +64,11 @@ type Snapshot struct {
 	// Accounting is the accounting stage's running totals per owner, as
 	// of its last tick; nil when accounting is off (internal/accounting).
 	Accounting *Accounting
+
+	// Health is the health stage's verdict on each GPU, judged from this
+	// snapshot and the ones before it; nil when the stage does not run
+	// (internal/health).
+	Health *Health
 }
 
 // Driver is the loaded NVML library: its version and branch, where it was
