@@ -43,6 +43,7 @@ type commonFlags struct {
 	log         *promslog.Config
 	attribution attributionFlags
 	slurm       slurmFlags
+	smi         smiFlags
 
 	// hostnameLabel names the host label of the dcgm series.
 	hostnameLabel string
@@ -53,8 +54,8 @@ type commonFlags struct {
 
 func registerCommonFlags(app *kingpin.Application) *commonFlags {
 	f := &commonFlags{collectors: map[string]*bool{}, log: &promslog.Config{}}
-	app.Flag("backend", "Where GPU readings come from: nvml (the NVIDIA driver's libnvidia-ml.so.1), sim (a simulated fleet, no GPU needed) or none (no GPU: a Slurm controller serving only --collector.slurm).").
-		Default("nvml").EnumVar(&f.backend, "nvml", "sim", "none")
+	app.Flag("backend", "Where GPU readings come from: nvml (the NVIDIA driver's libnvidia-ml.so.1), nvidia-smi (runs nvidia-smi each collection: fewer metrics, no cgo; on Windows, or a remote host with --nvidia-smi.command), sim (a simulated fleet, no GPU needed) or none (no GPU: a Slurm controller serving only --collector.slurm).").
+		Default(defaultBackend).EnumVar(&f.backend, "nvml", "nvidia-smi", "sim", "none")
 	app.Flag("sim.profile", "Simulated fleet for --backend=sim: "+simProfileList()+". Overrides the profile in --sim.config.").
 		StringVar(&f.simProfile)
 	app.Flag("sim.config", "YAML file describing the simulated fleet, its processes and faults (see docs/simulator.md).").
@@ -82,6 +83,7 @@ func registerCommonFlags(app *kingpin.Application) *commonFlags {
 		Default(exporter.DCGMHostnameLabel).EnumVar(&f.hostnameLabel, exporter.DCGMHostnameLabel, exporter.DCGMHostnameLabelLower)
 	app.Flag("collection.timeout", "Upper bound on reading every GPU in one collection (owner lookups get --attribution.timeout more). A GPU whose read has not returned by then is served from its last completed reading (gpu_reading_age_seconds says how old: a slow driver), and reported down (gpu_up 0) once no read of it has returned for three timeouts. 5s: a healthy GPU reads in milliseconds, and 5s plus 1s of attribution stays below Prometheus's default 10s scrape_timeout; keep the sum below yours.").
 		Default("5s").DurationVar(&f.timeout)
+	f.smi.register(app)
 	f.attribution.register(app)
 	f.slurm.register(app)
 	f.accounting.register(app)
@@ -170,5 +172,5 @@ func (f *commonFlags) check() error {
 	if f.simPinTime < 0 {
 		return fmt.Errorf("--sim.pin-time=%s: must not be negative (0 lets the clock run)", f.simPinTime)
 	}
-	return nil
+	return f.smi.check(f.backend)
 }

@@ -48,7 +48,7 @@ func TestValueErrorsNameTheFlag(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"--backend=bogus"}, "--backend=bogus: enum value must be one of nvml,sim,none, got 'bogus'"},
+		{[]string{"--backend=bogus"}, "--backend=bogus: enum value must be one of nvml,nvidia-smi,sim,none, got 'bogus'"},
 		{[]string{"--collection.timeout", "abc"}, `--collection.timeout abc: time: invalid duration "abc"`},
 		{[]string{"ps", "-o", "yaml"}, "-o yaml: enum value must be one of table,json, got 'yaml'"},
 		{[]string{"--web.max-requests=x1"}, `--web.max-requests=x1: strconv.`},

@@ -71,6 +71,9 @@ func (f *commonFlags) compatHostname() string {
 	if f.hostname != "" {
 		return f.hostname
 	}
+	if f.smi.remote() {
+		return f.smi.host
+	}
 	if n := os.Getenv("NODE_NAME"); n != "" {
 		return n
 	}

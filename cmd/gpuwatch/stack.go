@@ -115,7 +115,15 @@ func (f *commonFlags) buildStack(logger *slog.Logger) (_ *stack, err error) {
 			_ = st.Close()
 		}
 	}()
-	if f.backend != "none" {
+	switch f.backend {
+	case "none":
+	case "nvidia-smi":
+		reader, err := f.smiReader(logger)
+		if err != nil {
+			return nil, err
+		}
+		st.reader, st.closeReader = reader, reader.Close
+	default:
 		reader, simulated, lib, err := f.openReader(logger)
 		if err != nil {
 			return nil, err
@@ -150,7 +158,7 @@ func (f *commonFlags) buildStack(logger *slog.Logger) (_ *stack, err error) {
 				watcher.Observe(snap, err)
 			}
 		},
-		RequireGPU: f.backend == "nvml",
+		RequireGPU: f.backend == "nvml" || f.backend == "nvidia-smi",
 	}, enrichers...)
 	st.exporter, err = exporter.New(st.pipeline, exporter.Options{
 		Collectors: f.enabledCollectors(),
@@ -208,7 +216,7 @@ func (f *commonFlags) openReader(logger *slog.Logger) (*nvmlbackend.Reader, *sim
 // looking up when processes are read at all. What must be released at the
 // end is added to st.closers.
 func (f *commonFlags) enrichers(logger *slog.Logger, st *stack) ([]pipeline.Enricher, error) {
-	if !f.enabledCollectors()[snapshot.GroupProcesses] || !f.attribution.enabled {
+	if !f.enabledCollectors()[snapshot.GroupProcesses] || !f.attribution.enabled || f.smi.remote() {
 		return nil, nil
 	}
 	attr, slurmFlags := f.attribution, f.slurm
