@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/signal"
 	"runtime"
+	"strconv"
 	"syscall"
 	"time"
 
@@ -28,16 +29,17 @@ import (
 const defaultListenAddress = ":9410"
 
 type serveCommand struct {
-	common        *commonFlags
-	web           *web.FlagConfig
-	telemetryPath string
-	maxRequests   int
-	maxConns      int
-	idleTimeout   time.Duration
-	pprof         bool
-	ui            bool
-	uiInterval    time.Duration
-	uiHistory     time.Duration
+	common         *commonFlags
+	web            *web.FlagConfig
+	telemetryPath  string
+	maxRequests    int
+	maxAPIRequests int
+	maxConns       int
+	idleTimeout    time.Duration
+	pprof          bool
+	ui             bool
+	uiInterval     time.Duration
+	uiHistory      time.Duration
 }
 
 func newServeCommand(app *kingpin.Application, common *commonFlags) *serveCommand {
@@ -50,6 +52,8 @@ func newServeCommand(app *kingpin.Application, common *commonFlags) *serveComman
 	app.Flag("web.telemetry-path", "Path under which to expose metrics.").Default("/metrics").StringVar(&c.telemetryPath)
 	app.Flag("web.max-requests", "Maximum number of concurrent scrapes; 0 means no limit. Concurrent scrapes share one GPU collection anyway.").
 		Default("40").IntVar(&c.maxRequests)
+	app.Flag("web.max-api-requests", "Maximum number of job-record API requests (/api/v1/jobs) answered at once; others wait their turn up to 10s, then get 503. Bounds the memory the API can take (each answer holds at most 4 MiB of records).").
+		Default(strconv.Itoa(jobs.DefaultMaxAPIRequests)).IntVar(&c.maxAPIRequests)
 	app.Flag("web.max-connections", "Maximum number of open HTTP connections; past it a new connection replaces the one idle the longest (0: no limit). Keeps idle or stalled clients from using up file descriptors.").
 		Default("256").IntVar(&c.maxConns)
 	app.Flag("web.idle-timeout", "Close a keep-alive connection idle this long. Longer than Prometheus's scrape interval lets it reuse its connection.").
@@ -116,7 +120,7 @@ func (c *serveCommand) run() error {
 	}
 	var jobsAPI http.Handler
 	if st.jobs != nil {
-		jobsAPI = jobs.Handler(st.jobs)
+		jobsAPI = jobs.Handler(st.jobs, jobs.APIOptions{MaxInFlight: c.maxAPIRequests})
 	}
 	handler, err := server.Handler(server.Options{
 		TelemetryPath:       c.telemetryPath,
@@ -142,6 +146,8 @@ func (c *serveCommand) checkFlags() error {
 	switch {
 	case c.maxRequests < 0:
 		return fmt.Errorf("--web.max-requests=%d: must be 0 (no limit) or more", c.maxRequests)
+	case c.maxAPIRequests < 1:
+		return fmt.Errorf("--web.max-api-requests=%d: must be 1 or more", c.maxAPIRequests)
 	case c.maxConns < 0:
 		return fmt.Errorf("--web.max-connections=%d: must be 0 (no limit) or more", c.maxConns)
 	case c.maxConns > 0 && c.maxConns < 4:
