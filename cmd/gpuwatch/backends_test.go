@@ -68,3 +68,23 @@ func TestNvidiaSMIFlagErrorsNameTheFlag(t *testing.T) {
 		}
 	}
 }
+
+// The remote host names the dcgm series' host unless --compat.hostname does.
+func TestRemoteHostNamesTheDCGMHost(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--backend=nvidia-smi", "--nvidia-smi.host=gpu-box"}, "gpu-box"},
+		{[]string{"--backend=nvidia-smi", "--nvidia-smi.host=gpu-box", "--compat.hostname=other"}, "other"},
+	} {
+		app := kingpin.New("test", "")
+		f := registerCommonFlags(app)
+		if _, err := app.Parse(c.args); err != nil {
+			t.Fatal(err)
+		}
+		if got := f.compatHostname(); got != c.want {
+			t.Errorf("%v: hostname %q, want %q", c.args, got, c.want)
+		}
+	}
+}

@@ -265,6 +265,8 @@ func (s *stack) logStart(logger *slog.Logger, f *commonFlags, snap *snapshot.Sna
 	args = append(args, healthlog.Describe(snap)...)
 	if s.sources.how != "" {
 		args = append(args, "owner_sources", strings.Join(s.sources.on, ","), "absent", listOrNone(s.sources.absent), "attribution", s.sources.how)
+	} else if f.smi.remote() {
+		args = append(args, "owner_sources", "none (the GPUs are --nvidia-smi.host's)")
 	} else {
 		args = append(args, "owner_sources", "none (--no-attribution or --no-collector.processes)")
 	}

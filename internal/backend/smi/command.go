@@ -15,9 +15,13 @@ import (
 // is not nvidia-smi answering a query.
 const maxOutput = 1 << 20
 
-// waitDelay is how long a killed run's output pipes stay open for a child
-// it started (a wrapper's nvidia-smi) before they are closed.
-const waitDelay = 100 * time.Millisecond
+// waitDelay is how long, once the command has exited or been killed, its
+// output is still read before the pipes are closed: a child it left
+// running (a Windows wrapper's nvidia-smi; on Linux the process group dies
+// with it) may hold them open. Long enough for a busy machine to read the
+// output of a command that has exited: output cut short would be
+// half a row.
+const waitDelay = 2 * time.Second
 
 // runner runs nvidia-smi, or the command standing in for it.
 type runner struct {
