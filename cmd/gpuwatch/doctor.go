@@ -68,6 +68,7 @@ func (c *doctorCommand) run() error {
 
 		NvidiaSMITimeout:  c.nvidiaSMITimeout,
 		CollectionTimeout: c.common.timeout,
+		AccountingDir:     c.common.serveRecordsDir(),
 	}
 	if c.nvidiaSMI != "" {
 		env.NvidiaSMI = c.nvidiaSMI

@@ -9,6 +9,7 @@ import (
 	"github.com/alecthomas/kingpin/v2"
 
 	"github.com/gpuwatch/gpuwatch/internal/accounting"
+	"github.com/gpuwatch/gpuwatch/internal/exporter"
 	"github.com/gpuwatch/gpuwatch/internal/jobs"
 )
 
@@ -49,6 +50,15 @@ func (f *commonFlags) keepsRecords() bool {
 	return f.journal.records && ((serve && f.backend == "nvml") || f.journal.dirSet)
 }
 
+// serveRecordsDir is --accounting.dir when serve would keep records with
+// these flags (keepsRecords, for serve), else "".
+func (f *commonFlags) serveRecordsDir() string {
+	if f.journal.records && (f.backend == "nvml" || f.journal.dirSet) {
+		return f.journal.dir
+	}
+	return ""
+}
+
 // startJournal opens the journal and has the accountant's ticker feed it.
 // It adds the journal's closer last: it runs after the ticker stopped.
 func (f *commonFlags) startJournal(logger *slog.Logger, st *stack, acct *accounting.Accountant) error {
@@ -81,10 +91,23 @@ func (f *commonFlags) startJournal(logger *slog.Logger, st *stack, acct *account
 	}
 	acct.AfterTick(rec.Observe)
 	st.jobs = rec
+	st.extra = append(st.extra, rec)
 	st.closers = append(st.closers, func() {
 		if err := rec.Close(); err != nil {
 			logger.Error("closing the job journal", "err", err)
 		}
 	})
 	return nil
+}
+
+// journalCatalog lists the records' own metrics for `gpuwatch metrics`.
+func journalCatalog() []exporter.Metric {
+	out := make([]exporter.Metric, 0, len(jobs.Metrics))
+	for _, m := range jobs.Metrics {
+		out = append(out, exporter.Metric{
+			Name: m.Name, Type: m.Type, Unit: unitOf(m.Name), Help: m.Help,
+			Source: "gpuwatch (the job journal in --accounting.dir)", Collector: "accounting.records", Default: true,
+		})
+	}
+	return out
 }

@@ -38,7 +38,7 @@ func (c *metricsCommand) run() error {
 // with which backends give each metric and the metric group × driver
 // branch table.
 func writeMetricCatalog(w io.Writer, format string, filter *exporter.MetricFilter) error {
-	opts := []exporter.CatalogOption{exporter.WithExtraMetrics(slurmCatalog()...)}
+	opts := []exporter.CatalogOption{exporter.WithExtraMetrics(slurmCatalog()...), exporter.WithExtraMetrics(journalCatalog()...)}
 	if filter != nil {
 		opts = append(opts, exporter.WithMetricFilter(filter))
 	}

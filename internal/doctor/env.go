@@ -39,6 +39,10 @@ type Env struct {
 
 	WebConfigFile string
 
+	// AccountingDir is --accounting.dir when serve would keep job records
+	// with these flags; "" when it would not.
+	AccountingDir string
+
 	// NvidiaSMI is the nvidia-smi to compare readings with; "" when none is
 	// on PATH. It runs with its own bounds (NvidiaSMITimeout, a cap on its
 	// output) rather than through Runner.
@@ -82,6 +86,7 @@ func Run(env Env) Report {
 	results = append(results, checkSources(env)...)
 	results = append(results, checkSlurm(env)...)
 	results = append(results, checkWebConfig(env)...)
+	results = append(results, checkJournal(env)...)
 	results = append(results, checkNvidiaSMI(env)...)
 	results = append(results, checkDCGMDashboard(env)...)
 	return NewReport(results)

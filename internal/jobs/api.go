@@ -105,7 +105,7 @@ func (a *api) job(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var running []Record
-	for _, x := range a.rec.Running() {
+	for _, x := range a.rec.Unjournaled() {
 		if x.ID == id {
 			running = append(running, x)
 		}
@@ -255,7 +255,7 @@ func (a *api) list(w http.ResponseWriter, r *http.Request) {
 	var running []Record
 	if !more {
 		var all []Record
-		for _, x := range a.rec.Running() {
+		for _, x := range a.rec.Unjournaled() {
 			if lq.filter.keeps(x.Kind, podName(x), x.End) {
 				all = append(all, x)
 			}

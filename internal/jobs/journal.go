@@ -1,18 +1,15 @@
 package jobs
 
 import (
-	"bufio"
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"os"
-	"path/filepath"
-	"slices"
 	"strconv"
 	"sync"
-	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // JournalName is the journal's file in the accounting directory; rotated
@@ -30,19 +27,49 @@ const (
 // before Append returns. When a record would take the file past maxBytes
 // the file is rotated: jobs.jsonl becomes jobs.jsonl.1, .1 becomes .2 and
 // so on, and the oldest beyond files in all is deleted. So the journal
-// never holds more than files × maxBytes (plus one record).
+// never holds more than files × maxBytes (plus one record), but while a
+// rotation fails (see Append).
+//
+// What it guarantees: a record Append accepted is on disk, whole, on its
+// own line; a record it refused left nothing behind (the file is cut back
+// to its last complete record before anything else is written). The
+// directory is locked for one writer as long as the Journal is open.
 type Journal struct {
-	dir      string
+	dir      *safeDir
 	maxBytes int64
 	files    int
 
-	mu   sync.Mutex
-	f    *os.File
-	size int64
+	mu sync.Mutex
+	f  *os.File
+	// size is the end of the last complete record; dirty says bytes past
+	// it may be on disk (a write or sync failed and the cut failed too).
+	size  int64
+	dirty bool
+	// rotateErr is the last rotation's error, nil once one succeeded.
+	rotateErr error
+	stats     JournalStats
 }
 
-// OpenJournal opens (or creates) the journal in dir. A last line left
-// half-written by a crash is cut off, so the next record starts a line.
+// JournalStats say how the journal's writes went since it was opened.
+type JournalStats struct {
+	// WriteErrors counts appends and rotations that failed.
+	WriteErrors uint64
+	// LastWrite is when a record was last written and synced (zero: none).
+	LastWrite time.Time
+	// RotateErr is why the last rotation failed, nil once one succeeded.
+	RotateErr error
+}
+
+// rotationSlack is how far past maxBytes the current file may grow while
+// its rotation fails: records keep being written (none is lost for an
+// obstacle in the directory) within a bound.
+const rotationSlack = 2
+
+// OpenJournal opens (or creates) the journal in dir, after checking that
+// the directory belongs to this process's user or root and is writable by
+// no one else. A last line left half-written by a crash is cut off, so the
+// next record starts a line. Rotated files beyond files (left by a larger
+// --accounting.journal-files) are removed.
 func OpenJournal(dir string, maxBytes int64, files int) (*Journal, error) {
 	if maxBytes <= 0 {
 		maxBytes = DefaultJournalMaxBytes
@@ -50,82 +77,81 @@ func OpenJournal(dir string, maxBytes int64, files int) (*Journal, error) {
 	if files <= 0 {
 		files = DefaultJournalFiles
 	}
-	if err := os.MkdirAll(dir, 0o750); err != nil {
+	d, err := openSafeDir(dir)
+	if err != nil {
 		return nil, fmt.Errorf("accounting directory: %w", err)
 	}
-	j := &Journal{dir: dir, maxBytes: maxBytes, files: files}
+	// One writer per directory: a second gpuwatch on it would interleave
+	// records and checkpoints. The lock is the directory's, so it is held
+	// across rotations, and goes with the process however it ends.
+	if err := d.lock(); err != nil {
+		_ = d.close()
+		return nil, fmt.Errorf("accounting directory %s: locked by another gpuwatch (%w)", d.path, err)
+	}
+	j := &Journal{dir: d, maxBytes: maxBytes, files: files}
 	if err := j.open(); err != nil {
+		_ = d.close()
 		return nil, err
 	}
 	return j, nil
 }
 
-func (j *Journal) path(n int) string {
-	p := filepath.Join(j.dir, JournalName)
-	if n > 0 {
-		p += "." + strconv.Itoa(n)
+func rotatedName(n int) string {
+	if n == 0 {
+		return JournalName
 	}
-	return p
+	return JournalName + "." + strconv.Itoa(n)
 }
 
 func (j *Journal) open() error {
-	f, err := os.OpenFile(j.path(0), os.O_RDWR|os.O_CREATE, 0o640)
+	f, err := j.dir.open(JournalName, unix.O_RDWR|unix.O_CREAT)
 	if err != nil {
 		return fmt.Errorf("journal: %w", err)
-	}
-	// One writer per journal: a second gpuwatch on the same directory
-	// would interleave records and checkpoints. The lock goes with the
-	// process, however it ends.
-	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
-		_ = f.Close()
-		return fmt.Errorf("journal %s: locked by another gpuwatch (%w)", j.path(0), err)
 	}
 	size, err := cutTornLine(f)
 	if err != nil {
 		_ = f.Close()
-		return fmt.Errorf("journal %s: %w", j.path(0), err)
+		return fmt.Errorf("journal %s: %w", JournalName, err)
 	}
-	j.f, j.size = f, size
+	j.f, j.size, j.dirty = f, size, false
+	if info, err := f.Stat(); err == nil && size > 0 && j.stats.LastWrite.IsZero() {
+		j.stats.LastWrite = info.ModTime()
+	}
 	return nil
 }
 
-// cutTornLine truncates f after its last newline and leaves the offset at
-// the end; it returns the size.
-func cutTornLine(f *os.File) (int64, error) {
-	size, err := f.Seek(0, io.SeekEnd)
-	if err != nil || size == 0 {
-		return size, err
+// RemoveExtraFiles removes rotated files numbered files or more, which a
+// larger --accounting.journal-files left; it returns those it could not
+// remove (a directory in the way), with why.
+func (j *Journal) RemoveExtraFiles() []error {
+	entries, err := os.ReadDir(j.dir.path)
+	if err != nil {
+		return []error{err}
 	}
-	// Look back for the last newline, a block at a time.
-	const block = 4096
-	end := size
-	buf := make([]byte, block)
-	for end > 0 {
-		start := max(0, end-block)
-		n, err := f.ReadAt(buf[:end-start], start)
-		if err != nil && !errors.Is(err, io.EOF) {
-			return 0, err
+	var errs []error
+	for _, e := range entries {
+		if n, ok := rotatedNumber(e.Name()); ok && n >= j.files {
+			if err := j.dir.remove(e.Name()); err != nil {
+				errs = append(errs, err)
+			}
 		}
-		if i := bytes.LastIndexByte(buf[:n], '\n'); i >= 0 {
-			end = start + int64(i) + 1
-			break
-		}
-		end = start
 	}
-	if end == size {
-		return size, nil
-	}
-	if err := f.Truncate(end); err != nil {
-		return 0, err
-	}
-	if err := f.Sync(); err != nil {
-		return 0, err
-	}
-	_, err = f.Seek(end, io.SeekStart)
-	return end, err
+	return errs
 }
 
-// Append writes r as one line and syncs it to disk.
+// rotatedNumber is N of jobs.jsonl.N.
+func rotatedNumber(name string) (int, bool) {
+	if len(name) <= len(JournalName)+1 || name[:len(JournalName)+1] != JournalName+"." {
+		return 0, false
+	}
+	n, err := strconv.Atoi(name[len(JournalName)+1:])
+	return n, err == nil && n > 0 && strconv.Itoa(n) == name[len(JournalName)+1:]
+}
+
+// Append writes r as one line and syncs it to disk. An error means r is
+// not in the journal and nothing of it is: the caller keeps it and tries
+// again. A rotation that fails is retried at the next Append; meanwhile
+// the record goes on the current file, up to rotationSlack × maxBytes.
 func (j *Journal) Append(r Record) error {
 	r.Running = false
 	line, err := json.Marshal(r)
@@ -138,106 +164,116 @@ func (j *Journal) Append(r Record) error {
 	if j.f == nil {
 		return errors.New("journal closed")
 	}
+	if err := j.cutBack(); err != nil {
+		return j.failed(err)
+	}
 	if j.size > 0 && j.size+int64(len(line)) > j.maxBytes {
 		if err := j.rotate(); err != nil {
-			return err
+			j.rotateErr = err
+			j.stats.WriteErrors++
+			if j.size+int64(len(line)) > rotationSlack*j.maxBytes {
+				return fmt.Errorf("%w; the current file is full (%d bytes)", err, j.size)
+			}
+		} else {
+			j.rotateErr = nil
 		}
 	}
-	n, err := j.f.Write(line)
-	j.size += int64(n)
-	if err != nil {
-		return fmt.Errorf("journal: %w", err)
+	if _, err := j.f.WriteAt(line, j.size); err != nil {
+		j.dirty = true
+		return j.failed(fmt.Errorf("journal: %w", errors.Join(err, j.cutBack())))
 	}
 	if err := j.f.Sync(); err != nil {
-		return fmt.Errorf("journal: %w", err)
+		j.dirty = true
+		return j.failed(fmt.Errorf("journal: %w", errors.Join(err, j.cutBack())))
 	}
+	j.size += int64(len(line))
+	j.stats.LastWrite = time.Now()
 	return nil
 }
 
-// rotate shifts the files by one and starts an empty journal.
+func (j *Journal) failed(err error) error {
+	j.stats.WriteErrors++
+	return err
+}
+
+// cutBack removes what a failed write may have left past the last
+// complete record.
+func (j *Journal) cutBack() error {
+	if !j.dirty {
+		return nil
+	}
+	if err := j.f.Truncate(j.size); err != nil {
+		return fmt.Errorf("cutting a failed write back to the last record: %w", err)
+	}
+	if err := j.f.Sync(); err != nil {
+		return fmt.Errorf("cutting a failed write back to the last record: %w", err)
+	}
+	j.dirty = false
+	return nil
+}
+
+// rotate shifts the files by one and starts an empty journal. It checks
+// every rotated name first, so an obstacle (a directory) fails it before
+// anything moved; the current file stays open until its rename succeeded.
 func (j *Journal) rotate() error {
-	if err := j.f.Close(); err != nil {
-		return fmt.Errorf("journal: %w", err)
+	for n := 1; n < j.files; n++ {
+		k, err := j.dir.kind(rotatedName(n))
+		if err != nil {
+			return fmt.Errorf("journal rotation: %w", err)
+		}
+		if k != 0 && k != unix.S_IFREG {
+			return fmt.Errorf("journal rotation: %s is not a regular file: move it out of the accounting directory", rotatedName(n))
+		}
 	}
-	j.f = nil
-	if err := os.Remove(j.path(j.files - 1)); err != nil && !errors.Is(err, os.ErrNotExist) {
-		return fmt.Errorf("journal rotation: %w", err)
-	}
-	for n := j.files - 2; n >= 0; n-- {
-		if err := os.Rename(j.path(n), j.path(n+1)); err != nil && !errors.Is(err, os.ErrNotExist) {
+	if j.files > 1 {
+		if err := j.dir.remove(rotatedName(j.files - 1)); err != nil && !errors.Is(err, unix.ENOENT) {
 			return fmt.Errorf("journal rotation: %w", err)
 		}
 	}
-	if err := syncDir(j.dir); err != nil {
-		return err
+	for n := j.files - 2; n >= 1; n-- {
+		if err := j.dir.rename(rotatedName(n), rotatedName(n+1)); err != nil && !errors.Is(err, unix.ENOENT) {
+			return fmt.Errorf("journal rotation: %w", err)
+		}
 	}
-	return j.open()
+	old := j.f
+	if k, err := j.dir.kind(JournalName); err == nil && k == 0 {
+		// A rename that went through before the new file could be made.
+	} else if j.files > 1 {
+		if err := j.dir.rename(JournalName, rotatedName(1)); err != nil {
+			return fmt.Errorf("journal rotation: %w", err)
+		}
+	} else if err := j.dir.remove(JournalName); err != nil {
+		return fmt.Errorf("journal rotation: %w", err)
+	}
+	if err := j.dir.sync(); err != nil {
+		return fmt.Errorf("journal rotation: %w", err)
+	}
+	if err := j.open(); err != nil {
+		// The old file, now rotated, takes the records until a new one
+		// can be made; its offset and size stand.
+		return fmt.Errorf("journal rotation: %w", err)
+	}
+	_ = old.Close()
+	return nil
 }
 
-// Close closes the journal.
+// Stats returns how the journal's writes went.
+func (j *Journal) Stats() JournalStats {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	s := j.stats
+	s.RotateErr = j.rotateErr
+	return s
+}
+
+// Close closes the journal and releases the directory's lock.
 func (j *Journal) Close() error {
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	if j.f == nil {
 		return nil
 	}
-	err := j.f.Close()
+	err := errors.Join(j.f.Close(), j.dir.close())
 	j.f = nil
 	return err
-}
-
-// ReadJournal reads every record of the journal in dir, oldest first,
-// rotated files included. Lines that are not a record (a torn last line)
-// are skipped and counted in skipped. A directory without a journal has
-// no records.
-func ReadJournal(dir string) (records []Record, skipped int, err error) {
-	matches, _ := filepath.Glob(filepath.Join(dir, JournalName+".*"))
-	var rotated []int
-	for _, m := range matches {
-		if n, err := strconv.Atoi(filepath.Ext(m)[1:]); err == nil && n > 0 {
-			rotated = append(rotated, n)
-		}
-	}
-	// The highest number is the oldest.
-	slices.SortFunc(rotated, func(a, b int) int { return b - a })
-	paths := make([]string, 0, len(rotated)+1)
-	for _, n := range rotated {
-		paths = append(paths, filepath.Join(dir, JournalName+"."+strconv.Itoa(n)))
-	}
-	paths = append(paths, filepath.Join(dir, JournalName))
-	for _, p := range paths {
-		f, err := os.Open(p)
-		if errors.Is(err, os.ErrNotExist) {
-			continue
-		}
-		if err != nil {
-			return nil, skipped, err
-		}
-		sc := bufio.NewScanner(f)
-		sc.Buffer(make([]byte, 64*1024), 16<<20)
-		for sc.Scan() {
-			var r Record
-			if err := json.Unmarshal(sc.Bytes(), &r); err != nil || r.ID == "" {
-				skipped++
-				continue
-			}
-			records = append(records, r)
-		}
-		err = sc.Err()
-		_ = f.Close()
-		if err != nil {
-			return nil, skipped, fmt.Errorf("%s: %w", p, err)
-		}
-	}
-	return records, skipped, nil
-}
-
-// syncDir makes renames and creations in dir durable.
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	return d.Sync()
 }

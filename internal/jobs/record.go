@@ -25,8 +25,12 @@ type Record struct {
 	End   time.Time `json:"end"`
 	// Running is set on records of jobs that have not ended (the API's
 	// and the checkpoint's), never on the journal's.
-	Running bool  `json:"running,omitempty"`
-	GPUs    []GPU `json:"gpus"`
+	Running bool `json:"running,omitempty"`
+	// Partial, when set, says why some of the figures are missing: the
+	// job was running when the checkpoint that held it was found corrupt
+	// (figures before gpuwatch's restart are lost, in part or whole).
+	Partial string `json:"partial,omitempty"`
+	GPUs    []GPU  `json:"gpus"`
 }
 
 // SlurmIdentity is who ran a Slurm job.

@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -14,10 +13,6 @@ import (
 
 	"github.com/gpuwatch/gpuwatch/internal/snapshot"
 )
-
-// CheckpointName is the running jobs' checkpoint in the accounting
-// directory.
-const CheckpointName = "running.json"
 
 // DefaultCheckpointInterval is how often the running jobs' figures are
 // written to disk: what a crash or SIGKILL can lose of a running job.
@@ -40,6 +35,10 @@ type Options struct {
 // Recorder keeps the records of one node: it folds every accounting tick
 // into the tracker, journals the jobs that ended and checkpoints the
 // running ones. Safe for concurrent use.
+//
+// A record that could not be journaled (a full disk, an obstacle to
+// rotation) stays pending: in memory and in the checkpoint, retried at
+// every tick in the order the jobs ended, until it is written.
 type Recorder struct {
 	opts    Options
 	journal *Journal
@@ -47,27 +46,24 @@ type Recorder struct {
 	mu             sync.Mutex
 	tracker        *Tracker
 	lastCheckpoint time.Time
+	// pending are the records not journaled yet, oldest first.
+	pending []Record
 	// recorded are the Slurm jobs journaled in the last staleMark, by ID,
 	// with when: an end mark that comes after its job's record was
 	// written is removed at once.
 	recorded map[string]time.Time
 	// endMarks reads the epilogs' end marks (endmarks.go).
 	endMarks endMarks
+	// health is what went wrong writing, for the metrics and the log.
+	health recorderHealth
 }
 
-// checkpoint is the file CheckpointName.
-type checkpoint struct {
-	Version int       `json:"version"`
-	Node    string    `json:"node"`
-	Time    time.Time `json:"time"`
-	Jobs    []*job    `json:"jobs"`
-}
-
-const checkpointVersion = 1
-
-// Open opens the journal in opts.Dir and restores the running jobs of the
-// last checkpoint. A checkpoint that cannot be read is an error naming
-// it: starting without it would lose those jobs' figures silently.
+// Open opens the journal in opts.Dir and restores the running jobs and
+// the pending records of the last checkpoint. A checkpoint that cannot be
+// read is moved aside (CheckpointName.corrupt-TIME) and logged: what of it
+// can be read is restored, each job marked Partial, and serving goes on.
+// A restored record or job the journal already holds (a crash came between
+// the journal's write and the checkpoint's) is not written again.
 func Open(opts Options) (*Recorder, error) {
 	if opts.CheckpointInterval <= 0 {
 		opts.CheckpointInterval = DefaultCheckpointInterval
@@ -79,6 +75,9 @@ func Open(opts Options) (*Recorder, error) {
 	if err != nil {
 		return nil, err
 	}
+	for _, err := range j.RemoveExtraFiles() {
+		opts.Logger.Warn("a rotated journal file beyond --accounting.journal-files could not be removed; move it away", "err", err)
+	}
 	r := &Recorder{opts: opts, journal: j, tracker: NewTracker(opts.Node), recorded: map[string]time.Time{}, endMarks: endMarks{dir: opts.Dir}}
 	// The epilog (root) writes its marks here; gpuwatch, owner of the
 	// directory, removes them.
@@ -86,73 +85,117 @@ func Open(opts Options) (*Recorder, error) {
 		_ = j.Close()
 		return nil, err
 	}
-	jobs, err := readCheckpoint(filepath.Join(opts.Dir, CheckpointName))
+	c, corrupt, err := loadCheckpoint(j.dir, opts.Logger)
 	if err != nil {
 		_ = j.Close()
 		return nil, err
 	}
-	for _, jb := range jobs {
-		r.tracker.jobs[jb.Key] = jb
+	if corrupt {
+		r.health.corruptCheckpoints++
 	}
-	if len(jobs) > 0 {
-		opts.Logger.Info("restored running jobs from the checkpoint", "jobs", len(jobs))
+	if err := r.restore(c); err != nil {
+		_ = j.Close()
+		return nil, err
 	}
 	return r, nil
 }
 
-func readCheckpoint(path string) ([]*job, error) {
-	data, err := os.ReadFile(path)
-	if errors.Is(err, os.ErrNotExist) {
-		return nil, nil
+// restore takes the checkpoint's running jobs and pending records, less
+// those the journal already holds.
+func (r *Recorder) restore(c *checkpoint) error {
+	if c == nil || (len(c.Jobs) == 0 && len(c.Pending) == 0) {
+		return nil
 	}
+	want := map[RecordIdentity]bool{}
+	for _, jb := range c.Jobs {
+		want[jb.record(r.opts.Node, false).Identity()] = true
+	}
+	for i := range c.Pending {
+		want[c.Pending[i].Identity()] = true
+	}
+	held, err := journalHolds(r.opts.Dir, want)
+	if err != nil {
+		return err
+	}
+	var dropped int
+	for _, jb := range c.Jobs {
+		if held[jb.record(r.opts.Node, false).Identity()] {
+			dropped++
+			continue
+		}
+		r.tracker.jobs[jb.Key] = jb
+	}
+	for _, rec := range c.Pending {
+		if held[rec.Identity()] {
+			dropped++
+			continue
+		}
+		r.pending = append(r.pending, rec)
+	}
+	r.opts.Logger.Info("restored from the checkpoint", "running_jobs", len(r.tracker.jobs), "pending_records", len(r.pending), "already_journaled", dropped)
+	return nil
+}
+
+// journalHolds says which of want the journal in dir holds.
+func journalHolds(dir string, want map[RecordIdentity]bool) (map[RecordIdentity]bool, error) {
+	read, err := ReadJournalReport(dir)
 	if err != nil {
 		return nil, err
 	}
-	var c checkpoint
-	if err := json.Unmarshal(data, &c); err != nil {
-		return nil, fmt.Errorf("%s: %w (move it away to start without the running jobs' figures)", path, err)
-	}
-	if c.Version != checkpointVersion {
-		return nil, fmt.Errorf("%s: version %d, this gpuwatch reads version %d", path, c.Version, checkpointVersion)
-	}
-	var out []*job
-	for _, jb := range c.Jobs {
-		if jb != nil && jb.Key != "" && (jb.Slurm != nil || jb.Pod != nil) {
-			out = append(out, jb)
+	held := map[RecordIdentity]bool{}
+	for i := range read.Records {
+		if id := read.Records[i].Identity(); want[id] {
+			held[id] = true
 		}
 	}
-	return out, nil
+	return held, nil
 }
 
 // Observe folds one accounting tick into the records: s is the tick's
 // enriched snapshot and acc the accountant's running totals after it.
-// Jobs that ended are journaled (and synced) before Observe returns; the
-// running ones are checkpointed every CheckpointInterval of snapshot time.
+// Jobs that ended are journaled (and synced) before Observe returns, with
+// the records still pending from earlier ticks; the running ones are
+// checkpointed every CheckpointInterval of snapshot time, and at once
+// while records are pending.
 func (r *Recorder) Observe(s *snapshot.Snapshot, acc *snapshot.Accounting) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	now := time.Now()
 	r.tracker.ended = r.endMarks.read(now)
 	ended := r.tracker.Observe(s, acc)
-	for _, rec := range ended {
-		if err := r.journal.Append(rec); err != nil {
-			r.opts.Logger.Error("could not journal a job record", "job", rec.ID, "err", err)
-			continue
+	hadPending := len(r.pending) > 0
+	if len(ended) > 0 {
+		crashPoint("ended")
+	}
+	r.pending = append(r.pending, ended...)
+	r.flushPending(now)
+	r.removeLateMarks(now)
+	if r.lastCheckpoint.IsZero() {
+		r.lastCheckpoint = s.Time
+	}
+	if len(ended) > 0 || hadPending || len(r.pending) > 0 || s.Time.Sub(r.lastCheckpoint) >= r.opts.CheckpointInterval {
+		r.health.checkpointed(r.opts.Logger, r.checkpointLocked(s.Time))
+	}
+}
+
+// flushPending journals the pending records in order, up to the first
+// that fails.
+func (r *Recorder) flushPending(now time.Time) {
+	written := 0
+	var err error
+	for _, rec := range r.pending {
+		if err = r.journal.Append(rec); err != nil {
+			break
 		}
+		crashPoint("journaled")
+		written++
 		if rec.Kind == KindSlurm {
 			removeEndMark(r.opts.Dir, rec.ID)
 			r.recorded[rec.ID] = now
 		}
 	}
-	r.removeLateMarks(now)
-	if r.lastCheckpoint.IsZero() {
-		r.lastCheckpoint = s.Time
-	}
-	if len(ended) > 0 || s.Time.Sub(r.lastCheckpoint) >= r.opts.CheckpointInterval {
-		if err := r.checkpointLocked(s.Time); err != nil {
-			r.opts.Logger.Error("could not checkpoint the running jobs", "err", err)
-		}
-	}
+	r.pending = slices.Delete(r.pending, 0, written)
+	r.health.journaled(r.opts.Logger, err, written, len(r.pending), r.journal.Stats().RotateErr)
 }
 
 // removeLateMarks removes the end marks of jobs already journaled and not
@@ -180,7 +223,7 @@ func (r *Recorder) Checkpoint() error {
 }
 
 func (r *Recorder) checkpointLocked(now time.Time) error {
-	c := checkpoint{Version: checkpointVersion, Node: r.opts.Node, Time: now, Jobs: make([]*job, 0, len(r.tracker.jobs))}
+	c := checkpoint{Version: checkpointVersion, Node: r.opts.Node, Time: now, Jobs: make([]*job, 0, len(r.tracker.jobs)), Pending: r.pending}
 	for _, jb := range r.tracker.jobs {
 		c.Jobs = append(c.Jobs, jb)
 	}
@@ -189,41 +232,12 @@ func (r *Recorder) checkpointLocked(now time.Time) error {
 	if err != nil {
 		return err
 	}
-	if err := writeFileSynced(filepath.Join(r.opts.Dir, CheckpointName), data); err != nil {
+	if err := r.journal.dir.writeFile(CheckpointName, data); err != nil {
 		return err
 	}
+	crashPoint("checkpointed")
 	r.lastCheckpoint = now
 	return nil
-}
-
-// writeFileSynced replaces path with data atomically and durably: a
-// temporary file, synced, renamed over path, and the directory synced.
-func writeFileSynced(path string, data []byte) error {
-	dir := filepath.Dir(path)
-	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".*")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(f.Name()) // after a successful rename, there is nothing left to remove
-	if _, err := f.Write(data); err != nil {
-		_ = f.Close()
-		return err
-	}
-	if err := f.Chmod(0o640); err != nil {
-		_ = f.Close()
-		return err
-	}
-	if err := f.Sync(); err != nil {
-		_ = f.Close()
-		return err
-	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	if err := os.Rename(f.Name(), path); err != nil {
-		return err
-	}
-	return syncDir(dir)
 }
 
 // Running returns the records of the jobs running now.
@@ -233,41 +247,18 @@ func (r *Recorder) Running() []Record {
 	return r.tracker.Running()
 }
 
-// Records returns the journal's records, oldest first, then the running
-// jobs'.
-func (r *Recorder) Records() ([]Record, error) {
-	recs, _, err := ReadJournal(r.opts.Dir)
-	if err != nil {
-		return nil, err
-	}
-	return append(recs, r.Running()...), nil
+// Unjournaled returns the records the journal does not hold: the ended
+// jobs' records still pending (see Recorder), oldest first, then the
+// running jobs', ordered by ID.
+func (r *Recorder) Unjournaled() []Record {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append(slices.Clone(r.pending), r.tracker.Running()...)
 }
 
 // Close checkpoints the running jobs and closes the journal.
 func (r *Recorder) Close() error {
 	return errors.Join(r.Checkpoint(), r.journal.Close())
-}
-
-// ReadRunning reads the running jobs of the checkpoint in dir, as records
-// (for `gpuwatch job` on a node whose gpuwatch it does not ask).
-func ReadRunning(dir string) ([]Record, error) {
-	path := filepath.Join(dir, CheckpointName)
-	jobs, err := readCheckpoint(path)
-	if err != nil {
-		return nil, err
-	}
-	var node string
-	if data, err := os.ReadFile(path); err == nil {
-		var c checkpoint
-		if json.Unmarshal(data, &c) == nil {
-			node = c.Node
-		}
-	}
-	out := make([]Record, 0, len(jobs))
-	for _, jb := range jobs {
-		out = append(out, jb.record(node, true))
-	}
-	return out, nil
 }
 
 // JournalGroups are the collector groups the accounting's reader reads

@@ -115,7 +115,8 @@ func near(t *testing.T, what string, got *float64, want, tol float64) {
 // reader, accountant and recorder on the same simulator and directory.
 func (r *rig) crashAndRestart(opts Options) {
 	r.t.Helper()
-	_ = r.rec.journal.f.Close() // the file descriptor, as the kernel closes it
+	_ = r.rec.journal.f.Close() // the file descriptors, as the kernel closes them
+	_ = r.rec.journal.dir.close()
 	groups := accounting.ReaderGroups()
 	for g := range JournalGroups() {
 		groups[g] = true

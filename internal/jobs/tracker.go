@@ -74,6 +74,8 @@ type job struct {
 	Start    time.Time      `json:"start"`
 	LastSeen time.Time      `json:"last_seen"`
 	GPUs     []*gpuFigures  `json:"gpus"`
+	// Partial says why figures may be missing (Record.Partial).
+	Partial string `json:"partial,omitempty"`
 }
 
 // gpuFigures are one job's sums on one GPU or MIG instance.
@@ -278,6 +280,9 @@ func (t *Tracker) present(key string, sj snapshot.SlurmJob, pod snapshot.Pod, us
 	if j == nil {
 		j = &job{Key: key, Start: now}
 		t.jobs[key] = j
+	}
+	if j.Start.IsZero() { // restored from a torn checkpoint without its start
+		j.Start = now
 	}
 	if now.After(j.LastSeen) { // a clock stepped back (a restart of the simulator) keeps the later end
 		j.LastSeen = now
@@ -513,7 +518,7 @@ func (j *job) gpu(index int, id gpuID) *gpuFigures {
 
 // record turns a job's figures into its record.
 func (j *job) record(node string, running bool) Record {
-	r := Record{Kind: j.Kind, Node: node, Start: j.Start, End: j.LastSeen, Running: running, GPUs: make([]GPU, 0, len(j.GPUs))}
+	r := Record{Kind: j.Kind, Node: node, Start: j.Start, End: j.LastSeen, Running: running, Partial: j.Partial, GPUs: make([]GPU, 0, len(j.GPUs))}
 	if j.Slurm != nil {
 		s := *j.Slurm
 		r.Slurm, r.ID = &s, s.JobID
