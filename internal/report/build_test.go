@@ -51,12 +51,15 @@ func buildFrom(t *testing.T, srv *httptest.Server) (*Report, error) {
 // NaN or ±Inf in a measured figure is that figure absent, with a note
 // naming the query; the report still renders in every format.
 func TestNaNAndInfFromTheServer(t *testing.T) {
+	qs := buildQueries(dimensions["namespace"], 24*time.Hour, time.Minute, 0.05)
 	srv := fakeAPI(t, [][2]string{
 		{"count(group by (instance, uuid) (max_over_time(gpu_up[", "4"},
 		{"count(group by (instance, uuid) (count_over_time(gpu_up[", "4"},
 		{"count(group by (instance, uuid) (max_over_time(gpu_up[24h])) unless", ""},
 		{"sum(count_over_time(", "0"},
-		{"sum by (namespace) (count_over_time(", "288"},
+		{qs.allocSteps, "288"},
+		{qs.measuredSteps, "288"},
+		{qs.idleSteps, "0"},
 		{"avg_over_time((avg(gpu_utilization_ratio))", "NaN"},
 		{"", "+Inf"},
 	})
@@ -92,13 +95,14 @@ func TestNaNCountIsAnErrorNamingTheQuery(t *testing.T) {
 		}
 	}
 	// A step count the server gives as NaN is an error naming that query.
+	qs := buildQueries(dimensions["namespace"], 24*time.Hour, time.Minute, 0.05)
 	srv := fakeAPI(t, [][2]string{
 		{"count(group by (instance, uuid) (max_over_time(gpu_up[24h])) unless", ""},
 		{"count(", "4"},
-		{"sum by (namespace) (count_over_time(", "NaN"},
+		{qs.allocSteps, "NaN"},
 		{"", "1"},
 	})
-	if _, err := buildFrom(t, srv); err == nil || !strings.Contains(err.Error(), "query sum by (namespace) (count_over_time(") {
+	if _, err := buildFrom(t, srv); err == nil || !strings.Contains(err.Error(), "query "+qs.allocSteps) {
 		t.Errorf("a NaN step count: error %v, want one naming the query", err)
 	}
 }

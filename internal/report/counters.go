@@ -3,6 +3,7 @@ package report
 import (
 	"fmt"
 	"math"
+	"strings"
 	"time"
 
 	"github.com/prometheus/common/model"
@@ -26,47 +27,150 @@ const (
 // counterSet is the PromQL of the figures the counters give for one
 // dimension; an empty query leaves that figure to the gauges.
 type counterSet struct {
-	held, used, energy, idle string
+	held, measured, used, energy, idle string
 }
 
-// counterQueries returns the counters' queries for dim over rng, or false
-// where the counters do not carry the dimension's owner (node and gpu rows
-// are whole GPUs, which the gauges already measure).
-func counterQueries(dim dimension, rng string) (counterSet, bool) {
+// stepIncrease is a counter's increase over the step before each subquery
+// step, without extrapolation: a series new since the previous step counts
+// from 0 (gpuwatch's counters appear at 0), a reset (gpuwatch restarted)
+// counts from the reset. Summed over the steps of (From, To] it is the
+// counter's increase in the range, its first sample a baseline, never an
+// increase.
+func stepIncrease(series string, step time.Duration) string {
+	return "((" + series + " - " + series + " offset " + promDuration(step) + ") >= 0 or " + series + " * 1)"
+}
+
+// counterGPU is the key of one GPU in the counters: a MIG instance counts
+// as its whole GPU, as in the gauges' figures, so owners of two instances
+// of one GPU share it.
+const counterGPU = "instance, uuid"
+
+// sharedHeld is, per step, each owner's part of the time its GPUs were
+// held: the GPU's held time in the step (its longest holder's, at most the
+// step: a new owner's first total, shown after the counters' hold, counts
+// at most one step) split between its owners by their SM seconds in the
+// step where any, else by their held seconds. So per-owner hours add up to
+// the GPU's, whoever shared it. held and sm are per (owner, GPU) step
+// increases; sm may be "".
+func sharedHeld(held, sm string, step time.Duration) string {
+	gpu := "on(" + counterGPU + ") group_left()"
+	longest := "clamp_max(max by (" + counterGPU + ") (" + held + "), " + fmt.Sprint(step.Seconds()) + ")"
+	byHeld := "(" + held + " / " + gpu + " (sum by (" + counterGPU + ") (" + held + ") > 0))"
+	weight := byHeld
+	if sm != "" {
+		smHeld := "(" + sm + " and " + held + ")"
+		bySM := "((" + smHeld + " or " + held + " * 0) / " + gpu + " (sum by (" + counterGPU + ") (" + smHeld + ") > 0))"
+		weight = "(" + bySM + " or " + byHeld + ")"
+	}
+	return "(" + weight + " * " + gpu + " " + longest + ")"
+}
+
+// atMost is a per series min(a, b) over the series both have.
+func atMost(a, b string) string {
+	return "((" + a + " <= " + b + ") or (" + b + " and " + a + "))"
+}
+
+// counterQueries returns the counters' queries for dim over rng at step, or
+// false where the counters do not carry the dimension's owner (node and gpu
+// rows are whole GPUs, which the gauges already measure).
+func counterQueries(dim dimension, rng, step time.Duration) (counterSet, bool) {
+	if dim.kind == byDevice {
+		return counterSet{}, false
+	}
+	w := window(rng, step)
 	owner := by(dim.labels)
-	inc := func(metric, sel string) string { return "increase(" + metric + sel + "[" + rng + "])" }
+	perOwnerGPU := "by (" + strings.Join(dim.labels, ", ") + ", " + counterGPU + ")"
+	inc := func(metric, sel string) string { return stepIncrease(metric+sel, step) }
+	sumOver := func(expr string) string { return "sum " + owner + " (sum_over_time((" + expr + ")" + w + "))" }
+	var held, sm, energy, idle, jobs string
 	switch {
 	case dim.kind == byProcess:
 		sel := "{" + dim.ownerKey() + `!=""}`
-		return counterSet{
-			held:   "sum " + owner + " (" + inc("gpu_process_seconds_total", sel) + ") / 3600",
-			used:   "sum " + owner + " (" + inc("gpu_process_sm_seconds_total", sel) + ") / 3600",
-			energy: "sum " + owner + " (" + inc("gpu_process_energy_joules_total", sel) + ") / 3.6e6",
-		}, true
+		held = "max " + perOwnerGPU + " (" + inc("gpu_process_seconds_total", sel) + ")"
+		sm = "sum " + perOwnerGPU + " (" + inc("gpu_process_sm_seconds_total", sel) + ")"
+		energy = "sum " + perOwnerGPU + " (" + inc("gpu_process_energy_joules_total", sel) + ")"
+		if dim.name == "user" {
+			held, sm, jobs, idle = userHeld(step)
+		}
 	case dim.alloc == k8sAlloc:
 		sel := `{pod!=""}`
-		return counterSet{
-			held:   "sum " + owner + " (" + inc("gpu_allocation_seconds_total", sel) + ") / 3600",
-			idle:   "sum " + owner + " (" + inc("gpu_allocation_idle_seconds_total", sel) + ") / 3600",
-			used:   "sum " + owner + " (" + inc("gpu_process_sm_seconds_total", sel) + ") / 3600",
-			energy: "sum " + owner + " (" + inc("gpu_process_energy_joules_total", sel) + ") / 3.6e6",
-		}, true
+		held = "max " + perOwnerGPU + " (" + inc("gpu_allocation_seconds_total", sel) + ")"
+		idle = "max " + perOwnerGPU + " (" + inc("gpu_allocation_idle_seconds_total", sel) + ")"
+		// An allocation whose processes used no SM time, where SM time is
+		// measured (its idle counter exists), used 0, not unknown.
+		sm = "(sum " + perOwnerGPU + " (" + inc("gpu_process_sm_seconds_total", sel) + ") or " + idle + " * 0)"
+		energy = "sum " + perOwnerGPU + " (" + inc("gpu_process_energy_joules_total", sel) + ")"
 	case dim.alloc == slurmAlloc:
 		// The counters carry the job id (slurm_job); account and partition
-		// come from gpu_slurm_job_info, joined on the GPU and the job.
-		info := "group by (instance, uuid, job_id, account, partition) (max_over_time(" + slurmAlloc + "[" + rng + "]))"
-		job := func(metric string) string {
-			return "sum " + owner + " (label_replace(" + inc(metric, `{slurm_job!=""}`) + `, "job_id", "$1", "slurm_job", "(.+)")` +
+		// come from gpu_slurm_job_info at the step, joined on the GPU and
+		// the job.
+		info := "group by (instance, uuid, job_id, account, partition) (" + slurmAlloc + ")"
+		job := func(agg, metric string) string {
+			return agg + " " + perOwnerGPU + " (label_replace(" + inc(metric, `{slurm_job!=""}`) + `, "job_id", "$1", "slurm_job", "(.+)")` +
 				" * on(instance, uuid, job_id) group_left(account, partition) " + info + ")"
 		}
-		return counterSet{
-			held:   job("gpu_allocation_seconds_total") + " / 3600",
-			idle:   job("gpu_allocation_idle_seconds_total") + " / 3600",
-			used:   job("gpu_process_sm_seconds_total") + " / 3600",
-			energy: job("gpu_process_energy_joules_total") + " / 3.6e6",
-		}, true
+		held = job("max", "gpu_allocation_seconds_total")
+		idle = job("max", "gpu_allocation_idle_seconds_total")
+		sm = "(" + job("sum", "gpu_process_sm_seconds_total") + " or " + idle + " * 0)"
+		energy = job("sum", "gpu_process_energy_joules_total")
 	}
-	return counterSet{}, false
+	// Process owners share a GPU by their SM time, allocations equally
+	// (by their held time), as the sampled gauges' figures do.
+	part := sharedHeld(held, sm, step)
+	if dim.kind == byAllocation {
+		part = sharedHeld(held, "", step)
+	}
+	if allocated := allocatedPart(dim, part, jobs); allocated != "" {
+		// The energy the counters give nobody (no process owner: an idle
+		// allocation) goes to the allocations that held the GPU, by their
+		// part of it.
+		heldIdleEnergy := "(" + allocated + " / " + "on(" + counterGPU + ") group_left() (sum by (" + counterGPU + ") (" + allocated + ") > 0)" +
+			" * on(" + counterGPU + ") group_left() sum by (" + counterGPU + ") (" + stepIncrease("gpu_idle_energy_joules_total", step) + "))"
+		energy = "(" + energy + " + " + heldIdleEnergy + ") or " + energy + " or " + heldIdleEnergy
+	}
+	// An owner used at most the part of the GPU it held; its idle time is
+	// its held time's idle share.
+	used := atMost(sm, part)
+	cs := counterSet{
+		held:     sumOver(part) + " / 3600",
+		measured: sumOver(part+" and "+sm) + " / 3600",
+		used:     sumOver(used) + " / 3600",
+		energy:   sumOver(energy) + " / 3.6e6",
+	}
+	if idle != "" {
+		cs.idle = sumOver(atMost(idle+" * "+part+" / "+held, part)) + " / 3600"
+	}
+	return cs, true
+}
+
+// allocatedPart is the part of the owners' held time that an allocation
+// gave them (all of it for allocation views; for --by=user, on the GPUs a
+// Slurm job holds), or "" where none does.
+func allocatedPart(dim dimension, part, jobs string) string {
+	switch {
+	case dim.kind == byAllocation:
+		return part
+	case jobs != "":
+		return "(" + part + " and on(instance, uuid) (" + jobs + " > 0))"
+	}
+	return ""
+}
+
+// userHeld is, for --by=user, the held and SM seconds per (user, GPU) at a
+// step: a Slurm job's user holds its GPUs (idle or not); on a GPU no job
+// holds, the users with a process on it. On a job's GPU the user's SM
+// seconds are those of their processes there, 0 where the job runs none
+// but SM time is measured (its idle counter exists). Idle-allocated time is
+// their jobs' (a GPU held by processes alone is never idle-allocated).
+func userHeld(step time.Duration) (held, sm, jobs, idle string) {
+	perUserGPU := "by (user, " + counterGPU + ")"
+	jobs = "max " + perUserGPU + " (" + stepIncrease(`gpu_allocation_seconds_total{slurm_job!="",user!=""}`, step) + ")"
+	procs := "max " + perUserGPU + " (" + stepIncrease(`gpu_process_seconds_total{user!=""}`, step) + ")"
+	held = "(" + jobs + " or (" + procs + " unless on(instance, uuid) (" + jobs + " > 0)))"
+	smProcs := "sum " + perUserGPU + " (" + stepIncrease(`gpu_process_sm_seconds_total{user!=""}`, step) + ")"
+	idle = "max " + perUserGPU + " (" + stepIncrease(`gpu_allocation_idle_seconds_total{slurm_job!="",user!=""}`, step) + ")"
+	sm = "(" + smProcs + " or " + idle + " * 0)"
+	return held, sm, jobs, idle
 }
 
 // countersCoverQuery counts the gpuwatch instances whose accounting
@@ -86,7 +190,7 @@ func useCounters(r *Report, dim dimension, opts Options, rows map[string]*Row,
 	at func(query string, ts time.Time) (model.Vector, error), figure func(string, func(*Row, float64)) error) error {
 	rng := promDuration(opts.To.Sub(opts.From))
 	r.Basis = BasisGauges
-	cs, ok := counterQueries(dim, rng)
+	cs, ok := counterQueries(dim, opts.To.Sub(opts.From), opts.Step)
 	if !ok {
 		r.BasisNote = "the sampled gauges (--by=" + dim.name + " is per GPU)"
 		return nil
@@ -109,7 +213,7 @@ func useCounters(r *Report, dim dimension, opts Options, rows map[string]*Row,
 	}
 	// The counters cover the range: their figures replace the gauges'.
 	for _, row := range rows {
-		row.AllocatedGPUHours, row.UsedGPUHours, row.EnergyKWhSummed = 0, nil, nil
+		row.AllocatedGPUHours, row.measuredHours, row.UsedGPUHours, row.EnergyKWhSummed = 0, 0, nil, nil
 		if cs.idle != "" {
 			row.IdleAllocatedGPUHours = 0
 		}
@@ -119,6 +223,7 @@ func useCounters(r *Report, dim dimension, opts Options, rows map[string]*Row,
 		set   func(*Row, float64)
 	}{
 		{cs.held, func(r *Row, v float64) { r.AllocatedGPUHours = v }},
+		{cs.measured, func(r *Row, v float64) { r.measuredHours = v }},
 		{cs.used, func(r *Row, v float64) { r.UsedGPUHours = &v }},
 		{cs.energy, func(r *Row, v float64) { r.EnergyKWhSummed = &v }},
 		{cs.idle, func(r *Row, v float64) { r.IdleAllocatedGPUHours = v }},
@@ -131,7 +236,9 @@ func useCounters(r *Report, dim dimension, opts Options, rows map[string]*Row,
 			return err
 		}
 	}
-	fleetQuery := "(sum(increase(gpu_process_energy_joules_total[" + rng + "])) or vector(0)) + sum(increase(gpu_idle_energy_joules_total[" + rng + "]))"
+	w := window(opts.To.Sub(opts.From), opts.Step)
+	fleetQuery := "(sum(sum_over_time(" + stepIncrease("gpu_process_energy_joules_total", opts.Step) + w + ")) or vector(0)) + sum(sum_over_time(" +
+		stepIncrease("gpu_idle_energy_joules_total", opts.Step) + w + "))"
 	fleet, ok, err := scalarAt(at, fleetQuery, opts.To)
 	if err != nil {
 		return err
@@ -195,17 +302,11 @@ func checkCarbon(g float64) error {
 	return nil
 }
 
-// co2eColumn is the CO2e column, with --carbon-intensity: the energy
-// summed over the owner's GPUs, in kg of CO2e.
-func co2eColumn() column {
-	return column{"CO2e kg summed", "co2e_kg", func(r Row) (float64, bool) { return maybe(r.CO2eKg) }, kwh, true}
-}
-
 // co2e is the fleet line's CO2e clause: empty without --carbon-intensity
 // or without an energy reading.
-func co2e(kg *float64) string {
+func co2e(kg *float64, p precision) string {
 	if kg == nil {
 		return ""
 	}
-	return ", CO2e " + kwh(*kg) + " kg"
+	return ", CO2e " + p.kwh(*kg) + " kg"
 }

@@ -8,11 +8,11 @@ import (
 )
 
 // The counters' figures, like the gauges', are aggregated in the server by
-// exactly the owner labels, one increase() over the whole range.
+// exactly the owner labels, one subquery over the range's steps.
 func TestCounterQueriesAggregateInTheServer(t *testing.T) {
 	for _, name := range Dimensions() {
 		d := dimensions[name]
-		cs, ok := counterQueries(d, "720h")
+		cs, ok := counterQueries(d, 720*time.Hour, 15*time.Minute)
 		if d.kind == byDevice {
 			if ok {
 				t.Errorf("--by=%s: counters used for whole GPUs", name)
@@ -23,13 +23,14 @@ func TestCounterQueriesAggregateInTheServer(t *testing.T) {
 			t.Errorf("--by=%s: no counter queries", name)
 			continue
 		}
-		for _, text := range []string{cs.held, cs.used, cs.energy} {
-			if !strings.Contains(text, "[720h])") || !strings.HasPrefix(text, "sum "+by(d.labels)) {
-				t.Errorf("--by=%s: %s is not one increase over the range, summed by the owner", name, text)
+		for _, text := range []string{cs.held, cs.measured, cs.used, cs.energy} {
+			if !strings.Contains(text, window(720*time.Hour, 15*time.Minute)+")") || !strings.HasPrefix(text, "sum "+by(d.labels)) ||
+				strings.Contains(text, "increase(") {
+				t.Errorf("--by=%s: %s is not one sum over the range's steps, summed by the owner", name, text)
 			}
 		}
-		if (cs.idle != "") != (d.kind == byAllocation) {
-			t.Errorf("--by=%s: idle query %q; allocations have one, process owners none", name, cs.idle)
+		if (cs.idle != "") != (d.kind == byAllocation || name == "user") {
+			t.Errorf("--by=%s: idle query %q; allocations (and users, by their jobs) have one, other process owners none", name, cs.idle)
 		}
 	}
 }

@@ -14,6 +14,8 @@ type dimension struct {
 	kind   ownership
 	// alloc is the allocation info metric (kubernetes or slurm dimensions).
 	alloc string
+	// hours says in one line what a GPU-hour of this view is.
+	hours string
 }
 
 // ownership is how a dimension decides that an owner holds a GPU at a step.
@@ -36,17 +38,29 @@ const (
 	slurmAlloc = "gpu_slurm_job_info"
 )
 
+const (
+	podHours = "Hours: a GPU is the pod's while the kubelet allocates it to the pod, busy or idle; " +
+		"a GPU allocated to several pods at once is split equally between them."
+	jobHours = "Hours: a GPU is the job's while Slurm allocates it to the job, busy or idle; " +
+		"a GPU allocated to several jobs at once is split equally between them."
+	processHours = "Hours: a GPU is the owner's while its processes run on it; " +
+		"a GPU several owners use at once is split between them by their SM share (equally where none is measured)."
+	deviceHours = "Hours: a GPU counts while any pod, Slurm job or process holds it."
+)
+
 var dimensions = map[string]dimension{
-	"pod":             {name: "pod", labels: []string{"namespace", "pod"}, kind: byAllocation, alloc: k8sAlloc},
-	"namespace":       {name: "namespace", labels: []string{"namespace"}, kind: byAllocation, alloc: k8sAlloc},
-	"job":             {name: "job", labels: []string{"job_id", "user", "account", "partition"}, kind: byAllocation, alloc: slurmAlloc},
-	"account":         {name: "account", labels: []string{"account"}, kind: byAllocation, alloc: slurmAlloc},
-	"partition":       {name: "partition", labels: []string{"partition"}, kind: byAllocation, alloc: slurmAlloc},
-	"user":            {name: "user", labels: []string{"user"}, kind: byProcess},
-	"container":       {name: "container", labels: []string{"instance", "container"}, kind: byProcess},
-	"compose_service": {name: "compose_service", labels: []string{"compose_project", "compose_service"}, kind: byProcess},
-	"node":            {name: "node", labels: []string{"instance"}, kind: byDevice},
-	"gpu":             {name: "gpu", labels: []string{"instance", "gpu", "uuid"}, kind: byDevice},
+	"pod":       {name: "pod", labels: []string{"namespace", "pod"}, kind: byAllocation, alloc: k8sAlloc, hours: podHours},
+	"namespace": {name: "namespace", labels: []string{"namespace"}, kind: byAllocation, alloc: k8sAlloc, hours: podHours},
+	"job":       {name: "job", labels: []string{"job_id", "user", "account", "partition"}, kind: byAllocation, alloc: slurmAlloc, hours: jobHours},
+	"account":   {name: "account", labels: []string{"account"}, kind: byAllocation, alloc: slurmAlloc, hours: jobHours},
+	"partition": {name: "partition", labels: []string{"partition"}, kind: byAllocation, alloc: slurmAlloc, hours: jobHours},
+	"user": {name: "user", labels: []string{"user"}, kind: byProcess, hours: "Hours: a GPU is the user's while a Slurm job of theirs holds it, busy or idle, " +
+		"or, on a GPU no job holds, while their processes run on it (a pod names no unix user: its GPU goes to its processes' users); " +
+		"a GPU several users hold at once is split between them by their SM share (equally where none is measured)."},
+	"container":       {name: "container", labels: []string{"instance", "container"}, kind: byProcess, hours: processHours},
+	"compose_service": {name: "compose_service", labels: []string{"compose_project", "compose_service"}, kind: byProcess, hours: processHours},
+	"node":            {name: "node", labels: []string{"instance"}, kind: byDevice, hours: deviceHours},
+	"gpu":             {name: "gpu", labels: []string{"instance", "gpu", "uuid"}, kind: byDevice, hours: deviceHours},
 }
 
 // Dimensions lists the --by values, for help texts and errors.

@@ -45,12 +45,15 @@ type column struct {
 	// format renders the value for people; csv and json keep full precision.
 	format func(float64) string
 	total  bool // meaningful on the totals row
+	// summed columns add up over the rows: people see them at scale ×
+	// value with decimals, rounded so that the rows add up to the total.
+	summed   bool
+	scale    float64
+	decimals int
 }
 
-func hours(v float64) string { return strconv.FormatFloat(v, 'f', 1, 64) }
-func pct(v float64) string   { return strconv.FormatFloat(100*v, 'f', 1, 64) }
-func gib(v float64) string   { return strconv.FormatFloat(v/(1<<30), 'f', 1, 64) }
-func kwh(v float64) string   { return strconv.FormatFloat(v, 'f', 2, 64) }
+func pct(v float64) string { return strconv.FormatFloat(100*v, 'f', 1, 64) }
+func gib(v float64) string { return strconv.FormatFloat(v/(1<<30), 'f', 1, 64) }
 
 func known(v float64) (float64, bool) { return v, true }
 
@@ -65,22 +68,31 @@ func maybe(v *float64) (float64, bool) {
 const notAvailable = "n/a"
 
 func columns(r *Report) []column {
+	p := precisionOf(r)
+	h := p.hourUnit
+	hoursCol := func(title, name string, value func(Row) (float64, bool)) column {
+		return column{title: h + " " + title, name: name, value: value, format: p.hours, total: true, summed: true, scale: p.hourScale, decimals: p.hourDecimals}
+	}
+	kwhCol := func(title, name string, value func(Row) (float64, bool)) column {
+		return column{title: title, name: name, value: value, format: p.kwh, total: true, summed: true, scale: 1, decimals: p.kwhDecimals}
+	}
 	cols := []column{
-		{"GPU-h allocated", "allocated_gpu_hours", func(r Row) (float64, bool) { return known(r.AllocatedGPUHours) }, hours, true},
-		{"GPU-h used", "used_gpu_hours", func(r Row) (float64, bool) { return maybe(r.UsedGPUHours) }, hours, true},
-		{"mean util % per GPU", "mean_utilization_per_gpu", func(r Row) (float64, bool) { return maybe(r.MeanUtilizationPerGPU) }, pct, true},
-		{"p95 util % per GPU", "p95_utilization_per_gpu", func(r Row) (float64, bool) { return maybe(r.P95UtilizationPerGPU) }, pct, false},
-		{"peak mem GiB summed", "peak_memory_bytes_summed", func(r Row) (float64, bool) { return maybe(r.PeakMemoryBytesSummed) }, gib, false},
-		{"mean mem GiB summed", "mean_memory_bytes_summed", func(r Row) (float64, bool) { return maybe(r.MeanMemoryBytesSummed) }, gib, false},
-		{"energy kWh summed", "energy_kwh_summed", func(r Row) (float64, bool) { return maybe(r.EnergyKWhSummed) }, kwh, true},
-		{"GPU-h idle-allocated", "idle_allocated_gpu_hours", func(r Row) (float64, bool) { return known(r.IdleAllocatedGPUHours) }, hours, true},
-		{"GPU-h no util reading", "unmeasured_gpu_hours", func(r Row) (float64, bool) { return known(r.UnmeasuredGPUHours) }, hours, true},
+		hoursCol("allocated", "allocated_gpu_hours", func(r Row) (float64, bool) { return known(r.AllocatedGPUHours) }),
+		hoursCol("used", "used_gpu_hours", func(r Row) (float64, bool) { return maybe(r.UsedGPUHours) }),
+		{title: "mean util % per GPU", name: "mean_utilization_per_gpu", value: func(r Row) (float64, bool) { return maybe(r.MeanUtilizationPerGPU) }, format: pct, total: true},
+		{title: "p95 util % per GPU", name: "p95_utilization_per_gpu", value: func(r Row) (float64, bool) { return maybe(r.P95UtilizationPerGPU) }, format: pct},
+		{title: "peak mem GiB summed", name: "peak_memory_bytes_summed", value: func(r Row) (float64, bool) { return maybe(r.PeakMemoryBytesSummed) }, format: gib},
+		{title: "mean mem GiB summed", name: "mean_memory_bytes_summed", value: func(r Row) (float64, bool) { return maybe(r.MeanMemoryBytesSummed) }, format: gib},
+		kwhCol("energy kWh summed", "energy_kwh_summed", func(r Row) (float64, bool) { return maybe(r.EnergyKWhSummed) }),
+		hoursCol("idle-allocated", "idle_allocated_gpu_hours", func(r Row) (float64, bool) { return known(r.IdleAllocatedGPUHours) }),
+		hoursCol("no util reading", "unmeasured_gpu_hours", func(r Row) (float64, bool) { return known(r.UnmeasuredGPUHours) }),
 	}
 	if r.By == "job" {
-		cols = append(cols, column{"duration h", "duration_hours", func(r Row) (float64, bool) { return known(r.DurationHours) }, hours, false})
+		cols = append(cols, column{title: "duration h", name: "duration_hours", value: func(r Row) (float64, bool) { return known(r.DurationHours) },
+			format: func(v float64) string { return strconv.FormatFloat(v, 'f', p.hourDecimals, 64) }})
 	}
 	if r.CarbonIntensity > 0 {
-		cols = append(cols, co2eColumn())
+		cols = append(cols, kwhCol("CO2e kg summed", "co2e_kg", func(r Row) (float64, bool) { return maybe(r.CO2eKg) }))
 	}
 	return cols
 }
@@ -97,7 +109,7 @@ func (c column) cell(row Row) string {
 // legend says what "per GPU" and "summed" mean, under every human format.
 const legend = "Per GPU: averaged over the GPUs the owner held, at most 100 % each. " +
 	"Summed: over the owner's GPUs. Utilization counts only GPU-hours with a utilization reading " +
-	"(a GPU in MIG mode has none: see GPU-h no util reading); n/a: no reading at all."
+	"(a GPU in MIG mode has none: see the no util reading column); n/a: no reading at all."
 
 // ownerCells are a row's owner labels, made safe to print; "-" for an empty one.
 func ownerCells(r *Report, row Row) []string {
@@ -111,27 +123,56 @@ func ownerCells(r *Report, row Row) []string {
 	return out
 }
 
-// grid is the report as text cells: a header, the rows, the totals.
+// grid is the report as text cells: a header, the rows, the totals. A
+// summed column's rows are rounded to add up to its total as printed.
 func grid(r *Report) (header []string, rows [][]string, total []string) {
 	cols := columns(r)
 	header = append(append([]string(nil), r.Labels...), titles(cols)...)
 	for _, row := range r.Rows {
-		cells := ownerCells(r, row)
-		for _, c := range cols {
-			cells = append(cells, c.cell(row))
-		}
-		rows = append(rows, cells)
+		rows = append(rows, ownerCells(r, row))
 	}
 	total = make([]string, len(r.Labels))
 	total[0] = "TOTAL"
 	for _, c := range cols {
-		if c.total {
-			total = append(total, c.cell(r.Totals))
-		} else {
-			total = append(total, "")
+		cells, sum := c.cells(r)
+		for i := range rows {
+			rows[i] = append(rows[i], cells[i])
 		}
+		total = append(total, sum)
 	}
 	return header, rows, total
+}
+
+// cells are the column's cells for every row, and its totals cell ("" where
+// a total means nothing).
+func (c column) cells(r *Report) ([]string, string) {
+	out := make([]string, len(r.Rows))
+	if !c.summed {
+		for i, row := range r.Rows {
+			out[i] = c.cell(row)
+		}
+		if !c.total {
+			return out, ""
+		}
+		return out, c.cell(r.Totals)
+	}
+	values := make([]float64, len(r.Rows))
+	present := make([]bool, len(r.Rows))
+	for i, row := range r.Rows {
+		v, ok := c.value(row)
+		values[i], present[i] = v*c.scale, ok
+	}
+	rounded, sum := roundedColumn(values, present, c.decimals)
+	for i := range r.Rows {
+		out[i] = notAvailable
+		if present[i] {
+			out[i] = strconv.FormatFloat(rounded[i], 'f', c.decimals, 64)
+		}
+	}
+	if _, ok := c.value(r.Totals); !ok {
+		return out, notAvailable
+	}
+	return out, strconv.FormatFloat(sum, 'f', c.decimals, 64)
 }
 
 func titles(cols []column) []string {
@@ -148,20 +189,20 @@ func (r *Report) title() string {
 }
 
 func (r *Report) fleetLine() string {
-	f := r.Fleet
+	f, p := r.Fleet, precisionOf(r)
 	util, energy := notAvailable, notAvailable
 	if f.MeanUtilizationPerGPU != nil {
 		util = pct(*f.MeanUtilizationPerGPU) + " %"
 	}
 	if f.EnergyKWhSummed != nil {
-		energy = kwh(*f.EnergyKWhSummed) + " kWh"
+		energy = p.kwh(*f.EnergyKWhSummed) + " kWh"
 	}
 	unmeasured := ""
 	if f.GPUsWithoutUtilization > 0 {
 		unmeasured = fmt.Sprintf(" (%d without a utilization reading)", f.GPUsWithoutUtilization)
 	}
-	return fmt.Sprintf("Fleet: %d GPUs%s, mean utilization per GPU %s, %s idle GPU-hours, energy summed %s%s. Utilization and memory from %s. Hours and energy from %s.",
-		f.GPUs, unmeasured, util, hours(f.IdleGPUHours), energy, co2e(f.CO2eKg), r.Sources, r.BasisNote)
+	return fmt.Sprintf("Fleet: %d GPUs%s, mean utilization per GPU %s, idle %s, energy summed %s%s. Utilization and memory from %s. Hours and energy from %s.",
+		f.GPUs, unmeasured, util, p.hours(f.IdleGPUHours)+" "+p.hourUnit, energy, co2e(f.CO2eKg, p), r.Sources, r.BasisNote)
 }
 
 // notes are the report's notes, made safe to print.
@@ -183,6 +224,7 @@ func writeTable(w io.Writer, r *Report) error {
 	if err := tw.Flush(); err != nil {
 		return err
 	}
+	fmt.Fprintln(w, r.HoursMeaning)
 	fmt.Fprintln(w, r.fleetLine())
 	fmt.Fprintln(w, legend)
 	for _, n := range r.notes() {
@@ -220,7 +262,7 @@ func writeMarkdown(w io.Writer, r *Report) error {
 		}
 	}
 	fmt.Fprintf(w, "| %s |\n", strings.Join(bold, " | "))
-	fmt.Fprintf(w, "\n%s\n\n%s\n", markdownEscape(r.fleetLine()), markdownEscape(legend))
+	fmt.Fprintf(w, "\n%s\n\n%s\n\n%s\n", markdownEscape(r.HoursMeaning), markdownEscape(r.fleetLine()), markdownEscape(legend))
 	for _, n := range r.notes() {
 		fmt.Fprintf(w, "\n%s\n", markdownEscape(n))
 	}

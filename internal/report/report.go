@@ -63,7 +63,8 @@ type Row struct {
 	// DurationHours (--by=job): how long the job held any GPU in the range.
 	DurationHours float64 `json:"duration_hours,omitempty"`
 
-	measuredSteps float64
+	// measuredHours: the held GPU-hours with a utilization reading.
+	measuredHours float64
 	// CO2eKg is EnergyKWh × Options.CarbonIntensity; absent without it.
 	CO2eKg *float64 `json:"co2e_kg,omitempty"`
 }
@@ -88,11 +89,13 @@ type Report struct {
 	By        string    `json:"by"`
 	IdleBelow float64   `json:"idle_below"`
 	Labels    []string  `json:"owner_labels"`
-	Rows      []Row     `json:"rows"`
-	Totals    Row       `json:"totals"`
-	Fleet     Fleet     `json:"fleet"`
-	Server    string    `json:"server"`
-	Generated time.Time `json:"generated"`
+	// HoursMeaning says in one line what a GPU-hour of this view is.
+	HoursMeaning string    `json:"hours_meaning"`
+	Rows         []Row     `json:"rows"`
+	Totals       Row       `json:"totals"`
+	Fleet        Fleet     `json:"fleet"`
+	Server       string    `json:"server"`
+	Generated    time.Time `json:"generated"`
 	// Sources says where the utilization percentile and memory figures came
 	// from: the shipped recording rules (their names) or the raw series.
 	Sources string `json:"sources"`
@@ -182,7 +185,7 @@ func Build(ctx context.Context, q Querier, opts Options) (*Report, error) {
 		return nil, err
 	}
 	dim, _ := lookupDimension(opts.By)
-	r := &Report{By: opts.By, IdleBelow: opts.IdleBelow, Labels: dim.labels, Sources: "raw series"}
+	r := &Report{By: opts.By, IdleBelow: opts.IdleBelow, Labels: dim.labels, HoursMeaning: dim.hours, Sources: "raw series"}
 	q = warningsAsNotes{q, r}
 	run := func(query string) (model.Vector, error) { return instant(ctx, q, query, opts.To) }
 
@@ -192,7 +195,6 @@ func Build(ctx context.Context, q Querier, opts Options) (*Report, error) {
 		return nil, err
 	}
 	rng := opts.To.Sub(opts.From)
-	window := "[" + promDuration(rng) + ":" + promDuration(opts.Step) + "]"
 	qs := buildQueries(dim, rng, opts.Step, opts.IdleBelow)
 	r.From, r.To, r.Step = opts.From, opts.To, promDuration(opts.Step)
 	if rules, ok := shippedRules[dim.name]; ok && !opts.RawOnly {
@@ -201,7 +203,7 @@ func Build(ctx context.Context, q Querier, opts Options) (*Report, error) {
 			return nil, err
 		}
 		if len(present) > 0 {
-			r.Sources = qs.useRules(dim, rules, window)
+			r.Sources = qs.useRules(dim, rules, window(rng, opts.Step))
 		}
 	}
 	r.Fleet.GPUs = gpus
@@ -221,10 +223,9 @@ func Build(ctx context.Context, q Querier, opts Options) (*Report, error) {
 		return nil, fmt.Errorf("%w for --by=%s between %s and %s: %s", ErrNoData, opts.By,
 			opts.From.Format(time.RFC3339), opts.To.Format(time.RFC3339), missingSeriesHint(dim))
 	}
-	stepHours := opts.Step.Hours()
 	for _, k := range rows.order {
 		row := rows.rows[k]
-		row.finish(stepHours)
+		row.finish()
 		r.Rows = append(r.Rows, *row)
 	}
 	sort.SliceStable(r.Rows, func(i, j int) bool {
@@ -234,7 +235,7 @@ func Build(ctx context.Context, q Querier, opts Options) (*Report, error) {
 		}
 		return ownerKey(a.Owner, dim.labels) < ownerKey(b.Owner, dim.labels)
 	})
-	r.Totals = totals(r.Rows, stepHours)
+	r.Totals = totals(r.Rows)
 	applyCarbon(r, opts.CarbonIntensity)
 	return r, nil
 }
@@ -338,7 +339,7 @@ func (rs *rowSet) fill(qs queries, step time.Duration) error {
 		set   func(*Row, float64)
 	}{
 		{qs.allocSteps, func(r *Row, v float64) { r.AllocatedGPUHours = v * stepHours }},
-		{qs.measuredSteps, func(r *Row, v float64) { r.measuredSteps = v }},
+		{qs.measuredSteps, func(r *Row, v float64) { r.measuredHours = v * stepHours }},
 		{qs.idleSteps, func(r *Row, v float64) { r.IdleAllocatedGPUHours = v * stepHours }},
 		{qs.jobSteps, func(r *Row, v float64) { r.DurationHours = v * stepHours }},
 	} {
@@ -367,11 +368,20 @@ func (rs *rowSet) fill(qs queries, step time.Duration) error {
 }
 
 // finish derives the mean utilization per GPU and the unmeasured hours from
-// the step counts.
-func (row *Row) finish(stepHours float64) {
-	row.UnmeasuredGPUHours = math.Max(0, row.AllocatedGPUHours-row.measuredSteps*stepHours)
-	if row.measuredSteps > 0 && row.UsedGPUHours != nil {
-		mean := *row.UsedGPUHours / (row.measuredSteps * stepHours)
+// the held and measured hours, which come from one basis. The queries keep
+// used ≤ measured ≤ held per owner and GPU; what floating point adds in
+// the sums is clipped, so a reader never sees used above held or a ratio
+// above 100 %.
+func (row *Row) finish() {
+	row.measuredHours = min(row.measuredHours, row.AllocatedGPUHours)
+	row.UnmeasuredGPUHours = math.Max(0, row.AllocatedGPUHours-row.measuredHours)
+	row.IdleAllocatedGPUHours = min(row.IdleAllocatedGPUHours, row.AllocatedGPUHours)
+	if row.UsedGPUHours != nil {
+		used := min(*row.UsedGPUHours, row.measuredHours)
+		row.UsedGPUHours = &used
+	}
+	if row.measuredHours > 0 && row.UsedGPUHours != nil {
+		mean := min(*row.UsedGPUHours/row.measuredHours, 1)
 		row.MeanUtilizationPerGPU = &mean
 	}
 }
@@ -450,13 +460,13 @@ func missingSeriesHint(dim dimension) string {
 
 // totals sums what adds up across owners; a percentile or a peak of each
 // owner does not, so the totals row leaves them out.
-func totals(rows []Row, stepHours float64) Row {
+func totals(rows []Row) Row {
 	t := Row{Owner: map[string]string{}}
 	var used, energy float64
 	var anyUsed, anyEnergy bool
 	for _, r := range rows {
 		t.AllocatedGPUHours += r.AllocatedGPUHours
-		t.measuredSteps += r.measuredSteps
+		t.measuredHours += r.measuredHours
 		t.IdleAllocatedGPUHours += r.IdleAllocatedGPUHours
 		if r.UsedGPUHours != nil {
 			used, anyUsed = used+*r.UsedGPUHours, true
@@ -471,7 +481,7 @@ func totals(rows []Row, stepHours float64) Row {
 	if anyEnergy {
 		t.EnergyKWhSummed = &energy
 	}
-	t.finish(stepHours)
+	t.finish()
 	return t
 }
 

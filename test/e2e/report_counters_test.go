@@ -113,9 +113,13 @@ func TestReportUsesCountersWhenTheyCoverTheRange(t *testing.T) {
 	if r.Basis != "counters" || !strings.Contains(r.Sources, "accounting counters") {
 		t.Errorf("basis %q, sources %q: want the counters, which cover the range", r.Basis, r.Sources)
 	}
+	// In the minute bob's job ran beside alice, they shared the GPU: its
+	// minute is split by their SM seconds in it (alice 30, bob 24), so
+	// their hours add up to the GPU's two hours.
+	bobHeld := 60 * 24.0 / 54
 	want := map[string][3]float64{ // GPU-h held, SM-h, kWh
-		"alice": {2, 1, 250 * 7200 / 3.6e6},
-		"bob":   {30.0 / 3600, 24.0 / 3600, 1500 / 3.6e6},
+		"alice": {2 - bobHeld/3600, 1, 250 * 7200 / 3.6e6},
+		"bob":   {bobHeld / 3600, 24.0 / 3600, 1500 / 3.6e6},
 	}
 	for _, row := range r.Rows {
 		w, ok := want[row.Owner["user"]]

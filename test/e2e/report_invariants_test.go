@@ -1,0 +1,386 @@
+package e2e
+
+import (
+	"encoding/json"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gpuwatch/gpuwatch/internal/testenv"
+)
+
+// The invariants docs/reports.md promises a reader, checked as properties
+// of many windows over a real Prometheus that scraped the demo (8 GPUs, with
+// Slurm jobs, an idle job, pods, a GPU shared by two users, a MIG GPU): every
+// --by, the JSON field by field.
+
+// invariantRow is a row (or the totals) of the JSON report.
+type invariantRow struct {
+	Owner      map[string]string `json:"owner"`
+	Allocated  float64           `json:"allocated_gpu_hours"`
+	Unmeasured float64           `json:"unmeasured_gpu_hours"`
+	Used       *float64          `json:"used_gpu_hours"`
+	Mean       *float64          `json:"mean_utilization_per_gpu"`
+	P95        *float64          `json:"p95_utilization_per_gpu"`
+	Energy     *float64          `json:"energy_kwh_summed"`
+	Idle       float64           `json:"idle_allocated_gpu_hours"`
+}
+
+type invariantReport struct {
+	From   time.Time      `json:"from"`
+	To     time.Time      `json:"to"`
+	Step   string         `json:"step"`
+	Basis  string         `json:"basis"`
+	Hours  string         `json:"hours_meaning"`
+	Rows   []invariantRow `json:"rows"`
+	Totals invariantRow   `json:"totals"`
+	Fleet  struct {
+		GPUs   int      `json:"gpus"`
+		Energy *float64 `json:"energy_kwh_summed"`
+	} `json:"fleet"`
+}
+
+// demoPrometheus starts the demo with a fast accounting tick and a short
+// new-owner hold, and a Prometheus scraping it every second; it returns
+// Prometheus' URL and the time of the first scrape.
+func demoPrometheus(t *testing.T) (string, time.Time) {
+	t.Helper()
+	promBin := testenv.RequireTool(t, "prometheus", "prometheus")
+	base, _ := startGpuwatch(t, "--backend=sim", "--sim.profile=dgx-h100", "--accounting.interval=1s", "--accounting.new-owner-hold=3s")
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "prometheus.yml")
+	writeFile(t, cfg, fmt.Sprintf("global: {scrape_interval: 1s, scrape_timeout: 900ms}\nscrape_configs:\n  - job_name: gpuwatch\n    static_configs:\n      - targets: [%q]\n",
+		strings.TrimPrefix(base, "http://")))
+	addr := fmt.Sprintf("127.0.0.1:%d", testenv.FreePort(t))
+	startProcess(t, promBin, "--config.file="+cfg, "--storage.tsdb.path="+filepath.Join(dir, "tsdb"), "--web.listen-address="+addr)
+	url := "http://" + addr
+	var first time.Time
+	testenv.WaitFor(t, 60*time.Second, "Prometheus to scrape the demo", func() bool {
+		v, ok := promQuery(t, url, `min(timestamp(gpu_up))`)
+		if ok {
+			first = time.Unix(int64(v), 0)
+		}
+		return ok
+	})
+	return url, first
+}
+
+func reportJSONOf(t *testing.T, args ...string) (invariantReport, string) {
+	t.Helper()
+	out, code := runReport(t, append(args, "--format=json")...)
+	var r invariantReport
+	if code != 0 {
+		t.Fatalf("report %v exited %d:\n%s", args, code, out)
+	}
+	if err := json.Unmarshal([]byte(out), &r); err != nil {
+		t.Fatalf("report %v: %v\n%s", args, err, out)
+	}
+	return r, out
+}
+
+// sumsEqual compares sums of float64 figures: equal up to rounding.
+func sumsEqual(a, b float64) bool {
+	return math.Abs(a-b) <= 1e-9*math.Max(1, math.Max(math.Abs(a), math.Abs(b)))
+}
+
+func val(p *float64) float64 {
+	if p == nil {
+		return 0
+	}
+	return *p
+}
+
+// checkInvariants checks one report's own invariants and returns what it
+// says of itself for the cross-view checks.
+func checkInvariants(t *testing.T, what string, r invariantReport) {
+	t.Helper()
+	const eps = 1e-9
+	var sum invariantRow
+	var sumUsed, sumEnergy float64
+	for _, row := range r.Rows {
+		who := fmt.Sprintf("%s: row %v", what, row.Owner)
+		for name, p := range map[string]*float64{"mean": row.Mean, "p95": row.P95} {
+			if p != nil && (*p < 0 || *p > 1+eps) {
+				t.Errorf("%s: %s utilization per GPU %g, outside [0, 100 %%]", who, name, *p)
+			}
+		}
+		if row.Allocated < 0 || row.Idle < 0 || row.Unmeasured < 0 || val(row.Used) < 0 || val(row.Energy) < 0 {
+			t.Errorf("%s: a negative figure: %+v", who, row)
+		}
+		if val(row.Used) > row.Allocated+eps || row.Idle > row.Allocated+eps || row.Unmeasured > row.Allocated+eps {
+			t.Errorf("%s: used %g, idle %g or unmeasured %g GPU-h above the %g allocated", who, val(row.Used), row.Idle, row.Unmeasured, row.Allocated)
+		}
+		sum.Allocated += row.Allocated
+		sum.Idle += row.Idle
+		sum.Unmeasured += row.Unmeasured
+		sumUsed += val(row.Used)
+		sumEnergy += val(row.Energy)
+	}
+	for name, pair := range map[string][2]float64{
+		"allocated": {sum.Allocated, r.Totals.Allocated}, "idle-allocated": {sum.Idle, r.Totals.Idle},
+		"no util reading": {sum.Unmeasured, r.Totals.Unmeasured}, "used": {sumUsed, val(r.Totals.Used)}, "energy": {sumEnergy, val(r.Totals.Energy)},
+	} {
+		if !sumsEqual(pair[0], pair[1]) {
+			t.Errorf("%s: the rows' %s add up to %g, the totals row says %g", what, name, pair[0], pair[1])
+		}
+	}
+	step, err := time.ParseDuration(r.Step)
+	if err != nil {
+		t.Fatalf("%s: step %q: %v", what, r.Step, err)
+	}
+	// The range is a whole number of steps in every window below, so the
+	// fleet holds at most GPUs × range.
+	rng := r.To.Sub(r.From)
+	if rng%step == 0 {
+		if bound := float64(r.Fleet.GPUs) * rng.Hours(); r.Totals.Allocated > bound+eps {
+			t.Errorf("%s: %g GPU-h allocated, more than %d GPUs × %s = %g", what, r.Totals.Allocated, r.Fleet.GPUs, rng, bound)
+		}
+	} else if bound := float64(r.Fleet.GPUs) * (rng + step).Hours(); r.Totals.Allocated > bound+eps {
+		t.Errorf("%s: %g GPU-h allocated, more than %d GPUs × (%s + one step) = %g", what, r.Totals.Allocated, r.Fleet.GPUs, rng, bound)
+	}
+	if r.Fleet.Energy != nil && r.Totals.Energy != nil && *r.Totals.Energy > *r.Fleet.Energy*(1+1e-6)+eps {
+		t.Errorf("%s: the owners' energy %g kWh is above the fleet's %g", what, *r.Totals.Energy, *r.Fleet.Energy)
+	}
+	if r.Hours == "" {
+		t.Errorf("%s: no line says what the hours mean", what)
+	}
+}
+
+var allBy = []string{"user", "job", "account", "partition", "pod", "namespace", "container", "compose_service", "node", "gpu"}
+
+// partitions are views that divide the same hours: their totals are equal.
+var partitions = [][]string{{"gpu", "node"}, {"job", "account", "partition"}, {"pod", "namespace"}}
+
+// TestReportInvariants: windows of random starts and lengths over the
+// demo's history, including one that starts before any data, one that
+// starts inside the counters' first minute and one that ends now, at every
+// --by.
+func TestReportInvariants(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts the demo and Prometheus; skipped with -short")
+	}
+	url, first := demoPrometheus(t)
+	// About 40 s of history, long enough for windows of many lengths.
+	time.Sleep(time.Until(first.Add(40 * time.Second)))
+	type window struct {
+		name     string
+		from, to time.Time
+		step     time.Duration
+	}
+	settled := time.Now().Add(-3 * time.Second).Truncate(time.Second)
+	seed := uint64(time.Now().UnixNano())
+	rng := rand.New(rand.NewPCG(seed, 0))
+	t.Logf("random windows from seed %d", seed)
+	windows := []window{
+		{"before any data", first.Add(-20 * time.Second).Truncate(time.Second), first.Add(10 * time.Second).Truncate(time.Second), time.Second},
+		{"inside the counters' first seconds", first.Add(2 * time.Second).Truncate(time.Second), first.Add(22 * time.Second).Truncate(time.Second), 2 * time.Second},
+	}
+	for i := range 3 {
+		step := []time.Duration{time.Second, 2 * time.Second, 5 * time.Second}[rng.IntN(3)]
+		steps := 2 + rng.IntN(8)
+		length := time.Duration(steps) * step
+		latest := settled.Add(-length)
+		// Some of the window holds data: one wholly before it is an error.
+		earliest := first.Add(-length / 2)
+		from := earliest.Add(time.Duration(rng.Int64N(int64(latest.Sub(earliest)) + 1))).Truncate(time.Second)
+		windows = append(windows, window{fmt.Sprintf("random %d", i), from, from.Add(length), step})
+	}
+	for _, w := range windows {
+		totals := map[string]invariantReport{}
+		for _, by := range allBy {
+			what := fmt.Sprintf("%s (%s to %s, step %s) --by=%s", w.name, w.from.Format(time.TimeOnly), w.to.Format(time.TimeOnly), w.step, by)
+			r, _ := reportJSONOf(t, "--prometheus.url="+url, "--by="+by, "--step="+w.step.String(),
+				"--from="+strconv.FormatInt(w.from.Unix(), 10), "--to="+strconv.FormatInt(w.to.Unix(), 10))
+			checkInvariants(t, what, r)
+			totals[by] = r
+		}
+		for _, views := range partitions {
+			a := totals[views[0]]
+			for _, other := range views[1:] {
+				b := totals[other]
+				if a.Basis != b.Basis {
+					t.Errorf("%s: --by=%s on the %s basis, --by=%s on the %s", w.name, views[0], a.Basis, other, b.Basis)
+				}
+				for name, pair := range map[string][2]float64{
+					"allocated": {a.Totals.Allocated, b.Totals.Allocated}, "used": {val(a.Totals.Used), val(b.Totals.Used)},
+					"idle-allocated": {a.Totals.Idle, b.Totals.Idle}, "no util reading": {a.Totals.Unmeasured, b.Totals.Unmeasured},
+					"energy": {val(a.Totals.Energy), val(b.Totals.Energy)},
+				} {
+					if !sumsEqual(pair[0], pair[1]) {
+						t.Errorf("%s: --by=%s totals %g %s, --by=%s %g: they divide the same hours", w.name, views[0], pair[0], name, other, pair[1])
+					}
+				}
+			}
+		}
+	}
+	// Ending now, with --last, at the default step and a short one.
+	for _, by := range allBy {
+		for _, args := range [][]string{{"--last=30s", "--step=5s"}, {"--last=20s", "--step=1s"}} {
+			r, _ := reportJSONOf(t, append([]string{"--prometheus.url=" + url, "--by=" + by}, args...)...)
+			checkInvariants(t, fmt.Sprintf("%v --by=%s", args, by), r)
+		}
+	}
+	checkOneMeaningPerOwner(t, url, settled)
+	checkPrintedFiguresAddUp(t, url, settled)
+}
+
+// checkOneMeaningPerOwner: --by=user counts alice's idle Slurm job (GPU 5)
+// as hers, like --by=job; GPU 6, which carol and dave share, is split
+// between them by SM share (carol 35 %, dave 2 %), not counted whole for
+// each; the energy is split the same way.
+func checkOneMeaningPerOwner(t *testing.T, url string, to time.Time) {
+	t.Helper()
+	from := to.Add(-20 * time.Second)
+	args := []string{"--prometheus.url=" + url, "--step=1s", "--from=" + strconv.FormatInt(from.Unix(), 10), "--to=" + strconv.FormatInt(to.Unix(), 10)}
+	byUser, _ := reportJSONOf(t, append(args, "--by=user")...)
+	byJob, _ := reportJSONOf(t, append(args, "--by=job")...)
+	byGPU, _ := reportJSONOf(t, append(args, "--by=gpu")...)
+	rowOf := func(r invariantReport, label, value string) invariantRow {
+		for _, row := range r.Rows {
+			if row.Owner[label] == value {
+				return row
+			}
+		}
+		t.Fatalf("no row with %s=%s in %+v", label, value, r.Rows)
+		return invariantRow{}
+	}
+	alice := rowOf(byUser, "user", "alice")
+	var aliceJobs, aliceJobsIdle float64
+	for _, row := range byJob.Rows {
+		if row.Owner["user"] == "alice" {
+			aliceJobs += row.Allocated
+			aliceJobsIdle += row.Idle
+		}
+	}
+	if !sumsEqual(alice.Allocated, aliceJobs) || !sumsEqual(alice.Idle, aliceJobsIdle) || alice.Idle == 0 {
+		t.Errorf("--by=user alice: %g GPU-h, %g idle-allocated; her jobs in --by=job: %g, %g (the idle job 4225 included)", alice.Allocated, alice.Idle, aliceJobs, aliceJobsIdle)
+	}
+	carol, dave := rowOf(byUser, "user", "carol"), rowOf(byUser, "user", "dave")
+	gpu6 := rowOf(byGPU, "gpu", "6")
+	// One second of the window may fall to one side of a tick.
+	tol := 1.5 / 3600
+	if math.Abs(carol.Allocated+dave.Allocated-gpu6.Allocated) > tol {
+		t.Errorf("GPU 6: carol %g + dave %g GPU-h, the GPU held %g: shared, it is split, not counted whole for each", carol.Allocated, dave.Allocated, gpu6.Allocated)
+	}
+	if share := dave.Allocated / (carol.Allocated + dave.Allocated); share < 0.02 || share > 0.1 {
+		t.Errorf("GPU 6: dave's share of the hours %.3f, want his SM share 2/37 = 0.054", share)
+	}
+	if carol.Energy == nil || dave.Energy == nil {
+		t.Fatalf("GPU 6: energy carol %v dave %v", carol.Energy, dave.Energy)
+	}
+	hoursShare, energyShare := dave.Allocated/carol.Allocated, *dave.Energy / *carol.Energy
+	if math.Abs(hoursShare-energyShare) > 0.3*hoursShare {
+		t.Errorf("GPU 6: dave/carol is %.3f of the hours and %.3f of the energy: both are split by SM share", hoursShare, energyShare)
+	}
+	if byUser.Totals.Allocated > byGPU.Totals.Allocated+8*tol {
+		t.Errorf("--by=user sums to %g GPU-h, more than the GPUs held (%g)", byUser.Totals.Allocated, byGPU.Totals.Allocated)
+	}
+}
+
+var markdownCell = regexp.MustCompile(`\*\*([0-9.]+)\*\*`)
+
+// checkPrintedFiguresAddUp: in the table people read, a short range is in
+// GPU-minutes with digits enough, every summed column's printed rows add up
+// to its printed total, and the HTML bars are drawn from their labels.
+func checkPrintedFiguresAddUp(t *testing.T, url string, to time.Time) {
+	t.Helper()
+	from := to.Add(-30 * time.Second)
+	for _, by := range []string{"user", "gpu", "job"} {
+		out, code := runReport(t, "--prometheus.url="+url, "--by="+by, "--step=5s", "--format=markdown",
+			"--from="+strconv.FormatInt(from.Unix(), 10), "--to="+strconv.FormatInt(to.Unix(), 10))
+		if code != 0 {
+			t.Fatalf("--by=%s: exit %d\n%s", by, code, out)
+		}
+		var header []string
+		var rows [][]string
+		var total []string
+		for line := range strings.SplitSeq(out, "\n") {
+			if !strings.HasPrefix(line, "| ") {
+				continue
+			}
+			cells := strings.Split(strings.Trim(line, "| "), " | ")
+			switch {
+			case header == nil:
+				header = cells
+			case strings.Contains(line, "**TOTAL**"):
+				total = cells
+			default:
+				rows = append(rows, cells)
+			}
+		}
+		if total == nil || len(rows) == 0 {
+			t.Fatalf("--by=%s: no table:\n%s", by, out)
+		}
+		for i, title := range header {
+			summed := strings.HasPrefix(title, "GPU-min ") || strings.HasPrefix(title, "energy ")
+			if strings.HasPrefix(title, "GPU-h ") {
+				t.Errorf("--by=%s: a 30 s report in GPU-hours (%q):\n%s", by, title, out)
+			}
+			if !summed {
+				continue
+			}
+			m := markdownCell.FindStringSubmatch(total[i])
+			if m == nil {
+				t.Errorf("--by=%s: %s total %q", by, title, total[i])
+				continue
+			}
+			decimals := len(m[1]) - strings.Index(m[1], ".") - 1
+			var sum float64
+			for _, row := range rows {
+				if v, err := strconv.ParseFloat(row[i], 64); err == nil {
+					sum += v
+				}
+			}
+			if printed := strconv.FormatFloat(sum, 'f', decimals, 64); printed != m[1] {
+				t.Errorf("--by=%s: %s rows add up to %s, the total says %s:\n%s", by, title, printed, m[1], out)
+			}
+			if want, _ := strconv.ParseFloat(m[1], 64); strings.HasSuffix(title, " allocated") && want > 0 && len(strings.TrimLeft(strings.ReplaceAll(m[1], ".", ""), "0")) < 3 {
+				t.Errorf("--by=%s: %s total %s shows fewer than 3 significant digits", by, title, m[1])
+			}
+		}
+	}
+	page, code := runReport(t, "--prometheus.url="+url, "--by=user", "--step=5s", "--format=html",
+		"--from="+strconv.FormatInt(from.Unix(), 10), "--to="+strconv.FormatInt(to.Unix(), 10))
+	if code != 0 {
+		t.Fatalf("html: exit %d\n%s", code, page)
+	}
+	checkBarsMatchLabels(t, page)
+}
+
+var svgBar = regexp.MustCompile(`<rect class="alloc" x="310" y="4" width="([0-9.e+-]+)"[^>]*>.*?</rect>\s*<rect class="used" x="310" y="4" width="([0-9.e+-]+)"[^>]*>.*?</rect>\s*<text[^>]*>([0-9.]+|n/a) / ([0-9.]+)</text>`)
+
+// checkBarsMatchLabels: each bar's used/allocated widths are in the ratio
+// of the figures its label prints, and the longest bar is the largest figure.
+func checkBarsMatchLabels(t *testing.T, page string) {
+	t.Helper()
+	bars := svgBar.FindAllStringSubmatch(page, -1)
+	if len(bars) == 0 {
+		t.Fatalf("html: no bars:\n%s", page)
+	}
+	var longestW, longestV float64
+	for _, b := range bars {
+		allocW, _ := strconv.ParseFloat(b[1], 64)
+		usedW, _ := strconv.ParseFloat(b[2], 64)
+		used, _ := strconv.ParseFloat(b[3], 64)
+		alloc, _ := strconv.ParseFloat(b[4], 64)
+		if allocW > 0 && math.Abs(usedW/allocW-used/alloc) > 1e-6 {
+			t.Errorf("html: a bar labelled %s / %s is drawn at %.1f %%", b[3], b[4], 100*usedW/allocW)
+		}
+		if allocW > longestW {
+			longestW, longestV = allocW, alloc
+		}
+	}
+	for _, b := range bars {
+		allocW, _ := strconv.ParseFloat(b[1], 64)
+		alloc, _ := strconv.ParseFloat(b[4], 64)
+		if math.Abs(allocW/longestW-alloc/longestV) > 1e-6 {
+			t.Errorf("html: a bar of %s is drawn at %.3f of the longest (%g)", b[4], allocW/longestW, longestV)
+		}
+	}
+}
