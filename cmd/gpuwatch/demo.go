@@ -19,7 +19,7 @@ func (f *commonFlags) ownSources() bool {
 // startDemo starts the demo's procfs, passwd, runtimes, kubelet and Slurm
 // for the simulated host.
 func (f *commonFlags) startDemo(logger *slog.Logger, s *sim.Sim) (*demo.Env, error) {
-	opts := demo.Options{Node: f.slurm.nodeName, Logger: logger, Ended: s.ProcessEnded}
+	opts := demo.Options{Node: f.slurm.nodeName, Logger: logger, Ended: s.ProcessEnded, ClockStart: s.ClockStart()}
 	for _, p := range s.Processes() {
 		opts.Processes = append(opts.Processes, demo.Process{GPU: p.GPU, GPUUUID: p.GPUUUID, PID: p.PID})
 	}

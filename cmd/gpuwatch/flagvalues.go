@@ -55,6 +55,9 @@ func (f *commonFlags) simulator() (*sim.Sim, error) {
 		d := sim.Duration(f.simPinTime)
 		cfg.PinTime = &d
 	}
+	// An unpinned simulator's clock is the real time: the demo's page, ps
+	// and job records say today's date, as the reports over its series do.
+	cfg.WallClock = cfg.PinTime == nil
 	if f.simSeed != "" {
 		cfg.Seed = f.simSeed
 	}

@@ -29,6 +29,9 @@ type Options struct {
 	Ended func(pid uint32) bool
 	// Logger receives the servers' errors. Default: discard.
 	Logger *slog.Logger
+	// ClockStart is the simulated clock's zero (sim.Sim.ClockStart): the
+	// demo's jobs started a while before it. Zero: sim.Epoch.
+	ClockStart time.Time
 }
 
 // Env is a running demo: the paths and sockets to point attribution at,
@@ -105,6 +108,9 @@ func Start(opts Options) (env *Env, err error) {
 	}
 	env.Slurm = NewSlurmCommands(env.Workloads, opts.Node)
 	env.Slurm.ended = opts.Ended
+	if !opts.ClockStart.IsZero() {
+		env.Slurm.clockStart = opts.ClockStart
+	}
 	return env, nil
 }
 

@@ -25,13 +25,15 @@ type SlurmCommands struct {
 	jobs []Workload
 	// ended says whether a process has ended for good (Options.Ended).
 	ended func(pid uint32) bool
+	// clockStart is the simulated clock's zero (Options.ClockStart).
+	clockStart time.Time
 }
 
 var _ slurm.CommandRunner = (*SlurmCommands)(nil)
 
 // NewSlurmCommands runs the Slurm workloads on node.
 func NewSlurmCommands(workloads []Workload, node string) *SlurmCommands {
-	s := &SlurmCommands{node: node}
+	s := &SlurmCommands{node: node, clockStart: sim.Epoch}
 	for _, w := range workloads {
 		if w.Kind == KindSlurm {
 			s.jobs = append(s.jobs, w)
@@ -132,7 +134,7 @@ func (s *SlurmCommands) showJobCommand(line string, args []string) ([]byte, erro
 func (s *SlurmCommands) Demo() {}
 
 // demoJobRunTime is how long every demo job has run when the simulated
-// clock starts: its StartTime is that long before sim.Epoch.
+// clock starts: its StartTime is that long before Options.ClockStart.
 const demoJobRunTime = 2*time.Hour + 13*time.Minute + 7*time.Second
 
 // showJob is one job as `scontrol show job -d -o` prints it (StartTime in
@@ -147,7 +149,7 @@ func (s *SlurmCommands) showJob(j Workload) string {
 		"Nodes=%s CPU_IDs=0-%d Mem=%d GRES=gpu:%d(IDX:%s) MinCPUsNode=8 Features=(null) "+
 		"Command=/home/%s/jobs/%s.sbatch WorkDir=/home/%s\n",
 		j.JobID, j.JobName, j.User.Name, j.User.UID, j.User.Name, j.User.UID, j.Account,
-		sim.Epoch.Add(-demoJobRunTime).Local().Format("2006-01-02T15:04:05"), j.Partition, s.node, s.node, cpus, n, cpus, 64*n, cpus, n, n,
+		s.clockStart.Add(-demoJobRunTime).Local().Format("2006-01-02T15:04:05"), j.Partition, s.node, s.node, cpus, n, cpus, 64*n, cpus, n, n,
 		s.node, cpus-1, 65536*n, n, joinInts(j.GPUs),
 		j.User.Name, j.JobName, j.User.Name)
 }

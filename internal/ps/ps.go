@@ -283,8 +283,8 @@ func cell(s string) string {
 type Document struct {
 	Time time.Time `json:"time"`
 	// Clock is "wall", or "simulated" when Time is the simulator's clock
-	// (which starts at 2026-01-01T00:00:00Z), so that a reader does not
-	// take a simulated time for a real one.
+	// (the real time in the demo; 2026-01-01T00:00:00Z plus the elapsed
+	// time when pinned), so that a reader knows where the time came from.
 	Clock     string    `json:"clock"`
 	Processes []Process `json:"processes"`
 	// Allocations are the workloads holding the listed GPUs, busy or idle.

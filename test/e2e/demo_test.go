@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -189,7 +190,7 @@ func TestDemoShowsIdleAllocation(t *testing.T) {
 		} `json:"processes"`
 		Allocations []map[string]any `json:"allocations"`
 	}
-	check := func(what, body string, withProcesses bool) {
+	check := func(what, body string, withProcesses bool, since time.Time) {
 		t.Helper()
 		var doc allocDoc
 		if err := json.Unmarshal([]byte(body), &doc); err != nil {
@@ -209,9 +210,11 @@ func TestDemoShowsIdleAllocation(t *testing.T) {
 			t.Errorf("%s: GPU 5's allocation is %v, want idle, job 4225 of alice", what, found)
 		}
 		// The demo's scontrol says the job started 2:13:07 before the
-		// simulated clock's 2026-01-01T00:00:00Z.
-		if found["start_time"] != "2025-12-31T21:46:53Z" {
-			t.Errorf("%s: GPU 5's allocation started %v, want 2025-12-31T21:46:53Z", what, found["start_time"])
+		// simulated clock's start, which is the real time gpuwatch started.
+		const ran = 2*time.Hour + 13*time.Minute + 7*time.Second
+		started, err := time.Parse(time.RFC3339, fmt.Sprint(found["start_time"]))
+		if err != nil || started.Before(since.Add(-ran-time.Second)) || started.After(time.Now().Add(-ran+time.Second)) {
+			t.Errorf("%s: GPU 5's allocation started %v, want 2:13:07 before gpuwatch started (between %s and now)", what, found["start_time"], since.Add(-ran).Format(time.RFC3339))
 		}
 		if len(doc.Allocations) < 7 {
 			t.Errorf("%s: %d allocations, want the demo's 7 (6 Slurm GPUs, 1 pod)", what, len(doc.Allocations))
@@ -225,12 +228,14 @@ func TestDemoShowsIdleAllocation(t *testing.T) {
 			t.Errorf("%s: no processes", what)
 		}
 	}
+	since := time.Now().Truncate(time.Second)
 	out, code := runGpuwatch(t, append([]string{"ps", "-o", "json"}, demo...)...)
 	if code != 0 {
 		t.Fatalf("gpuwatch ps -o json: %s", out)
 	}
-	check("ps -o json", out, true)
+	check("ps -o json", out, true, since)
+	since = time.Now().Truncate(time.Second)
 	base, _ := startGpuwatch(t, demo...)
-	check("/api/v1/snapshot", httpGet(t, base+"/api/v1/snapshot"), false)
-	check("/api/v1/processes", httpGet(t, base+"/api/v1/processes"), true)
+	check("/api/v1/snapshot", httpGet(t, base+"/api/v1/snapshot"), false, since)
+	check("/api/v1/processes", httpGet(t, base+"/api/v1/processes"), true, since)
 }

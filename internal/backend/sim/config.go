@@ -30,6 +30,10 @@ type Config struct {
 	// PinTime, when set, freezes the simulated elapsed time: every reading,
 	// counter and fault is evaluated at this instant. Used by golden tests.
 	PinTime *Duration `yaml:"pin_time"`
+	// WallClock starts an unpinned simulated clock at the real time (the
+	// demo), not at Epoch: every time it reports is today's. Not in the
+	// YAML: a config file describes a host, gpuwatch decides its clock.
+	WallClock bool `yaml:"-"`
 	// Driver, when set, names the NVIDIA driver branch the simulated
 	// library is ("R535"; see nvmlbranch): it exports only that branch's
 	// functions and knows only its field IDs. Empty: every function.

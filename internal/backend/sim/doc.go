@@ -100,7 +100,10 @@
 // # Time
 //
 // The simulated clock is Epoch (2026-01-01T00:00:00Z) plus the elapsed
-// time; Sim.Now returns it and it stamps field values and process samples.
+// time, or, with Config.WallClock (gpuwatch's --backend=sim when the clock
+// is not pinned: the demo), the real time at New plus the elapsed time, so
+// that the demo's page, ps and job records carry the real date; Sim.Now
+// returns it and it stamps field values and process samples.
 // Elapsed time is the real time since New, unless pinned: pin_time in the
 // config (or Config.PinTime) freezes it, and Sim.SetElapsed moves a pinned
 // clock (tests). With a pinned clock every reading and counter is constant,

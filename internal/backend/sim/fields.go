@@ -19,7 +19,7 @@ func (d *device) GetFieldValues(values []nvml.FieldValue) nvml.Return {
 	if r == nvml.ERROR_UNINITIALIZED {
 		return r
 	}
-	ts := Epoch.Add(e).UnixMicro()
+	ts := d.sim.epoch.Add(e).UnixMicro()
 	t := seconds(e)
 	populated, firstErr := false, nvml.SUCCESS
 	for i := range values {

@@ -299,7 +299,7 @@ func (d *device) appendProcessUtilization(out []nvml.ProcessUtilizationSample, l
 	if d.migEnabled {
 		return nil, nvml.ERROR_NOT_SUPPORTED
 	}
-	w := sampleWindowOf(e, lastSeenTimestamp)
+	w := sampleWindowOf(d.sim.epoch, e, lastSeenTimestamp)
 	n := len(out)
 	if d.sim.everyPeriod {
 		out = d.everyPeriodSamples(out, &w)
@@ -327,10 +327,10 @@ type sampleWindow struct {
 // bufferedPeriods is how many periods processSampleBuffer holds.
 const bufferedPeriods = int(processSampleBuffer / processSamplePeriod)
 
-func sampleWindowOf(e time.Duration, lastSeenTimestamp uint64) sampleWindow {
+func sampleWindowOf(epoch time.Time, e time.Duration, lastSeenTimestamp uint64) sampleWindow {
 	w := sampleWindow{newest: e.Truncate(processSamplePeriod)}
 	for at := w.newest; at > w.newest-processSampleBuffer && at >= 0; at -= processSamplePeriod {
-		ts := uint64(Epoch.Add(at).UnixMicro())
+		ts := uint64(epoch.Add(at).UnixMicro())
 		if ts <= lastSeenTimestamp {
 			break
 		}

@@ -11,7 +11,8 @@ import (
 	"github.com/gpuwatch/gpuwatch/internal/nvmlbranch"
 )
 
-// Epoch is the simulated clock's zero: Sim.Now() is Epoch + elapsed time.
+// Epoch is the simulated clock's zero, unless Config.WallClock: Sim.Now()
+// is Epoch + elapsed time.
 var Epoch = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 
 // Simulated host-wide versions, as a 550-series datacenter driver reports them.
@@ -51,6 +52,9 @@ type Sim struct {
 	everyPeriod bool
 
 	start time.Time // real time at New, origin of the unpinned clock
+	// epoch is the simulated clock's zero: Epoch, or the real time at New
+	// (Config.WallClock), so that Now is the real time.
+	epoch time.Time
 	// pinned holds the pinned elapsed time in nanoseconds, or -1.
 	pinned atomic.Int64
 	// initCount is NVML's Init reference count: calls other than Init
@@ -91,8 +95,11 @@ func New(cfg Config) (*Sim, error) {
 		s.branch, _ = nvmlbranch.Lookup(cfg.Driver) // validateShape checked it
 	}
 	s.pinned.Store(-1)
+	s.epoch = Epoch
 	if cfg.PinTime != nil {
 		s.pinned.Store(int64(*cfg.PinTime))
+	} else if cfg.WallClock {
+		s.epoch = s.start.UTC().Round(0)
 	}
 	s.devices = make([]*device, p.count)
 	for i := range p.count {
@@ -183,8 +190,12 @@ func (s *Sim) elapsed() time.Duration {
 	return time.Since(s.start)
 }
 
-// Now returns the simulated wall clock: Epoch plus the elapsed time.
-func (s *Sim) Now() time.Time { return Epoch.Add(s.elapsed()) }
+// Now returns the simulated wall clock: its zero (Epoch, or the real time
+// at New with Config.WallClock) plus the elapsed time.
+func (s *Sim) Now() time.Time { return s.epoch.Add(s.elapsed()) }
+
+// ClockStart is the simulated clock's zero: Now at elapsed time 0.
+func (s *Sim) ClockStart() time.Time { return s.epoch }
 
 // Elapsed returns the simulated time since the start.
 func (s *Sim) Elapsed() time.Duration { return s.elapsed() }
