@@ -34,11 +34,43 @@ if [ "$status" -ne 69 ]; then
   exec "$bin" "$@"
 fi
 
-cat >&2 <<'BANNER'
+# The demo keeps its job records in a temporary accounting directory (unless
+# the user named one), removed when it stops, so that `gpuwatch job` works.
+acct_flag=()
+acct=""
+for arg in "$@"; do
+  case "$arg" in
+    --accounting.dir|--accounting.dir=*|--no-accounting) acct=given ;;
+  esac
+done
+if [ -z "$acct" ]; then
+  acct=$(mktemp -d "${TMPDIR:-/tmp}/gpuwatch-demo.XXXXXX")
+  chmod 0700 "$acct"
+  acct_flag=(--accounting.dir="$acct")
+fi
+
+cat >&2 <<BANNER
 ================================================================================
  gpuwatch DEMO: no NVIDIA driver on this machine (libnvidia-ml.so.1 not found),
  so these are SIMULATED GPUs (a dgx-h100: 8 H100s) with simulated owners.
  On a GPU node the same command serves the real GPUs; see README, Install.
-================================================================================
 BANNER
-exec "$bin" --backend=sim --sim.profile=dgx-h100 "$@"
+if [ ${#acct_flag[@]} -gt 0 ]; then
+  cat >&2 <<BANNER
+ Job records: $acct (removed when the demo stops); the demo's Slurm job:
+   $bin job 4211 --accounting.dir=$acct
+BANNER
+fi
+echo "================================================================================" >&2
+if [ ${#acct_flag[@]} -eq 0 ]; then
+  exec "$bin" --backend=sim --sim.profile=dgx-h100 "$@"
+fi
+"$bin" --backend=sim --sim.profile=dgx-h100 "${acct_flag[@]}" "$@" &
+pid=$!
+trap 'kill -INT "$pid" 2>/dev/null || true' INT TERM
+status=0
+wait "$pid" || status=$?
+# A signal interrupts the first wait; the second waits for gpuwatch to end.
+if kill -0 "$pid" 2>/dev/null; then wait "$pid" || status=$?; fi
+rm -rf -- "$acct"
+exit "$status"

@@ -61,6 +61,7 @@ stop() {
   trap - INT TERM EXIT
   if [ ${#pids[@]} -gt 0 ]; then kill "${pids[@]}" 2>/dev/null || true; fi
   wait 2>/dev/null || true
+  if [ -n "${acct:-}" ]; then rm -rf -- "$acct"; fi
 }
 trap stop EXIT
 trap 'exit 130' INT TERM
@@ -79,7 +80,10 @@ waitfor() {
   exit 1
 }
 
-"$bin" "${backend[@]}" --web.listen-address="127.0.0.1:$gport" >"$dir/gpuwatch.log" 2>&1 &
+# Job records go to a temporary accounting directory, removed with the stack.
+acct=$(mktemp -d "${TMPDIR:-/tmp}/gpuwatch-stack.XXXXXX")
+chmod 0700 "$acct"
+"$bin" "${backend[@]}" --web.listen-address="127.0.0.1:$gport" --accounting.dir="$acct" >"$dir/gpuwatch.log" 2>&1 &
 pids+=($!)
 waitfor "http://127.0.0.1:$gport/healthz" gpuwatch "$dir/gpuwatch.log"
 
@@ -104,12 +108,13 @@ CONFIG
 pids+=($!)
 waitfor "http://127.0.0.1:$pport/-/ready" Prometheus "$dir/prometheus.log"
 
-what="the simulator demo (dgx-h100, simulated owners)"
-[ ${#backend[@]} -eq 0 ] && what="this host's GPUs"
+what="the simulator demo (dgx-h100, simulated owners)" job=4211
+[ ${#backend[@]} -eq 0 ] && what="this host's GPUs" job=JOBID
 cat <<EOF_URLS
 gpuwatch:    http://127.0.0.1:$gport/        live page: $what
 Prometheus:  http://127.0.0.1:$pport/        rules: /rules, alerts: /alerts
 Report:      $bin report --prometheus.url=http://127.0.0.1:$pport --last=15m --by=user
-Logs and data in $dir. Ctrl-C stops the stack.
+Job:         $bin job $job --accounting.dir=$acct
+Logs and data in $dir, job records in $acct. Ctrl-C stops the stack.
 EOF_URLS
 wait

@@ -67,6 +67,28 @@ func TestLocalStack(t *testing.T) {
 		t.Errorf("the report names no demo user:\n%s", last)
 	}
 
+	// The printed job command, as a user pastes it: the demo's Slurm job
+	// 4211, from the records in the stack's accounting directory.
+	var job string
+	for l := range strings.SplitSeq(p.output.String(), "\n") {
+		if cmd, ok := strings.CutPrefix(l, "Job:"); ok {
+			job = strings.TrimSpace(cmd)
+		}
+	}
+	jobArgs := strings.Fields(job)
+	if len(jobArgs) < 3 || jobArgs[1] != "job" || jobArgs[2] != "4211" {
+		t.Fatalf("stack.sh prints no job command for the demo's job 4211 (%q):\n%s", job, p.output.String())
+	}
+	acct := strings.TrimPrefix(jobArgs[len(jobArgs)-1], "--accounting.dir=")
+	testenv.WaitFor(t, 90*time.Second, "the printed job command to succeed", func() bool {
+		b, err := exec.Command(jobArgs[0], jobArgs[1:]...).CombinedOutput()
+		last = string(b)
+		return err == nil
+	})
+	if !strings.Contains(last, "Job 4211") || !strings.Contains(last, "alice") {
+		t.Errorf("gpuwatch job 4211 does not show the demo's job:\n%s", last)
+	}
+
 	// Ctrl-C (SIGINT to the script) stops gpuwatch and Prometheus too.
 	if err := p.cmd.Process.Signal(syscall.SIGINT); err != nil {
 		t.Fatal(err)
@@ -77,4 +99,7 @@ func TestLocalStack(t *testing.T) {
 		_, perr := httpGetNoFail(promURL + "/-/ready")
 		return gerr != nil && perr != nil
 	})
+	if _, err := os.Stat(acct); !os.IsNotExist(err) {
+		t.Errorf("the stack's accounting directory %s is still there after it stopped (%v)", acct, err)
+	}
 }

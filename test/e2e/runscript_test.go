@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -49,6 +50,25 @@ func TestRunScript(t *testing.T) {
 		}
 		if page := httpGet(t, base+"/"); !strings.Contains(page, "Simulated GPUs") || !strings.Contains(page, "On a GPU node") {
 			t.Errorf("the page does not say it is the demo or how to run on a GPU node:\n%.2000s", page)
+		}
+		// The demo keeps job records in a temporary directory, says how to
+		// read them, and removes the directory when it stops.
+		m := regexp.MustCompile(`job 4211 --accounting.dir=(\S+)`).FindStringSubmatch(p.output.String())
+		if m == nil {
+			t.Fatalf("the banner prints no `gpuwatch job 4211` command:\n%s", p.output.String())
+		}
+		if fi, err := os.Stat(m[1]); err != nil || !fi.IsDir() || fi.Mode().Perm() != 0o700 {
+			t.Errorf("the demo's accounting directory %s: %v %v, want a directory only its owner reads", m[1], fi, err)
+		}
+		if entries, _ := os.ReadDir(m[1]); len(entries) == 0 {
+			t.Errorf("the demo keeps no records in %s", m[1])
+		}
+		if err := p.cmd.Process.Signal(os.Interrupt); err != nil {
+			t.Fatal(err)
+		}
+		testenv.WaitFor(t, 30*time.Second, "run.sh to stop on SIGINT", p.exited)
+		if _, err := os.Stat(m[1]); !os.IsNotExist(err) {
+			t.Errorf("the demo's accounting directory %s is still there after it stopped (%v)", m[1], err)
 		}
 	})
 
