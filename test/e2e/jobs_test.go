@@ -181,11 +181,13 @@ func TestJobCommandAsksEveryNode(t *testing.T) {
 	simConfig := filepath.Join(dir, "sim.yaml")
 	writeFile(t, simConfig, fmt.Sprintf(jobsSimConfig, "4s", ""))
 
-	var nodes []string
+	// Two nodes on one port, as a cluster's are: 127.0.0.1 and 127.0.0.2
+	// (all of 127/8 is loopback), so the node names are host names.
+	nodes := []string{"127.0.0.1", "127.0.0.2"}
+	port := testenv.FreePort(t)
 	var procs []*process
 	for i, seed := range []string{"node-a", "node-b"} {
-		addr := fmt.Sprintf("127.0.0.1:%d", testenv.FreePort(t))
-		nodes = append(nodes, addr)
+		addr := fmt.Sprintf("%s:%d", nodes[i], port)
 		procs = append(procs, startProcess(t, gpuwatchBin, "--web.listen-address="+addr, "--web.config.file="+webConfig,
 			"--backend=sim", "--sim.config="+simConfig, "--sim.seed="+seed,
 			"--accounting.dir="+filepath.Join(dir, fmt.Sprint("acct", i)), "--accounting.interval=1s", "--slurm.poll-interval=1s"))
@@ -218,16 +220,16 @@ func TestJobCommandAsksEveryNode(t *testing.T) {
 		return true
 	})
 	for _, path := range []string{"/api/v1/jobs", "/api/v1/jobs/" + jobID} {
-		if got := status("http://"+nodes[0]+path, false); got != http.StatusUnauthorized {
+		if got := status(fmt.Sprintf("http://%s:%d%s", nodes[0], port, path), false); got != http.StatusUnauthorized {
 			t.Errorf("GET %s without credentials: %d, want 401", path, got)
 		}
-		if got := status("http://"+nodes[0]+path, true); got != http.StatusOK {
+		if got := status(fmt.Sprintf("http://%s:%d%s", nodes[0], port, path), true); got != http.StatusOK {
 			t.Errorf("GET %s with credentials: %d, want 200", path, got)
 		}
 	}
 
 	run := func(extra ...string) (string, error) {
-		args := append([]string{"job", jobID, "--job.node-url=http://{node}", "--job.nodes=" + strings.Join(nodes, ",")}, extra...)
+		args := append([]string{"job", jobID, fmt.Sprintf("--job.node-url=http://{node}:%d", port), "--job.nodes=" + strings.Join(nodes, ",")}, extra...)
 		out, err := exec.Command(gpuwatchBin, args...).CombinedOutput()
 		return string(out), err
 	}

@@ -1,14 +1,14 @@
-package main
+package jobs
 
 import (
-	"bytes"
+	"context"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/gpuwatch/gpuwatch/internal/jobs"
+	"github.com/gpuwatch/gpuwatch/internal/slurm"
 )
 
 // fakeSlurm writes scontrol, sacct and sacctmgr scripts into a directory:
@@ -58,8 +58,8 @@ func readTrimmed(t *testing.T, path string) string {
 // to the database once it ended, and never through sacctmgr when that
 // would lowercase another tool's text.
 func TestStoreAdminComment(t *testing.T) {
-	summary := jobs.Summary{JobID: "7", Total: jobs.Total{GPUs: 1, AllocatedSeconds: 60}}
-	ours := jobs.AdminComment(summary)
+	summary := Summary{JobID: "7", Total: Total{GPUs: 1, AllocatedSeconds: 60}}
+	ours := AdminComment(summary)
 	for _, c := range []struct {
 		name                 string
 		controller, database string
@@ -78,10 +78,8 @@ func TestStoreAdminComment(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			dir := fakeSlurm(t, c.controller, c.database, c.running)
-			var out bytes.Buffer
-			cmd := &jobCommand{common: &commonFlags{}, id: "7", out: &out, timeout: 10 * time.Second}
-			cmd.common.slurm.scontrol = filepath.Join(dir, "scontrol")
-			err := cmd.storeAdminComment(summary)
+			store := AdminCommentStore{Run: slurm.ExecRunner{Timeout: 10 * time.Second}, Scontrol: filepath.Join(dir, "scontrol")}
+			stored, err := store.Store(context.Background(), "7", summary)
 			switch {
 			case c.wantErr != "" && (err == nil || !strings.Contains(err.Error(), c.wantErr)):
 				t.Fatalf("err = %v, want one saying %q", err, c.wantErr)
@@ -94,8 +92,8 @@ func TestStoreAdminComment(t *testing.T) {
 			if got := readTrimmed(t, filepath.Join(dir, "database-set")); got != c.wantDatabase {
 				t.Errorf("sacctmgr stored %q, want %q\ncalls:\n%s", got, c.wantDatabase, readTrimmed(t, filepath.Join(dir, "calls")))
 			}
-			if want := c.wantController + c.wantDatabase; strings.TrimSpace(out.String()) != want {
-				t.Errorf("printed %q, want %q", out.String(), want)
+			if want := c.wantController + c.wantDatabase; stored != want {
+				t.Errorf("returned %q, want %q", stored, want)
 			}
 		})
 	}
