@@ -214,7 +214,8 @@ func TestAPIJobFollowsTheJournal(t *testing.T) {
 }
 
 // Lines that are not records do not hide the others: a torn line, one
-// longer than a record may be, a directory where a rotated file goes.
+// longer than a record may be, a directory where a rotated file goes; and
+// a link where a rotated file goes is not followed.
 func TestAPISkipsWhatIsNotARecord(t *testing.T) {
 	a := newAPIRig(t, 1<<30, 3, APIOptions{})
 	a.append(testRecord(1))
@@ -229,6 +230,14 @@ func TestAPISkipsWhatIsNotARecord(t *testing.T) {
 	_ = f.Close()
 	a.append(testRecord(3))
 	if err := os.Mkdir(filepath.Join(a.dir, JournalName+".2"), 0o750); err != nil {
+		t.Fatal(err)
+	}
+	planted := filepath.Join(t.TempDir(), "planted.jsonl")
+	line, _ := json.Marshal(testRecord(99))
+	if err := os.WriteFile(planted, append(line, '\n'), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(planted, filepath.Join(a.dir, JournalName+".1")); err != nil {
 		t.Fatal(err)
 	}
 	if ids, _ := a.pages(""); !slices.Equal(ids, []string{"1", "3"}) {

@@ -36,10 +36,11 @@ type journalIndex struct {
 
 	mu    sync.Mutex
 	files map[fileKey]*indexedFile
-	// latest is, per record identity (node, job, start), the last copy
-	// in the journal: a record written twice (a crash between the
-	// journal's write and the checkpoint's) is answered once.
-	latest map[string]entryPos
+	// first is, per record identity (Record.Identity), its first copy in
+	// the journal: a record written twice (a crash between the journal's
+	// write and the checkpoint's) is answered once, as ReadJournal reads
+	// it.
+	first map[RecordIdentity]entryPos
 }
 
 type fileKey struct{ dev, ino, head uint64 }
@@ -62,7 +63,7 @@ type indexEntry struct {
 	id, kind string
 	pod      string // "namespace/name", or empty
 	end      time.Time
-	identity string
+	identity RecordIdentity
 }
 
 // lineRef is a record's line in one of the files a request opened.
@@ -73,7 +74,7 @@ type lineRef struct {
 }
 
 func newJournalIndex(dir string) *journalIndex {
-	return &journalIndex{dir: dir, files: map[fileKey]*indexedFile{}, latest: map[string]entryPos{}}
+	return &journalIndex{dir: dir, files: map[fileKey]*indexedFile{}, first: map[RecordIdentity]entryPos{}}
 }
 
 // journalPaths are the journal's files, oldest first.
@@ -126,7 +127,8 @@ func (x *journalIndex) open() (*openedJournal, error) {
 	changed := false
 	for _, p := range journalPaths(x.dir) {
 		f, err := os.OpenFile(p, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
-		if errors.Is(err, os.ErrNotExist) {
+		if errors.Is(err, os.ErrNotExist) || errors.Is(err, syscall.ELOOP) {
+			// Gone, or a link where a journal file goes: no records.
 			continue
 		}
 		if err != nil {
@@ -189,7 +191,7 @@ func headHash(f *os.File) uint64 {
 }
 
 // update indexes what f gained since the last request; it says whether
-// a file was indexed anew (so that latest must be rebuilt).
+// a file was indexed anew (so that first must be rebuilt).
 func (x *journalIndex) update(f *os.File, key fileKey, size int64) (rebuilt bool, err error) {
 	ix := x.files[key]
 	if ix == nil || size < ix.scanned {
@@ -206,19 +208,25 @@ func (x *journalIndex) update(f *os.File, key fileKey, size int64) (rebuilt bool
 	}
 	if !rebuilt {
 		for i := first; i < len(ix.entries); i++ {
-			x.latest[ix.entries[i].identity] = entryPos{file: key, i: i}
+			x.noteFirst(ix.entries[i].identity, entryPos{file: key, i: i})
 		}
 	}
 	return rebuilt, nil
 }
 
-// relink rebuilds latest over the files in order, oldest first.
+// relink rebuilds first over the files in order, oldest first.
 func (x *journalIndex) relink(order []fileKey) {
-	clear(x.latest)
+	clear(x.first)
 	for _, k := range order {
 		for i, e := range x.files[k].entries {
-			x.latest[e.identity] = entryPos{file: k, i: i}
+			x.noteFirst(e.identity, entryPos{file: k, i: i})
 		}
+	}
+}
+
+func (x *journalIndex) noteFirst(id RecordIdentity, p entryPos) {
+	if _, ok := x.first[id]; !ok {
+		x.first[id] = p
 	}
 }
 
@@ -283,7 +291,7 @@ func (ix *indexedFile) add(line []byte, off int64) {
 		return
 	}
 	e := indexEntry{off: off, n: len(line), id: h.ID, kind: h.Kind, end: h.End,
-		identity: h.Node + "\x00" + h.ID + "\x00" + h.Start.UTC().Format(time.RFC3339Nano)}
+		identity: RecordIdentity{Node: h.Node, Kind: h.Kind, ID: h.ID, Start: h.Start.UTC()}}
 	if h.Pod != nil {
 		e.pod = h.Pod.Namespace + "/" + h.Pod.Name
 	}
@@ -291,8 +299,8 @@ func (ix *indexedFile) add(line []byte, off int64) {
 	ix.entries = append(ix.entries, e)
 }
 
-func (x *journalIndex) isLatest(k fileKey, i int, e *indexEntry) bool {
-	return x.latest[e.identity] == entryPos{file: k, i: i}
+func (x *journalIndex) isFirst(k fileKey, i int, e *indexEntry) bool {
+	return x.first[e.identity] == entryPos{file: k, i: i}
 }
 
 // job returns the lines of one job's records, oldest first.
@@ -307,7 +315,7 @@ func (x *journalIndex) job(id string) (*openedJournal, []lineRef, error) {
 	for fi, k := range o.keys {
 		ix := x.files[k]
 		for _, i := range ix.byID[id] {
-			if e := &ix.entries[i]; x.isLatest(k, i, e) {
+			if e := &ix.entries[i]; x.isFirst(k, i, e) {
 				refs = append(refs, lineRef{file: fi, off: e.off, n: e.n})
 			}
 		}
@@ -354,7 +362,7 @@ func (x *journalIndex) page(filter listFilter, after *journalCursor, limit int, 
 		ix := x.files[k]
 		for i := range ix.entries {
 			e := &ix.entries[i]
-			if (after != nil && k == after.key && e.off <= after.off) || !filter.keeps(e.kind, e.pod, e.end) || !x.isLatest(k, i, e) {
+			if (after != nil && k == after.key && e.off <= after.off) || !filter.keeps(e.kind, e.pod, e.end) || !x.isFirst(k, i, e) {
 				continue
 			}
 			if len(refs) >= limit || (len(refs) > 0 && total+e.n > maxBytes) {
