@@ -45,11 +45,15 @@ type commonFlags struct {
 	slurm       slurmFlags
 	smi         smiFlags
 
-	// hostnameLabel names the host label of the dcgm series.
+	// hostnameLabel names the host label of the dcgm series; empty: the
+	// name dcgmVersion's release writes.
 	hostnameLabel string
-	accounting    accountingFlags
-	journal       journalFlags
-	health        healthFlags
+	// dcgmVersion is the dcgm-exporter release whose names --compat=dcgm
+	// serves.
+	dcgmVersion string
+	accounting  accountingFlags
+	journal     journalFlags
+	health      healthFlags
 }
 
 func registerCommonFlags(app *kingpin.Application) *commonFlags {
@@ -79,8 +83,10 @@ func registerCommonFlags(app *kingpin.Application) *commonFlags {
 		Default("native").StringVar(&f.compat)
 	app.Flag("compat.hostname", "Hostname label of the --compat=dcgm series. Empty: $NODE_NAME when set (Kubernetes), else the host name.").
 		StringVar(&f.hostname)
-	app.Flag("compat.hostname-label", "Name of the host label of the --compat=dcgm series: Hostname, as dcgm-exporter releases up to 4.5.3-4.8.2 write it, or hostname, as its next release will (upstream pull request #655).").
-		Default(exporter.DCGMHostnameLabel).EnumVar(&f.hostnameLabel, exporter.DCGMHostnameLabel, exporter.DCGMHostnameLabelLower)
+	app.Flag("compat.hostname-label", "Name of the host label of the --compat=dcgm series: Hostname, as dcgm-exporter releases up to 4.5.3-4.8.2 write it, or hostname, as 4.8.3 and later write it (upstream pull request #655). Default: Hostname with --compat.dcgm-version=4.8, hostname with 4.9 and 4.10.").
+		EnumVar(&f.hostnameLabel, exporter.DCGMHostnameLabel, exporter.DCGMHostnameLabelLower)
+	app.Flag("compat.dcgm-version", "dcgm-exporter release whose metric names, units and labels --compat=dcgm serves: 4.8 (releases up to 4.8: DCGM_FI_DEV_GPU_UTIL in percent, DCGM_FI_DEV_FB_USED in MiB, ...), 4.9 (DCGM 4.7's names, several in base units: DCGM_FI_DEV_GPU_UTIL_RATIO, DCGM_FI_DEV_FB_USED_BYTES, ..., and the DCGM_FI_SYSTEM_DRIVER_VERSION label) or 4.10 (4.9 with DCGM_FI_PROF_PCIE_TX_BYTES_PER_SECOND and its kin). Pick the release your dashboards, alerts and adapter rules were written for; see docs/dcgm-compat.md.").
+		Default(exporter.DCGMVersionNames[0]).EnumVar(&f.dcgmVersion, exporter.DCGMVersionNames...)
 	app.Flag("collection.timeout", "Upper bound on reading every GPU in one collection (owner lookups get --attribution.timeout more). A GPU whose read has not returned by then is served from its last completed reading (gpu_reading_age_seconds says how old: a slow driver), and reported down (gpu_up 0) once no read of it has returned for three timeouts. 5s: a healthy GPU reads in milliseconds, and 5s plus 1s of attribution stays below Prometheus's default 10s scrape_timeout; keep the sum below yours.").
 		Default("5s").DurationVar(&f.timeout)
 	f.smi.register(app)

@@ -89,6 +89,29 @@ func (s *stack) metricsHandler() http.Handler {
 	return s.exporter.TextHandler(runtime)
 }
 
+// parseCompat reads --compat and --compat.dcgm-version.
+func (f *commonFlags) parseCompat() (exporter.Compat, error) {
+	compat, err := exporter.ParseCompat(f.compat)
+	if err != nil {
+		return compat, fmt.Errorf("--compat: %w", err)
+	}
+	if compat.DCGMVersion, err = exporter.ParseDCGMVersion(f.dcgmVersion); err != nil {
+		return compat, fmt.Errorf("--compat.dcgm-version: %w", err)
+	}
+	return compat, nil
+}
+
+// hostnameLowerCase says whether the host label of the dcgm series is
+// hostname: as --compat.hostname-label says, else as the release writes
+// it (Hostname up to 4.8.2, the release --compat.dcgm-version=4.8 follows;
+// hostname from 4.8.3 on).
+func (f *commonFlags) hostnameLowerCase(v exporter.DCGMVersion) bool {
+	if f.hostnameLabel != "" {
+		return f.hostnameLabel == exporter.DCGMHostnameLabelLower
+	}
+	return v != exporter.DCGM48
+}
+
 // buildStack opens the backend the flags name and wires the outputs to it.
 func (f *commonFlags) buildStack(logger *slog.Logger) (_ *stack, err error) {
 	if err := f.check(); err != nil {
@@ -98,9 +121,9 @@ func (f *commonFlags) buildStack(logger *slog.Logger) (_ *stack, err error) {
 	if err != nil {
 		return nil, err
 	}
-	compat, err := exporter.ParseCompat(f.compat)
+	compat, err := f.parseCompat()
 	if err != nil {
-		return nil, fmt.Errorf("--compat: %w", err)
+		return nil, err
 	}
 	// The policy is checked before anything starts, so its error is the
 	// only line printed.
@@ -161,13 +184,12 @@ func (f *commonFlags) buildStack(logger *slog.Logger) (_ *stack, err error) {
 		RequireGPU: f.backend == "nvml" || f.backend == "nvidia-smi",
 	}, enrichers...)
 	st.exporter, err = exporter.New(st.pipeline, exporter.Options{
-		Collectors: f.enabledCollectors(),
-		Metrics:    filter,
-		PIDLabels:  f.pidLabels,
-		Compat:     compat,
-		Hostname:   f.compatHostname(),
-		// The lower-case name of dcgm-exporter's next release.
-		HostnameLowerCase: f.hostnameLabel == exporter.DCGMHostnameLabelLower,
+		Collectors:        f.enabledCollectors(),
+		Metrics:           filter,
+		PIDLabels:         f.pidLabels,
+		Compat:            compat,
+		Hostname:          f.compatHostname(),
+		HostnameLowerCase: f.hostnameLowerCase(compat.DCGMVersion),
 	})
 	if err != nil {
 		return nil, err

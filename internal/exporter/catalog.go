@@ -36,6 +36,9 @@ type Metric struct {
 	// Compat metrics are emitted only when Options.Compat selects their
 	// scheme, and are listed by CompatCatalog rather than Catalog.
 	Compat string `json:"compat,omitempty"`
+	// DCGMVersions are the dcgm-exporter releases (--compat.dcgm-version)
+	// that serve a metric of the "dcgm-4.9" scheme.
+	DCGMVersions []string `json:"dcgm_versions,omitempty"`
 }
 
 // CollectorExporter is the pseudo-group of the series every scrape carries
@@ -65,6 +68,9 @@ type metricDef struct {
 	// sparse.go.
 	omitEmpty uint32
 	sparse    sparseDescs
+	// dcgmVersions (bit DCGMVersion.bit()) are the dcgm-exporter
+	// releases that serve a compatDCGM49 metric.
+	dcgmVersions uint8
 }
 
 // catalog holds every metric in declaration order; metricDef.id indexes it.
@@ -374,7 +380,7 @@ var catalogByName []*metricDef
 
 func init() {
 	catalogByName = append([]*metricDef(nil), catalog...)
-	sort.Slice(catalogByName, func(i, j int) bool { return catalogByName[i].Name < catalogByName[j].Name })
+	sort.SliceStable(catalogByName, func(i, j int) bool { return catalogByName[i].Name < catalogByName[j].Name })
 }
 
 func lookupMetric(name string) *metricDef {

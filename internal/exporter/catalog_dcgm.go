@@ -16,8 +16,8 @@ import "github.com/gpuwatch/gpuwatch/internal/snapshot"
 // (dcgmOmitEmpty).
 //
 // The host's name goes in Hostname, as every dcgm-exporter release up to
-// 4.5.3-4.8.2 names it, or in hostname (Options.HostnameLowerCase), as its
-// next release does (upstream #655); the other of the two stays empty and
+// 4.5.3-4.8.2 names it, or in hostname (Options.HostnameLowerCase), as
+// 4.8.3 and later do (upstream #655); the other of the two stays empty and
 // is left out.
 var dcgmLabels = []string{
 	"gpu", "UUID", "pci_bus_id", "device", "modelName", DCGMHostnameLabel, DCGMHostnameLabelLower, "DCGM_FI_DRIVER_VERSION",

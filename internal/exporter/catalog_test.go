@@ -10,6 +10,22 @@ import (
 	"github.com/gpuwatch/gpuwatch/internal/snapshot"
 )
 
+// servedAs names the configurations that serve m: its name, and the
+// dcgm-exporter generations of a dcgm metric.
+func servedAs(m *metricDef) []string {
+	switch m.Compat {
+	case compatDCGM:
+		return []string{m.Name + " (dcgm-exporter 4.8)"}
+	case compatDCGM49:
+		var out []string
+		for _, v := range m.DCGMVersions {
+			out = append(out, m.Name+" (dcgm-exporter "+v+")")
+		}
+		return out
+	}
+	return []string{m.Name}
+}
+
 // TestCatalogConventions enforces DESIGN.md's naming rules on every entry.
 func TestCatalogConventions(t *testing.T) {
 	seen := map[string]bool{}
@@ -23,10 +39,14 @@ func TestCatalogConventions(t *testing.T) {
 		"byte_seconds": "_byte_seconds",
 	}
 	for _, m := range catalog {
-		if seen[m.Name] {
-			t.Errorf("%s declared twice", m.Name)
+		// A name may come back in another dcgm-exporter generation (with
+		// that generation's labels), never twice in one.
+		for _, key := range servedAs(m) {
+			if seen[key] {
+				t.Errorf("%s declared twice", key)
+			}
+			seen[key] = true
 		}
-		seen[m.Name] = true
 		if m.Compat != "" {
 			continue // foreign names keep their own conventions: compat_test.go
 		}

@@ -40,12 +40,13 @@ var throttleReasonBits = map[string]uint64{
 // none does), as dcgm-exporter's pod and HPC job mappings do.
 type dcgmSeries struct {
 	em     *emitter
+	gen    *dcgmGen // the names and units of --compat.dcgm-version
 	lv     []string // dcgmLabels values; identity filled by setDevice
 	owners []*snapshot.Allocation
 }
 
 func (w *dcgmSeries) emit(m *metricDef, v float64) {
-	if !w.em.on(m) {
+	if m == nil || !w.em.on(m) {
 		return
 	}
 	if len(w.owners) == 0 {
@@ -64,9 +65,9 @@ func (w *dcgmSeries) emit(m *metricDef, v float64) {
 // err_msg labels: the code again, and its description.
 func (w *dcgmSeries) emitXID(code uint64) {
 	base := w.lv
-	w.lv = w.lv[:len(dXIDErrors.Labels)]
+	w.lv = w.lv[:len(w.gen.xid.Labels)]
 	w.lv[len(base)], w.lv[len(base)+1] = utoa(code), xidMessage(code)
-	w.emit(dXIDErrors, float64(code))
+	w.emit(w.gen.xid, float64(code))
 	clear(w.lv[len(base):])
 	w.lv = base
 }
@@ -96,17 +97,17 @@ func (e *Exporter) collectDCGM(em *emitter, s *snapshot.Snapshot, d *snapshot.De
 	// NVML index, not the device node's minor number.
 	lv[3] = dcgmDevicePx + lv[0]
 	lv[4], lv[e.hostLabel], lv[7] = d.Info.Name, e.hostname, s.DriverVersion
-	w := dcgmSeries{em: em, lv: lv}
+	w := dcgmSeries{em: em, gen: e.dcgmGen, lv: lv}
 	if len(d.MIGInstances) > 0 {
 		e.collectDCGMInstances(&w, s, d)
 		return
 	}
 	w.owners = e.dcgmOwners(s, d, nil)
 	dcgmDeviceReadings(&w, d)
-	m := &d.Memory
-	dcgmOpt(&w, dFBTotal, m.Total, 1.0/mib)
-	dcgmOpt(&w, dFBFree, m.Free, 1.0/mib)
-	dcgmOpt(&w, dFBUsed, m.Used, 1.0/mib)
+	m, g := &d.Memory, w.gen
+	dcgmOpt(&w, g.fbTotal, m.Total, g.memoryScale)
+	dcgmOpt(&w, g.fbFree, m.Free, g.memoryScale)
+	dcgmOpt(&w, g.fbUsed, m.Used, g.memoryScale)
 	dcgmGPM(&w, &d.GPM)
 }
 
@@ -131,10 +132,11 @@ func (e *Exporter) collectDCGMInstances(w *dcgmSeries, s *snapshot.Snapshot, d *
 			return slices.ContainsFunc(same, func(c snapshot.MIGInstance) bool { return c.UUID == migUUID })
 		})
 		dcgmDeviceReadings(w, d)
-		dcgmOpt(w, dFBTotal, mi.MemoryTotal, 1.0/mib)
-		dcgmOpt(w, dFBUsed, mi.MemoryUsed, 1.0/mib)
+		g := w.gen
+		dcgmOpt(w, g.fbTotal, mi.MemoryTotal, g.memoryScale)
+		dcgmOpt(w, g.fbUsed, mi.MemoryUsed, g.memoryScale)
 		if mi.MemoryTotal.Valid && mi.MemoryUsed.Valid && mi.MemoryTotal.Value >= mi.MemoryUsed.Value {
-			w.emit(dFBFree, float64(mi.MemoryTotal.Value-mi.MemoryUsed.Value)/mib)
+			w.emit(g.fbFree, float64(mi.MemoryTotal.Value-mi.MemoryUsed.Value)*g.memoryScale)
 		}
 		dcgmGPM(w, &mi.GPM)
 	}
@@ -143,23 +145,25 @@ func (e *Exporter) collectDCGMInstances(w *dcgmSeries, s *snapshot.Snapshot, d *
 
 // dcgmDeviceReadings writes the readings that belong to the whole GPU.
 func dcgmDeviceReadings(w *dcgmSeries, d *snapshot.Device) {
+	g := w.gen
 	t := &d.Temperature
-	dcgmOpt(w, dGPUTemp, t.GPU, 1)
-	dcgmOpt(w, dMemoryTemp, t.Memory, 1)
-	dcgmOpt(w, dSlowdownTemp, t.SlowdownThreshold, 1)
-	dcgmOpt(w, dShutdownTemp, t.ShutdownThreshold, 1)
+	dcgmOpt(w, g.gpuTemp, t.GPU, 1)
+	dcgmOpt(w, g.memoryTemp, t.Memory, 1)
+	dcgmOpt(w, g.slowdownTemp, t.SlowdownThreshold, 1)
+	dcgmOpt(w, g.shutdownTemp, t.ShutdownThreshold, 1)
 
 	p := &d.Power
-	dcgmOpt(w, dPowerUsage, p.Usage, 1)
-	dcgmOpt(w, dPowerLimit, p.EnforcedLimit, 1)
-	dcgmOpt(w, dEnergy, p.Energy, mJPerJoule)
+	dcgmOpt(w, g.powerUsage, p.Usage, 1)
+	dcgmOpt(w, g.powerLimit, p.EnforcedLimit, 1)
+	dcgmOpt(w, g.enforcedLimit, p.EnforcedLimit, 1)
+	dcgmOpt(w, g.energy, p.Energy, g.energyScale)
 
 	for _, c := range d.Clocks {
 		switch c.Type {
 		case "sm":
-			dcgmOpt(w, dSMClock, c.Current, 1/hertzPerMHz)
+			dcgmOpt(w, g.smClock, c.Current, g.clockScale)
 		case "memory":
-			dcgmOpt(w, dMemClock, c.Current, 1/hertzPerMHz)
+			dcgmOpt(w, g.memClock, c.Current, g.clockScale)
 		}
 	}
 	if d.ClockEvents != nil {
@@ -169,60 +173,70 @@ func dcgmDeviceReadings(w *dcgmSeries, d *snapshot.Device) {
 				mask |= throttleReasonBits[ev.Reason]
 			}
 		}
-		w.emit(dThrottleReasons, float64(mask))
+		w.emit(g.throttleReasons, float64(mask))
 	}
 
 	u := &d.Utilization
-	dcgmOpt(w, dGPUUtil, u.GPU, percent)
-	dcgmOpt(w, dMemCopyUtil, u.Memory, percent)
-	dcgmOpt(w, dEncUtil, u.Encoder, percent)
-	dcgmOpt(w, dDecUtil, u.Decoder, percent)
-	dcgmOpt(w, dFanSpeed, d.FanSpeed, percent)
-	dcgmOpt(w, dFBReserved, d.Memory.Reserved, 1.0/mib)
+	dcgmOpt(w, g.gpuUtil, u.GPU, g.utilScale)
+	dcgmOpt(w, g.memCopyUtil, u.Memory, g.utilScale)
+	dcgmOpt(w, g.encUtil, u.Encoder, g.utilScale)
+	dcgmOpt(w, g.decUtil, u.Decoder, g.utilScale)
+	dcgmOpt(w, g.fanSpeed, d.FanSpeed, percent)
+	dcgmOpt(w, g.fbReserved, d.Memory.Reserved, g.memoryScale)
 
-	// Bus traffic is the whole GPU's, MIG or not.
-	g := &d.GPM
-	dcgmOpt(w, dProfPCIeTx, g.PCIeTxBytesPerSecond, 1)
-	dcgmOpt(w, dProfPCIeRx, g.PCIeRxBytesPerSecond, 1)
-	dcgmOpt(w, dProfNVLinkTx, g.NVLinkTxBytesPerSecond, 1)
-	dcgmOpt(w, dProfNVLinkRx, g.NVLinkRxBytesPerSecond, 1)
-	// DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL is a rate in MiB/s: GPM's where
-	// the GPU has it, else the links' byte counters between two reads
-	// (NVML's throughput fields, which DCGM reads on every generation).
-	if g.NVLinkTxBytesPerSecond.Valid && g.NVLinkRxBytesPerSecond.Valid {
-		w.emit(dNVLinkBandwidth, (g.NVLinkTxBytesPerSecond.Value+g.NVLinkRxBytesPerSecond.Value)/mib)
-	} else {
-		dcgmOpt(w, dNVLinkBandwidth, d.NVLinkBytesPerSecond, 1.0/mib)
-	}
+	dcgmBusTraffic(w, d)
 
 	if d.XIDLastCode.Valid {
 		w.emitXID(d.XIDLastCode.Value)
 	}
 
 	pc := &d.PCIe
-	dcgmOpt(w, dPCIeReplay, pc.ReplayCounter, 1)
-	dcgmOpt(w, dPCIeLinkGen, pc.LinkGen, 1)
-	dcgmOpt(w, dPCIeLinkWidth, pc.LinkWidth, 1)
+	dcgmOpt(w, g.pcieReplay, pc.ReplayCounter, 1)
+	dcgmOpt(w, g.pcieLinkGen, pc.LinkGen, 1)
+	dcgmOpt(w, g.pcieLinkWidth, pc.LinkWidth, 1)
 
-	ecc := &d.ECC
-	dcgmOpt(w, dECCSBEVol, ecc.VolatileCorrected, 1)
-	dcgmOpt(w, dECCDBEVol, ecc.VolatileUncorrected, 1)
-	dcgmOpt(w, dECCSBEAgg, ecc.AggregateCorrected, 1)
-	dcgmOpt(w, dECCDBEAgg, ecc.AggregateUncorrected, 1)
-	dcgmOpt(w, dRetiredSBE, ecc.RetiredPagesSingleBit, 1)
-	dcgmOpt(w, dRetiredDBE, ecc.RetiredPagesDoubleBit, 1)
-	dcgmOptBool(w, dRetiredPending, ecc.RetiredPagesPending)
-	dcgmOpt(w, dRemapCorrectable, ecc.RemappedRowsCorrectable, 1)
-	dcgmOpt(w, dRemapUncorrectable, ecc.RemappedRowsUncorrectable, 1)
-	dcgmOptBool(w, dRemapFailure, ecc.RemappedRowsFailure)
-	dcgmOptBool(w, dRemapPending, ecc.RemappedRowsPending)
+	dcgmECC(w, &d.ECC)
 
 	// DCGM answers 0 (no vGPU license) for a GPU that is not a vGPU guest.
 	if mode := d.Info.VirtualizationMode; mode != "" && mode != "vgpu" {
-		w.emit(dVGPULicense, 0)
+		w.emit(g.vgpuLicense, 0)
 	}
 
 	dcgmNVLinkErrors(w, d.NVLinks)
+}
+
+// dcgmBusTraffic writes the PCIe and NVLink rates, which are the whole
+// GPU's, MIG or not.
+func dcgmBusTraffic(w *dcgmSeries, d *snapshot.Device) {
+	g, gpm := w.gen, &d.GPM
+	dcgmOpt(w, g.profPCIeTx, gpm.PCIeTxBytesPerSecond, 1)
+	dcgmOpt(w, g.profPCIeRx, gpm.PCIeRxBytesPerSecond, 1)
+	dcgmOpt(w, g.profNVLinkTx, gpm.NVLinkTxBytesPerSecond, 1)
+	dcgmOpt(w, g.profNVLinkRx, gpm.NVLinkRxBytesPerSecond, 1)
+	// The NVLink bandwidth is GPM's where the GPU has it, else the links'
+	// byte counters between two reads (NVML's throughput fields, which
+	// DCGM reads on every generation).
+	if gpm.NVLinkTxBytesPerSecond.Valid && gpm.NVLinkRxBytesPerSecond.Valid {
+		w.emit(g.nvlinkBandwidth, (gpm.NVLinkTxBytesPerSecond.Value+gpm.NVLinkRxBytesPerSecond.Value)*g.nvlinkScale)
+	} else {
+		dcgmOpt(w, g.nvlinkBandwidth, d.NVLinkBytesPerSecond, g.nvlinkScale)
+	}
+}
+
+// dcgmECC writes the ECC counters and the memory repair state.
+func dcgmECC(w *dcgmSeries, ecc *snapshot.ECC) {
+	g := w.gen
+	dcgmOpt(w, g.eccSBEVol, ecc.VolatileCorrected, 1)
+	dcgmOpt(w, g.eccDBEVol, ecc.VolatileUncorrected, 1)
+	dcgmOpt(w, g.eccSBEAgg, ecc.AggregateCorrected, 1)
+	dcgmOpt(w, g.eccDBEAgg, ecc.AggregateUncorrected, 1)
+	dcgmOpt(w, g.retiredSBE, ecc.RetiredPagesSingleBit, 1)
+	dcgmOpt(w, g.retiredDBE, ecc.RetiredPagesDoubleBit, 1)
+	dcgmOptBool(w, g.retiredPending, ecc.RetiredPagesPending)
+	dcgmOpt(w, g.remapCorrectable, ecc.RemappedRowsCorrectable, 1)
+	dcgmOpt(w, g.remapUncorrectable, ecc.RemappedRowsUncorrectable, 1)
+	dcgmOptBool(w, g.remapFailure, ecc.RemappedRowsFailure)
+	dcgmOptBool(w, g.remapPending, ecc.RemappedRowsPending)
 }
 
 // gpuInstanceProfile is the GPU instance's profile of a MIG instance's
@@ -245,15 +259,16 @@ func allDigits(s string) bool {
 	return s != ""
 }
 
-func dcgmGPM(w *dcgmSeries, g *snapshot.GPM) {
-	dcgmOpt(w, dProfGREngine, g.GraphicsActive, 1)
-	dcgmOpt(w, dProfSMActive, g.SMActive, 1)
-	dcgmOpt(w, dProfSMOccupancy, g.SMOccupancy, 1)
-	dcgmOpt(w, dProfTensor, g.TensorActive, 1)
-	dcgmOpt(w, dProfDRAM, g.DRAMActive, 1)
-	dcgmOpt(w, dProfFP64, g.FP64Active, 1)
-	dcgmOpt(w, dProfFP32, g.FP32Active, 1)
-	dcgmOpt(w, dProfFP16, g.FP16Active, 1)
+func dcgmGPM(w *dcgmSeries, gpm *snapshot.GPM) {
+	g := w.gen
+	dcgmOpt(w, g.profGREngine, gpm.GraphicsActive, 1)
+	dcgmOpt(w, g.profSMActive, gpm.SMActive, 1)
+	dcgmOpt(w, g.profSMOccupancy, gpm.SMOccupancy, 1)
+	dcgmOpt(w, g.profTensor, gpm.TensorActive, 1)
+	dcgmOpt(w, g.profDRAM, gpm.DRAMActive, 1)
+	dcgmOpt(w, g.profFP64, gpm.FP64Active, 1)
+	dcgmOpt(w, g.profFP32, gpm.FP32Active, 1)
+	dcgmOpt(w, g.profFP16, gpm.FP16Active, 1)
 }
 
 // dcgmNVLinkErrors writes the per-GPU totals of the link error counters,
@@ -272,10 +287,11 @@ func dcgmNVLinkErrors(w *dcgmSeries, links []snapshot.NVLink) {
 		}
 		return total
 	}
-	dcgmOpt(w, dNVLinkCRCFlit, sum(func(l *snapshot.NVLink) snapshot.Opt[uint64] { return l.CRCFlitErrors }), 1)
-	dcgmOpt(w, dNVLinkCRCData, sum(func(l *snapshot.NVLink) snapshot.Opt[uint64] { return l.CRCDataErrors }), 1)
-	dcgmOpt(w, dNVLinkReplay, sum(func(l *snapshot.NVLink) snapshot.Opt[uint64] { return l.ReplayErrors }), 1)
-	dcgmOpt(w, dNVLinkRecovery, sum(func(l *snapshot.NVLink) snapshot.Opt[uint64] { return l.RecoveryErrors }), 1)
+	g := w.gen
+	dcgmOpt(w, g.nvlinkCRCFlit, sum(func(l *snapshot.NVLink) snapshot.Opt[uint64] { return l.CRCFlitErrors }), 1)
+	dcgmOpt(w, g.nvlinkCRCData, sum(func(l *snapshot.NVLink) snapshot.Opt[uint64] { return l.CRCDataErrors }), 1)
+	dcgmOpt(w, g.nvlinkReplay, sum(func(l *snapshot.NVLink) snapshot.Opt[uint64] { return l.ReplayErrors }), 1)
+	dcgmOpt(w, g.nvlinkRecovery, sum(func(l *snapshot.NVLink) snapshot.Opt[uint64] { return l.RecoveryErrors }), 1)
 }
 
 // dcgmOwners lists the workloads that hold a whole GPU (inMIG nil) or a

@@ -55,8 +55,8 @@ type Options struct {
 	Compat Compat
 	// Hostname is the Hostname label of the dcgm-exporter series.
 	Hostname string
-	// HostnameLowerCase names that label hostname, as dcgm-exporter's
-	// next release does (upstream #655), instead of Hostname.
+	// HostnameLowerCase names that label hostname, as dcgm-exporter
+	// 4.8.3 and later do (upstream #655), instead of Hostname.
 	HostnameLowerCase bool
 }
 
@@ -105,8 +105,9 @@ type Exporter struct {
 	snapshot  []collector // enabled collectors with a snapshot function
 	enabled   []bool      // by metricDef.id
 	emitters  *freeList[*emitter]
-	dcgm      bool   // render dcgm-exporter's names too (Options.Compat)
-	hostname  string // their Hostname label
+	dcgm      bool     // render dcgm-exporter's names too (Options.Compat)
+	dcgmGen   *dcgmGen // the generation of those names
+	hostname  string   // their Hostname label
 	// hostLabel is the position in dcgmLabels that carries hostname:
 	// Hostname, or hostname with Options.HostnameLowerCase.
 	hostLabel int
@@ -129,7 +130,7 @@ func New(src Source, opts Options) (*Exporter, error) {
 		compat = NativeOnly
 	}
 	e := &Exporter{src: src, pidLabels: opts.PIDLabels, enabled: make([]bool, len(catalog)),
-		dcgm: compat.DCGM, hostname: opts.Hostname, hostLabel: dcgmLabelHostname}
+		dcgm: compat.DCGM, dcgmGen: dcgmGenOf(compat.DCGMVersion), hostname: opts.Hostname, hostLabel: dcgmLabelHostname}
 	if opts.HostnameLowerCase {
 		e.hostLabel = dcgmLabelHostnameLower
 	}

@@ -118,58 +118,68 @@ func both(t *testing.T, e *Exporter, check func(t *testing.T, mfs []*dto.MetricF
 }
 
 func TestEveryCatalogMetricIsProduced(t *testing.T) {
-	for _, pid := range []bool{false, true} {
-		t.Run(fmt.Sprintf("pid_labels=%v", pid), func(t *testing.T) {
-			e := newExporter(t, fullSnapshot(8, 18), Options{Metrics: allOn, PIDLabels: pid, Compat: Compat{Native: true, DCGM: true}})
-			both(t, e, func(t *testing.T, mfs []*dto.MetricFamily) {
-				got := map[string]*dto.MetricFamily{}
-				for _, mf := range mfs {
-					got[mf.GetName()] = mf
-				}
-				for _, m := range catalog {
-					mf, ok := got[m.Name]
-					if !ok {
-						t.Errorf("catalog metric %s not produced from the full snapshot", m.Name)
-						continue
-					}
-					want := append([]string(nil), m.Labels...)
-					if pid {
-						want = append(want, m.OptInLabels...)
-					}
-					sort.Strings(want)
-					for _, s := range mf.GetMetric() {
-						var names []string
-						for _, lp := range s.GetLabel() {
-							names = append(names, lp.GetName())
-						}
-						// Labels written only with a value may be missing.
-						for i, l := range m.Labels {
-							if m.omitEmpty&(1<<i) != 0 && !slices.Contains(names, l) {
-								names = append(names, l)
-							}
-						}
-						sort.Strings(names)
-						if !slices.Equal(names, want) {
-							t.Errorf("%s has labels %v, catalog says %v", m.Name, names, want)
-							break
-						}
-					}
-					wantType := dto.MetricType_GAUGE
-					if m.Type == typeCounter {
-						wantType = dto.MetricType_COUNTER
-					}
-					if mf.GetType() != wantType {
-						t.Errorf("%s has type %v, catalog says %s", m.Name, mf.GetType(), m.Type)
-					}
-				}
-				for name := range got {
-					if lookupMetric(name) == nil {
-						t.Errorf("produced metric %s is not in the catalog", name)
-					}
-				}
+	for v := range DCGMVersionNames {
+		for _, pid := range []bool{false, true} {
+			t.Run(fmt.Sprintf("dcgm=%s/pid_labels=%v", DCGMVersion(v), pid), func(t *testing.T) {
+				everyCatalogMetricIsProduced(t, Compat{Native: true, DCGM: true, DCGMVersion: DCGMVersion(v)}, pid)
 			})
-		})
+		}
 	}
+}
+
+// everyCatalogMetricIsProduced checks every metric the schemes c select.
+func everyCatalogMetricIsProduced(t *testing.T, c Compat, pid bool) {
+	e := newExporter(t, fullSnapshot(8, 18), Options{Metrics: allOn, PIDLabels: pid, Compat: c})
+	both(t, e, func(t *testing.T, mfs []*dto.MetricFamily) {
+		got := map[string]*dto.MetricFamily{}
+		for _, mf := range mfs {
+			got[mf.GetName()] = mf
+		}
+		for _, m := range catalog {
+			if !c.selects(m) {
+				continue
+			}
+			mf, ok := got[m.Name]
+			if !ok {
+				t.Errorf("catalog metric %s not produced from the full snapshot", m.Name)
+				continue
+			}
+			want := append([]string(nil), m.Labels...)
+			if pid {
+				want = append(want, m.OptInLabels...)
+			}
+			sort.Strings(want)
+			for _, s := range mf.GetMetric() {
+				var names []string
+				for _, lp := range s.GetLabel() {
+					names = append(names, lp.GetName())
+				}
+				// Labels written only with a value may be missing.
+				for i, l := range m.Labels {
+					if m.omitEmpty&(1<<i) != 0 && !slices.Contains(names, l) {
+						names = append(names, l)
+					}
+				}
+				sort.Strings(names)
+				if !slices.Equal(names, want) {
+					t.Errorf("%s has labels %v, catalog says %v", m.Name, names, want)
+					break
+				}
+			}
+			wantType := dto.MetricType_GAUGE
+			if m.Type == typeCounter {
+				wantType = dto.MetricType_COUNTER
+			}
+			if mf.GetType() != wantType {
+				t.Errorf("%s has type %v, catalog says %s", m.Name, mf.GetType(), m.Type)
+			}
+		}
+		for name := range got {
+			if lookupMetric(name) == nil {
+				t.Errorf("produced metric %s is not in the catalog", name)
+			}
+		}
+	})
 }
 
 func TestDefaultsLeaveOptInMetricsOut(t *testing.T) {

@@ -1,0 +1,200 @@
+package e2e
+
+import (
+	"bufio"
+	"math"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+
+	dto "github.com/prometheus/client_model/go"
+
+	"github.com/gpuwatch/gpuwatch/internal/nvmlbranch"
+	"github.com/gpuwatch/gpuwatch/internal/testenv"
+)
+
+// The --compat.dcgm-version tests: dcgm-exporter 4.9's and 4.10's names,
+// units and labels, served by the binary on the simulator and through the
+// fake libnvidia-ml.so.1, each page checked series by series against the
+// 4.8 page of the same pinned GPUs and the factor of the rename table
+// (internal/exporter/testdata/dcgm-names/renames.tsv), and by promtool.
+
+type dcgmRenameRow struct {
+	since, before, after string
+	factor               float64
+}
+
+func dcgmRenameRows(t *testing.T) []dcgmRenameRow {
+	t.Helper()
+	f, err := os.Open(filepath.Join("..", "..", "internal", "exporter", "testdata", "dcgm-names", "renames.tsv"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var rows []dcgmRenameRow
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		if strings.HasPrefix(sc.Text(), "#") {
+			continue
+		}
+		c := strings.Split(sc.Text(), "\t")
+		factor, err := strconv.ParseFloat(c[5], 64)
+		if len(c) != 7 || err != nil {
+			t.Fatalf("renames.tsv: bad row %q", sc.Text())
+		}
+		rows = append(rows, dcgmRenameRow{since: c[0], before: c[1], after: c[2], factor: factor})
+	}
+	return rows
+}
+
+// dcgmSeriesKeys maps each DCGM_* series to its value, keyed by name and
+// the labels other than the host and driver labels, which the versions
+// name differently.
+func dcgmSeriesKeys(t *testing.T, fams map[string]*dto.MetricFamily, version string) map[string]float64 {
+	t.Helper()
+	host, driver := "hostname", "DCGM_FI_SYSTEM_DRIVER_VERSION"
+	if version == "4.8" {
+		host, driver = "Hostname", "DCGM_FI_DRIVER_VERSION"
+	}
+	out := map[string]float64{}
+	for name, mf := range fams {
+		if !strings.HasPrefix(name, "DCGM_") {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			l := labelMap(m.GetLabel())
+			if l[host] != "golden-host" || l[driver] == "" {
+				t.Errorf("%s %s: host label %s or driver label %s missing: %v", version, name, host, driver, l)
+			}
+			var parts []string
+			for k, v := range l {
+				if k != host && k != driver {
+					parts = append(parts, k+"="+v)
+				}
+			}
+			slices.Sort(parts)
+			out[name+"{"+strings.Join(parts, ",")+"}"] = m.GetGauge().GetValue() + m.GetCounter().GetValue()
+		}
+	}
+	return out
+}
+
+// dcgmVersionPages serves the same pinned GPUs as 4.8, 4.9 and 4.10,
+// through the simulator or (fake) through the newest branch's library.
+func dcgmVersionPages(t *testing.T, profile string, fake bool) map[string]string {
+	config := "profile: " + profile + "\npin_time: 1h\nseed: golden\n"
+	pages := map[string]string{}
+	var bases []string
+	for _, v := range []string{"4.8", "4.9", "4.10"} {
+		args := append([]string{"--compat=dcgm", "--compat.dcgm-version=" + v, "--compat.hostname=golden-host"}, isolated(t)...)
+		var base string
+		if fake {
+			var p *process
+			var up bool
+			base, p, up = startWithEnv(t, fakeEnv(t, nvmlbranch.Newest().Name, config), append(args, "--backend=nvml")...)
+			if !up {
+				t.Fatalf("gpuwatch exited:\n%s", p.output.String())
+			}
+		} else {
+			path := filepath.Join(t.TempDir(), "sim.yaml")
+			if err := os.WriteFile(path, []byte(config), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			base, _ = startGpuwatch(t, append(args, "--backend=sim", "--sim.config="+path)...)
+		}
+		bases = append(bases, base)
+	}
+	settle(t, bases...)
+	for i, v := range []string{"4.8", "4.9", "4.10"} {
+		pages[v] = httpGet(t, bases[i]+"/metrics")
+	}
+	return pages
+}
+
+func TestDCGMVersionsE2E(t *testing.T) {
+	rows := dcgmRenameRows(t)
+	promtool := testenv.RequireTool(t, "promtool", "prometheus")
+	for _, door := range []string{"sim", "fakenvml"} {
+		for _, profile := range []string{"dgx-h100", "dgx-a100-mig", "rtx4090", "v100"} {
+			t.Run(door+"/"+profile, func(t *testing.T) {
+				t.Parallel()
+				pages := dcgmVersionPages(t, profile, door == "fakenvml")
+				old := dcgmSeriesKeys(t, parseMetrics(t, pages["4.8"]), "4.8")
+				for _, v := range []string{"4.9", "4.10"} {
+					fams := parseMetrics(t, pages[v])
+					got := dcgmSeriesKeys(t, fams, v)
+					checkDCGMVersionPage(t, v, rows, old, got, fams)
+					checkPromtool(t, promtool, v, pages[v])
+				}
+			})
+		}
+	}
+}
+
+// checkDCGMVersionPage: every series of the 4.8 page whose name version v
+// renamed is on v's page under the new name, with the value times the
+// table's factor, and no series has the old name; every other series is
+// there unchanged, and DCGM_FI_DEV_ENFORCED_POWER_LIMIT is added.
+func checkDCGMVersionPage(t *testing.T, v string, rows []dcgmRenameRow, old, got map[string]float64, fams map[string]*dto.MetricFamily) {
+	t.Helper()
+	renamed := map[string]dcgmRenameRow{}
+	for _, r := range rows {
+		if r.since == "4.9" || r.since == v {
+			renamed[r.before] = r
+		}
+	}
+	want := map[string]float64{}
+	for key, val := range old {
+		name, labels, _ := strings.Cut(key, "{")
+		if r, ok := renamed[name]; ok {
+			name, val = r.after, val*r.factor
+		}
+		want[name+"{"+labels] = val
+		// New in 4.9 beside it: the enforced limit, the same reading.
+		if name == "DCGM_FI_DEV_POWER_MGMT_LIMIT" {
+			want["DCGM_FI_DEV_ENFORCED_POWER_LIMIT{"+labels] = val
+		}
+	}
+	for key, w := range want {
+		g, ok := got[key]
+		if !ok {
+			t.Errorf("%s: %s absent", v, key)
+			continue
+		}
+		if math.Abs(g-w) > 1e-9*math.Max(1, math.Abs(w)) {
+			t.Errorf("%s: %s = %v, want %v", v, key, g, w)
+		}
+	}
+	for key := range got {
+		if _, ok := want[key]; !ok {
+			t.Errorf("%s: %s served, but not on the 4.8 page under its old name", v, key)
+		}
+	}
+	for before := range renamed {
+		if _, ok := fams[before]; ok {
+			t.Errorf("%s serves %s, which it renamed", v, before)
+		}
+	}
+}
+
+func checkPromtool(t *testing.T, promtool, v, page string) {
+	t.Helper()
+	cmd := exec.Command(promtool, "check", "metrics")
+	cmd.Stdin = strings.NewReader(page)
+	out, _ := cmd.CombinedOutput()
+	for line := range strings.SplitSeq(strings.TrimSpace(string(out)), "\n") {
+		known := line == ""
+		for _, l := range dcgmNamingLint {
+			if strings.HasPrefix(line, "DCGM_FI_") && strings.HasSuffix(line, l) {
+				known = true
+			}
+		}
+		if !known {
+			t.Errorf("%s: promtool check metrics: %s", v, line)
+		}
+	}
+}
