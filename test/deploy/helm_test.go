@@ -96,6 +96,7 @@ var valuesCases = []valuesCase{
 	{name: "existing-secret-tls-basic-auth", knownArgs: true, set: []string{"webConfig.existingSecret=my-web-config"},
 		existingSecret: &userWebConfig{name: "my-web-config", tls: true, basicAuth: true}},
 	{name: "compat-dcgm", knownArgs: true, set: []string{"compat=dcgm\\,native", "extraArgs[0]=--collection.timeout=4s", "podMonitor.enabled=true"}},
+	{name: "compat-dcgm-4.10", knownArgs: true, set: []string{"compat=dcgm\\,native", "compatDCGMVersion=4.10"}},
 	{name: "gpu-operator-runtime-class", knownArgs: true, set: []string{
 		"runtimeClassName=nvidia", "priorityClassName=system-node-critical",
 		"attribution.cri.hostDir=/var/run/crio", "attribution.cri.socket=crio.sock",
@@ -158,6 +159,7 @@ func TestValuesSchemaRejects(t *testing.T) {
 		"port=http",                  // not a number
 		"log.level=verbose",          // not a level gpuwatch knows
 		"compat=dcgm-exporter",       // not a naming scheme
+		"compatDCGMVersion=4.7",      // not a version the flag knows
 		"extraArgs[0]=compat=dcgm",   // not a flag
 		"webConfig.basicAuth.users.x=plain-password",
 		"collectors.gmp=false", // not a collector group

@@ -77,9 +77,15 @@ func TestDaemonSetCommandLineServes(t *testing.T) {
 				t.Fatalf("liveness probe: %v\n%s", err, p.output())
 			}
 			body := checkScrape(t, c, client, port)
-			// dcgm-exporter's series name their node in Hostname: the DaemonSet passes it in NODE_NAME.
-			if compat := strings.Contains(strings.Join(ctr.Args, " "), "--compat=dcgm"); compat != strings.Contains(body, `Hostname="`+testNodeName+`"`) {
-				t.Errorf("--compat=dcgm in the args: %v, but Hostname=%q in /metrics: %v\n%s", compat, testNodeName, !compat, grepLines(body, "DCGM_FI_DEV_GPU_UTIL"))
+			// dcgm-exporter's series name their node in Hostname (hostname
+			// from its release 4.9 on): the DaemonSet passes it in NODE_NAME.
+			cmdline := strings.Join(ctr.Args, " ")
+			hostLabel := "Hostname"
+			if strings.Contains(cmdline, "--compat.dcgm-version=4.9") || strings.Contains(cmdline, "--compat.dcgm-version=4.10") {
+				hostLabel = "hostname"
+			}
+			if compat := strings.Contains(cmdline, "--compat=dcgm"); compat != strings.Contains(body, hostLabel+`="`+testNodeName+`"`) {
+				t.Errorf("--compat=dcgm in the args: %v, but %s=%q in /metrics: %v\n%s", compat, hostLabel, testNodeName, !compat, grepLines(body, "DCGM_FI_DEV_"))
 			}
 			allocation := `gpu_kubernetes_allocation_info{gpu="0",uuid="` + uuid + `",mig_uuid="",namespace="research",pod="trainer-0",container="train"} 1`
 			if wantAllocation := !containsSet(c, "attribution.enabled=false"); wantAllocation != strings.Contains(body, allocation) {
