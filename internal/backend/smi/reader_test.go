@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"testing"
@@ -13,15 +14,20 @@ import (
 	"github.com/gpuwatch/gpuwatch/internal/snapshot"
 )
 
-// fakeSMI is the project's fake nvidia-smi, built once for these tests.
+// fakeSMI is the project's fake nvidia-smi, built once for these tests,
+// or $FAKESMI_BIN where the tests run without a Go toolchain (under Wine:
+// test/wine).
 var fakeSMI string
 
 func TestMain(m *testing.M) {
+	if fakeSMI = os.Getenv("FAKESMI_BIN"); fakeSMI != "" {
+		os.Exit(m.Run())
+	}
 	dir, err := os.MkdirTemp("", "fakesmi")
 	if err != nil {
 		panic(err)
 	}
-	fakeSMI = filepath.Join(dir, "nvidia-smi")
+	fakeSMI = filepath.Join(dir, "nvidia-smi"+exeSuffix())
 	build := exec.Command("go", "build", "-o", fakeSMI, "./fakesmi")
 	build.Stderr = os.Stderr
 	if err := build.Run(); err != nil {
@@ -46,7 +52,7 @@ func fakeEnv(t *testing.T, help, gpus, apps string) (log, modeFile string) {
 		}
 		return p
 	}
-	dir := t.TempDir()
+	dir := tempDir(t)
 	log, modeFile = filepath.Join(dir, "runs.log"), filepath.Join(dir, "mode")
 	t.Setenv("FAKESMI_HELP", abs(help))
 	t.Setenv("FAKESMI_GPUS", abs(gpus))
@@ -247,12 +253,45 @@ func TestFirstReadFailureIsAnError(t *testing.T) {
 	}
 }
 
+// tempDir is t.TempDir whose removal may fail: Wine's file deletion
+// refuses the POSIX-semantics delete Go's os.RemoveAll asks of Windows
+// (ERROR_INVALID_FUNCTION), which would fail every test under test/wine.
+func tempDir(t *testing.T) string {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "smibackend")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = os.RemoveAll(dir) })
+	return dir
+}
+
+func exeSuffix() string {
+	if runtime.GOOS == "windows" {
+		return ".exe"
+	}
+	return ""
+}
+
+// A hung nvidia-smi is killed when the collection's deadline passes.
+func TestHungNvidiaSMIIsKilled(t *testing.T) {
+	fakeEnv(t, "help-query-gpu-r550.txt", "gpu-h100.csv", "")
+	t.Setenv("FAKESMI_MODE", "hang")
+	_, err := read(t, newReader(t, allGroups()), 500*time.Millisecond)
+	if err == nil || !strings.Contains(err.Error(), "killed") || !strings.Contains(err.Error(), "--collection.timeout") {
+		t.Fatalf("err = %v, want a timeout naming --collection.timeout", err)
+	}
+}
+
 // A hung nvidia-smi, run through a wrapper that does not exec it, is
 // killed with the wrapper when the collection's deadline passes.
-func TestHungNvidiaSMIIsKilled(t *testing.T) {
+func TestHungNvidiaSMIIsKilledWithItsWrapper(t *testing.T) {
+	if runtime.GOOS == "windows" {
+		t.Skip("process groups and /proc are Linux's; on Windows the command itself is killed (TestHungNvidiaSMIIsKilled)")
+	}
 	log, _ := fakeEnv(t, "help-query-gpu-r550.txt", "gpu-h100.csv", "")
 	t.Setenv("FAKESMI_MODE", "hang")
-	wrapper := filepath.Join(t.TempDir(), "wrapper")
+	wrapper := filepath.Join(tempDir(t), "wrapper")
 	if err := os.WriteFile(wrapper, []byte("#!/bin/sh\n\""+fakeSMI+"\" \"$@\"\necho wrapper done\n"), 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -289,8 +328,46 @@ func TestNewNamesAMissingCommand(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "--nvidia-smi.command") {
 		t.Fatalf("err = %v", err)
 	}
-	t.Setenv("PATH", t.TempDir())
-	if _, err := New(Options{}); err == nil || !strings.Contains(err.Error(), "nvidia-smi is not on the PATH") {
-		t.Fatalf("err = %v", err)
+	t.Setenv("PATH", tempDir(t))
+	t.Setenv("SystemRoot", tempDir(t))
+	t.Setenv("ProgramFiles", tempDir(t))
+	want := "nvidia-smi is not on the PATH"
+	if runtime.GOOS == "windows" {
+		want = "nvidia-smi.exe is neither on the PATH nor in"
+	}
+	if _, err := New(Options{}); err == nil || !strings.Contains(err.Error(), want) {
+		t.Fatalf("err = %v, want %q", err, want)
+	}
+}
+
+// On Windows nvidia-smi.exe is found where the driver installs it when it
+// is not on the PATH.
+func TestNvidiaSMIFoundInItsInstallLocation(t *testing.T) {
+	if runtime.GOOS != "windows" {
+		t.Skip("the install locations are Windows's")
+	}
+	fakeEnv(t, "help-query-gpu-r550.txt", "gpu-geforce.csv", "")
+	programs := tempDir(t)
+	dir := filepath.Join(programs, "NVIDIA Corporation", "NVSMI")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	exe, err := os.ReadFile(fakeSMI)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "nvidia-smi.exe"), exe, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("PATH", tempDir(t))
+	t.Setenv("SystemRoot", tempDir(t))
+	t.Setenv("ProgramFiles", programs)
+	r, err := New(Options{Groups: allGroups()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	snap, err := read(t, r, 20*time.Second)
+	if err != nil || len(snap.Devices) != 1 || snap.Devices[0].Info.Name != "NVIDIA GeForce RTX 4090" {
+		t.Fatalf("%v, %+v", err, snap)
 	}
 }
