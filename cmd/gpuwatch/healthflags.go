@@ -1,7 +1,9 @@
 package main
 
 import (
+	"context"
 	"fmt"
+	"time"
 
 	"github.com/alecthomas/kingpin/v2"
 
@@ -37,4 +39,24 @@ func (h *healthFlags) judge() (*health.Judge, error) {
 		return nil, err
 	}
 	return health.NewJudge(policy), nil
+}
+
+// collectionBudget is the longest one collection takes: the read, then
+// the owner lookups, and a second of margin.
+func (f *commonFlags) collectionBudget() time.Duration {
+	return f.timeout + f.attribution.timeout + time.Second
+}
+
+// ready backs /readyz: with a GPU backend, ready while every GPU's readings
+// are fresh (a collection now, within its budget); with --backend=none,
+// once a collection succeeded.
+func (s *stack) ready(f *commonFlags) func() error {
+	if f.backend == "none" {
+		return s.pipeline.Ready
+	}
+	return func() error {
+		ctx, cancel := context.WithTimeout(context.Background(), f.collectionBudget())
+		defer cancel()
+		return s.pipeline.ReadyNow(ctx)
+	}
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/prometheus/exporter-toolkit/web/kingpinflag"
 
 	"github.com/gpuwatch/gpuwatch/internal/configfile"
+	"github.com/gpuwatch/gpuwatch/internal/health"
 	"github.com/gpuwatch/gpuwatch/internal/jobs"
 	"github.com/gpuwatch/gpuwatch/internal/server"
 	"github.com/gpuwatch/gpuwatch/internal/webui"
@@ -125,7 +126,8 @@ func (c *serveCommand) run() error {
 	handler, err := server.Handler(server.Options{
 		TelemetryPath:       c.telemetryPath,
 		Metrics:             st.metricsHandler(),
-		Ready:               st.pipeline.Ready,
+		Ready:               st.ready(c.common),
+		Health:              health.Handler(st.pipeline, c.common.collectionBudget()),
 		Version:             version.Info(),
 		Logger:              logger,
 		MaxRequestsInFlight: c.maxRequests,

@@ -42,8 +42,8 @@ type Metric struct {
 }
 
 // CollectorExporter is the pseudo-group of the series every scrape carries
-// whatever collectors are enabled: gpu_up and the exporter's own gpuwatch_*
-// metrics. It cannot be disabled with Options.Collectors, only per metric.
+// whatever collectors are enabled: gpu_up, the health verdicts (gpu_health_*)
+// and the exporter's own gpuwatch_* metrics. It cannot be disabled with Options.Collectors, only per metric.
 const CollectorExporter = "exporter"
 
 // Metric types.
@@ -139,6 +139,15 @@ var (
 		"1 if the GPU answered during the last collection, 0 if it is lost or unreachable.", devLabels)
 	mReadingAge = def(CollectorExporter, "gpu_reading_age_seconds", typeGauge, "seconds", "gpuwatch (when the read of the GPU that produced these readings began)",
 		"How old the GPU's readings are: the time its read took, or, when a slow driver's read outlasts --collection.timeout, the age of the last reading that completed, served until the next one does. Only for GPUs that are up.", devLabels)
+
+	mHealth = def(CollectorExporter, "gpu_health_status", typeGauge, "", "gpuwatch health policy (docs/health.md)",
+		"The GPU's health verdict under the health policy: 1 fit for work (ok, or warn: see gpu_health_warning), 0 failed. Absent while the verdict is unknown (the GPU did not answer in time). Why: gpu_health_check_failing, /api/v1/health.", devLabels)
+	mHealthWarn = def(CollectorExporter, "gpu_health_warning", typeGauge, "", "gpuwatch health policy (docs/health.md)",
+		"1 if the GPU's health verdict is warn (fit for work, worth a look), 0 if ok or failed. Absent while the verdict is unknown.", devLabels)
+	mHealthCheck = def(CollectorExporter, "gpu_health_check_failing", typeGauge, "", "gpuwatch health policy (docs/health.md)",
+		"1 if the health check's condition holds on the GPU (at the level the policy gives it), 0 if not. A check whose reading the GPU lacks has no series.", withLabels(devLabels, "check"))
+	mHealthNodeCheck = def(CollectorExporter, "gpuwatch_health_node_check_failing", typeGauge, "", "gpuwatch health policy (docs/health.md)",
+		"1 if the node-wide health check's condition holds (gpu_count: fewer GPUs than expected), 0 if not.", []string{"check"})
 
 	// --- info ---
 	mInfo = def(snapshot.GroupInfo, "gpu_info", typeInfo, "", "nvmlDeviceGetName, GetBrand, GetArchitecture, GetPciInfo, GetSerial, GetVbiosVersion, GetCudaComputeCapability, GetPersistenceMode, GetComputeMode, GetMigMode, GetEccMode; nvmlSystemGetDriverVersion, nvmlSystemGetCudaDriverVersion (v1, which answers without libcuda.so.1 in the container; _v2 does not)",

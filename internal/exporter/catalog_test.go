@@ -53,7 +53,7 @@ func TestCatalogConventions(t *testing.T) {
 		if !strings.HasPrefix(m.Name, "gpu_") && !strings.HasPrefix(m.Name, "gpuwatch_") {
 			t.Errorf("%s: prefix must be gpu_ or gpuwatch_", m.Name)
 		}
-		if strings.HasPrefix(m.Name, "gpuwatch_") != (m.Collector == CollectorExporter && m.Name != "gpu_up" && m.Name != "gpu_reading_age_seconds") {
+		if strings.HasPrefix(m.Name, "gpuwatch_") != (m.Collector == CollectorExporter && m.Name != "gpu_up" && m.Name != "gpu_reading_age_seconds" && !strings.HasPrefix(m.Name, "gpu_health_")) {
 			t.Errorf("%s: gpuwatch_ is for the exporter's own metrics only", m.Name)
 		}
 		if (m.Type == typeCounter) != strings.HasSuffix(m.Name, "_total") {
@@ -157,7 +157,7 @@ func TestWriteCatalog(t *testing.T) {
 		t.Fatalf("json has %d entries, catalog %d", len(entries), len(Catalog()))
 	}
 	for _, e := range entries {
-		alwaysOn := e.Name == "gpu_up" || e.Name == "gpu_reading_age_seconds" || strings.HasPrefix(e.Name, "gpuwatch_")
+		alwaysOn := e.Name == "gpu_up" || e.Name == "gpu_reading_age_seconds" || strings.HasPrefix(e.Name, "gpu_health_") || strings.HasPrefix(e.Name, "gpuwatch_")
 		if e.Enabled == nil || *e.Enabled != alwaysOn {
 			t.Errorf("%s under disable [*]: %+v, want enabled=%v", e.Name, e, alwaysOn)
 		}

@@ -102,9 +102,10 @@ func (c Compat) String() string {
 }
 
 // selects reports whether a catalog metric belongs to a selected scheme. The
-// always-on series (gpu_up and the exporter's own gpuwatch_*) are kept under
-// every scheme: health alerts and /readyz-style checks rely on them, and
-// dcgm-exporter has no equivalent to replace them with.
+// always-on series (gpu_up, the health verdicts gpu_health_* and the
+// exporter's own gpuwatch_*) are kept under every scheme: health alerts and
+// /readyz-style checks rely on them, and dcgm-exporter has no equivalent to
+// replace them with.
 func (c Compat) selects(m *metricDef) bool {
 	switch {
 	case m.Compat == compatDCGM:

@@ -222,6 +222,7 @@ func (e *Exporter) render(em *emitter, snap *snapshot.Snapshot, err error) {
 		if d.Up {
 			em.dev(mReadingAge, d.ReadingAge.Seconds())
 		}
+		collectHealth(em, snap.Health, d, i)
 		for _, c := range e.device {
 			if d.Up || c.whileDown {
 				c.device(em, snap, d)
@@ -252,6 +253,7 @@ func (e *Exporter) collectExporter(em *emitter, snap *snapshot.Snapshot) {
 		em.global(mCollectorSuccess, bool01(st.Err == nil), g)
 	}
 	collectDriver(em, &snap.Driver)
+	collectHealthNode(em, snap.Health)
 	if acc := snap.Accounting; acc != nil {
 		em.global(mAcctTicks, float64(acc.Ticks))
 		if v, ok := acc.TickCPUSeconds.Get(); ok {

@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/gpuwatch/gpuwatch/internal/health"
 	"github.com/gpuwatch/gpuwatch/internal/snapshot"
 )
 
@@ -187,6 +188,8 @@ func fullSnapshot(n, nvlinks int) *snapshot.Snapshot {
 		pid++
 		s.Processes = append(s.Processes, p)
 	}
+	// The health stage's verdicts on it, as the pipeline's last enricher gives them.
+	s.Health = health.NewJudge(health.DefaultPolicy()).Judge(s)
 	return s
 }
 

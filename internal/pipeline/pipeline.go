@@ -138,6 +138,32 @@ func (p *Pipeline) Ready() error {
 	return fmt.Errorf("every GPU is down: %s", strings.Join(down, ", "))
 }
 
+// ReadyNow is Ready on a collection made now (or shared with one in
+// flight), that also requires every GPU's readings to be fresh: a GPU the
+// reader reports not answering (no read of it returned for the reader's
+// bound: a hung driver call) makes it not ready, so that an exporter
+// serving no current data for a GPU is never reported ready. A lost GPU
+// is a fresh fact, not a stale reading. It backs /readyz of serve.
+func (p *Pipeline) ReadyNow(ctx context.Context) error {
+	snap, err := p.Snapshot(ctx)
+	if err != nil {
+		return fmt.Errorf("no collection within the probe's time: %w", err)
+	}
+	if err := p.Ready(); err != nil {
+		return err
+	}
+	var stale []string
+	for _, d := range snap.Devices {
+		if !d.Up && d.DownReason == "not_answering" {
+			stale = append(stale, fmt.Sprint(d.Index))
+		}
+	}
+	if len(stale) > 0 {
+		return fmt.Errorf("no fresh reading of GPU %s: not answering", strings.Join(stale, ", "))
+	}
+	return nil
+}
+
 func (p *Pipeline) fresh() *snapshot.Snapshot {
 	if p.opts.MaxAge <= 0 {
 		return nil

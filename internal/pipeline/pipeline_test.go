@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -261,5 +262,45 @@ func TestOwnCallerCollectsWithinTheCallersContext(t *testing.T) {
 	}
 	if shared.sawCaller.Load() {
 		t.Error("a shared collection ran within one caller's context")
+	}
+}
+
+// TestReadyNowNeedsFreshReadings: besides Ready's conditions, a GPU that
+// does not answer makes the pipeline not ready; a late reading the reader
+// still serves, or a lost GPU, does not.
+func TestReadyNowNeedsFreshReadings(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		devices []snapshot.Device
+		want    string // "" for ready
+	}{
+		{"fresh", []snapshot.Device{{Index: 0, Up: true, ReadingAge: time.Second}, {Index: 1, Up: true}}, ""},
+		{"one lost, one fresh", []snapshot.Device{{Index: 0, DownReason: "gpu_is_lost"}, {Index: 1, Up: true}}, ""},
+		{"one hung", []snapshot.Device{{Index: 0, Up: true}, {Index: 1, DownReason: "not_answering"}, {Index: 2, DownReason: "not_answering"}},
+			"no fresh reading of GPU 1, 2: not answering"},
+		{"one late, still served", []snapshot.Device{{Index: 0, Up: true, ReadingAge: 16 * time.Second}, {Index: 1, Up: true}}, ""},
+		{"every GPU down", []snapshot.Device{{Index: 0, DownReason: "not_answering"}}, "every GPU is down: 0 (not_answering)"},
+		{"no GPU", nil, "no GPU found: the driver reports 0 devices"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := New(fixedReader{tc.devices}, Options{RequireGPU: true})
+			err := p.ReadyNow(t.Context())
+			if tc.want == "" {
+				if err != nil {
+					t.Errorf("ReadyNow = %v, want ready", err)
+				}
+				return
+			}
+			if err == nil || err.Error() != tc.want {
+				t.Errorf("ReadyNow = %v, want %q", err, tc.want)
+			}
+		})
+	}
+	// A collection that cannot finish in the probe's time is not ready.
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	p := New(deadlineReader{}, Options{Timeout: 100 * time.Millisecond})
+	if err := p.ReadyNow(ctx); err == nil || !strings.Contains(err.Error(), "no collection within the probe's time") {
+		t.Errorf("ReadyNow with an ended context = %v", err)
 	}
 }

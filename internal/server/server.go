@@ -42,6 +42,9 @@ type Options struct {
 	// Jobs, when set, serves /api/v1/jobs and /api/v1/jobs/ID (the job
 	// records, internal/jobs), with or without the UI.
 	Jobs http.Handler
+	// Health, when set, serves /api/v1/health (the GPUs' health verdicts,
+	// internal/health), with or without the UI.
+	Health http.Handler
 }
 
 // Handler builds the exporter's HTTP handler.
@@ -83,6 +86,9 @@ func Handler(opts Options) (http.Handler, error) {
 		mux.Handle("/api/v1/jobs", opts.Jobs)
 		mux.Handle("/api/v1/jobs/", opts.Jobs)
 	}
+	if opts.Health != nil {
+		mux.Handle("/api/v1/health", opts.Health)
+	}
 	if opts.UI != nil {
 		mux.Handle("/", opts.UI)
 	} else {
@@ -93,7 +99,8 @@ func Handler(opts Options) (http.Handler, error) {
 			Links: []web.LandingLinks{
 				{Address: opts.TelemetryPath, Text: "Metrics"},
 				{Address: "/healthz", Text: "Health", Description: "liveness probe"},
-				{Address: "/readyz", Text: "Readiness", Description: "ready once a GPU collection has succeeded"},
+				{Address: "/readyz", Text: "Readiness", Description: "ready while every GPU's readings are fresh"},
+				{Address: "/api/v1/health", Text: "GPU health", Description: "each GPU's health verdict (JSON)"},
 			},
 		})
 		if err != nil {
