@@ -185,6 +185,7 @@ func TestDemoShowsIdleAllocation(t *testing.T) {
 	}
 
 	type allocDoc struct {
+		Time      time.Time `json:"time"`
 		Processes []struct {
 			GPU int `json:"gpu"`
 		} `json:"processes"`
@@ -204,6 +205,10 @@ func TestDemoShowsIdleAllocation(t *testing.T) {
 			if _, ok := a["command"]; ok {
 				t.Errorf("%s: an allocation carries a command: %v", what, a)
 			}
+		}
+		// The demo's clock is the real time, as the reports over its series.
+		if doc.Time.Before(since.Add(-time.Second)) || doc.Time.After(time.Now().Add(time.Second)) {
+			t.Errorf("%s: time %v, want now (the demo's clock is the real time)", what, doc.Time)
 		}
 		job, _ := found["slurm"].(map[string]any)
 		if found["idle"] != true || job["job_id"] != "4225" || job["user"] != "alice" {

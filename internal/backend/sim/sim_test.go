@@ -50,6 +50,31 @@ func TestNowFollowsElapsed(t *testing.T) {
 	}
 }
 
+// With WallClock (the demo) the unpinned clock is the real time, and the
+// readings' timestamps are too; pinned, WallClock changes nothing.
+func TestWallClockIsTheRealTime(t *testing.T) {
+	before := time.Now()
+	s := newSim(t, Config{Profile: "h100", WallClock: true})
+	if now := s.Now(); now.Before(before) || now.After(time.Now()) {
+		t.Errorf("Now = %v, want the real time (between %v and %v)", now, before, time.Now())
+	}
+	if start := s.ClockStart(); start.Before(before.Add(-time.Millisecond)) || start.After(s.Now()) {
+		t.Errorf("ClockStart = %v, want the real time at New", start)
+	}
+	dev, _ := s.DeviceGetHandleByIndex(0)
+	values := []nvml.FieldValue{{FieldId: nvml.FI_DEV_TOTAL_ENERGY_CONSUMPTION}}
+	if r := dev.GetFieldValues(values); r != nvml.SUCCESS {
+		t.Fatalf("GetFieldValues: %v", r)
+	}
+	if ts := time.UnixMicro(values[0].Timestamp); ts.Before(before.Add(-time.Millisecond)) || ts.After(time.Now()) {
+		t.Errorf("a field value stamped %v, want the real time", ts)
+	}
+	pinned := newSim(t, Config{Profile: "h100", WallClock: true, PinTime: pinAt(time.Minute)})
+	if got := pinned.Now(); !got.Equal(Epoch.Add(time.Minute)) {
+		t.Errorf("pinned with WallClock: Now = %v, want Epoch + 1m", got)
+	}
+}
+
 // counters reads every counter of a device that must only grow.
 func counters(t *testing.T, d nvml.Device) map[string]uint64 {
 	t.Helper()
