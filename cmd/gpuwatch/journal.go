@@ -23,6 +23,7 @@ type journalFlags struct {
 	records    bool
 	dir        string
 	dirSet     bool
+	epilogDir  string
 	checkpoint time.Duration
 	maxBytes   int64
 	files      int
@@ -33,6 +34,8 @@ func (j *journalFlags) register(app *kingpin.Application) {
 		Default("true").BoolVar(&j.records)
 	app.Flag("accounting.dir", "Directory of the job journal ("+jobs.JournalName+", rotated to .1, .2, ...) and of the running jobs' checkpoint ("+jobs.CheckpointName+"). `gpuwatch job` reads it on the node.").
 		Default(defaultAccountingDir).IsSetByUser(&j.dirSet).StringVar(&j.dir)
+	app.Flag("accounting.epilog-dir", "Directory where the Slurm node epilog (deploy/slurm/gpuwatch-epilog.sh, run as root) marks jobs ended, so their records are written at once; gpuwatch only reads it and answers in --accounting.dir/"+jobs.DoneDir+". Root's own directory: root never writes where gpuwatch's user could plant a link. Set GPUWATCH_EPILOG_DIR to the same for the epilog.").
+		Default(jobs.DefaultEpilogDir).StringVar(&j.epilogDir)
 	app.Flag("accounting.checkpoint-interval", "How often the running jobs' figures are written to --accounting.dir: what a crash or SIGKILL can lose of a running job (a finished job's record is synced when it is written).").
 		Default(jobs.DefaultCheckpointInterval.String()).DurationVar(&j.checkpoint)
 	app.Flag("accounting.journal-max-bytes", "Size at which the job journal is rotated.").
@@ -76,7 +79,7 @@ func (f *commonFlags) startJournal(logger *slog.Logger, st *stack, acct *account
 		return fmt.Errorf("--accounting.records: the host name: %w", err)
 	}
 	rec, err := jobs.Open(jobs.Options{
-		Dir: j.dir, Node: node, CheckpointInterval: j.checkpoint,
+		Dir: j.dir, EpilogDir: j.epilogDir, Node: node, CheckpointInterval: j.checkpoint,
 		JournalMaxBytes: j.maxBytes, JournalFiles: j.files, Logger: logger,
 	})
 	if err != nil && !j.dirSet {

@@ -1,36 +1,48 @@
 package jobs
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
-// EndedDir is the directory, in the accounting directory, where a Slurm
-// node epilog (deploy/slurm/gpuwatch-epilog.sh) says a job ended: an empty
-// file named by the job ID. Slurm still lists a job whose epilog runs
-// (COMPLETING), and gpuwatch reads the job list at most every
-// --slurm.poll-interval; the mark lets the next accounting tick write the
-// record at once, if none of the job's processes is left.
-const EndedDir = "ended"
+// DefaultEpilogDir is where the Slurm node epilog
+// (deploy/slurm/gpuwatch-epilog.sh), run as root, says a job ended: an
+// empty file named by the job ID. It is root's own directory, which
+// gpuwatch only reads: root never writes in a directory gpuwatch's user
+// controls. Slurm still lists a job whose epilog runs (COMPLETING), and
+// gpuwatch reads the job list at most every --slurm.poll-interval; the
+// mark lets the next accounting tick write the record at once, if none of
+// the job's processes is left.
+const DefaultEpilogDir = "/run/gpuwatch-epilog"
 
-// staleMark is how long a mark of a job this node never saw is kept.
+// DoneDir is gpuwatch's answer to the epilog, in the accounting
+// directory: an empty file named by the job ID once the job's record is
+// written, or once a marked job turns out to have had no GPU here. The
+// epilog waits (a bounded time) for it, and only looks.
+const DoneDir = "done"
+
+// staleMark is how long a mark of a job this node never saw counts, and
+// how long an answer is kept.
 const staleMark = time.Hour
 
 var jobIDPattern = regexp.MustCompile(`^[0-9]+(_[0-9]+)?$`)
 
-// MarkEnded writes the end mark of Slurm job id in dir (what the epilog
-// does, for tests and tools).
+// MarkEnded writes the end mark of Slurm job id in the epilog's directory
+// dir (what the epilog does, for tests and tools).
 func MarkEnded(dir, id string) error {
 	if !jobIDPattern.MatchString(id) {
 		return fmt.Errorf("job ID %q: want digits (an array task: JOB_TASK)", id)
 	}
-	if err := os.MkdirAll(filepath.Join(dir, EndedDir), 0o770); err != nil {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
-	return os.WriteFile(filepath.Join(dir, EndedDir, id), nil, 0o640)
+	return os.WriteFile(filepath.Join(dir, id), nil, 0o644)
 }
 
 // endMarks reads the end marks at every accounting tick, but lists the
@@ -39,8 +51,7 @@ func MarkEnded(dir, id string) error {
 // stat per mark) was a sixth of a tick with records on; a stat is one
 // call. The directory is listed anyway when its time is too close to the
 // last listing's to tell a later change from it (a file system's times
-// may be coarse), and at least every endMarksRelist, which removes stale
-// marks in time.
+// may be coarse), and at least every endMarksRelist.
 type endMarks struct {
 	dir string
 	// marks is the last listing's answer; seen the directory's state
@@ -69,7 +80,7 @@ const endMarksRelist = time.Minute
 // do not modify it).
 func (m *endMarks) read(now time.Time) map[string]bool {
 	var st dirState
-	if info, err := os.Stat(filepath.Join(m.dir, EndedDir)); err == nil {
+	if info, err := os.Stat(m.dir); err == nil {
 		st = dirState{modTime: info.ModTime(), size: info.Size(), exists: true}
 	}
 	fresh := !m.listedAt.IsZero() && now.Sub(m.listedAt) < endMarksRelist && now.After(m.listedAt)
@@ -81,10 +92,10 @@ func (m *endMarks) read(now time.Time) map[string]bool {
 	return m.marks
 }
 
-// readEndMarks returns the job keys marked ended, and removes marks older
-// than staleMark.
+// readEndMarks returns the job keys marked ended, but for marks older
+// than staleMark (an epilog killed before it removed its mark).
 func readEndMarks(dir string, now time.Time) map[string]bool {
-	entries, err := os.ReadDir(filepath.Join(dir, EndedDir))
+	entries, err := os.ReadDir(dir)
 	if err != nil {
 		return nil
 	}
@@ -94,8 +105,7 @@ func readEndMarks(dir string, now time.Time) map[string]bool {
 		if !jobIDPattern.MatchString(name) {
 			continue
 		}
-		if info, err := e.Info(); err == nil && now.Sub(info.ModTime()) > staleMark {
-			_ = os.Remove(filepath.Join(dir, EndedDir, name))
+		if info, err := e.Info(); err != nil || now.Sub(info.ModTime()) > staleMark {
 			continue
 		}
 		marks[jobKey(name, "", "")] = true
@@ -103,10 +113,85 @@ func readEndMarks(dir string, now time.Time) map[string]bool {
 	return marks
 }
 
-// removeEndMark removes the mark of a job whose record was written.
-func removeEndMark(dir, id string) {
+// answers writes gpuwatch's answers to the epilog in DoneDir, in the
+// accounting directory d.
+type answers struct {
+	d *safeDir
+	// given are the answers written in the last staleMark, with when.
+	given map[string]time.Time
+	swept time.Time
+}
+
+// prepare makes DoneDir (0750) if missing.
+func (a *answers) prepare() error {
+	err := unix.Mkdirat(int(a.d.f.Fd()), DoneDir, 0o750)
+	if err != nil && !errors.Is(err, unix.EEXIST) {
+		return fmt.Errorf("%s: %w", DoneDir, err)
+	}
+	if k, err := a.d.kind(DoneDir); err != nil || k != unix.S_IFDIR {
+		return fmt.Errorf("%s in the accounting directory is not a directory: move it away", DoneDir)
+	}
+	return nil
+}
+
+// done tells the epilog of Slurm job id that it need not wait.
+func (a *answers) done(id string, now time.Time) error {
 	if !jobIDPattern.MatchString(id) {
+		return nil
+	}
+	if _, ok := a.given[id]; ok {
+		return nil
+	}
+	sub, err := a.openDone()
+	if err != nil {
+		return err
+	}
+	defer sub.close()
+	f, err := sub.open(id, unix.O_WRONLY|unix.O_CREAT)
+	if err != nil {
+		return err
+	}
+	if a.given == nil {
+		a.given = map[string]time.Time{}
+	}
+	a.given[id] = now
+	return f.Close()
+}
+
+// sweep removes answers older than staleMark, at most every
+// endMarksRelist.
+func (a *answers) sweep(now time.Time) {
+	if now.Sub(a.swept) < endMarksRelist {
 		return
 	}
-	_ = os.Remove(filepath.Join(dir, EndedDir, id)) // gone already: nothing to do
+	a.swept = now
+	for id, at := range a.given {
+		if now.Sub(at) > staleMark {
+			delete(a.given, id)
+		}
+	}
+	sub, err := a.openDone()
+	if err != nil {
+		return
+	}
+	defer sub.close()
+	names, _ := sub.f.Readdirnames(-1)
+	for _, name := range names {
+		var st unix.Stat_t
+		if !jobIDPattern.MatchString(name) || unix.Fstatat(int(sub.f.Fd()), name, &st, unix.AT_SYMLINK_NOFOLLOW) != nil {
+			continue
+		}
+		if now.Sub(time.Unix(st.Mtim.Unix())) > staleMark {
+			_ = sub.remove(name)
+		}
+	}
+}
+
+// openDone opens DoneDir without following a link.
+func (a *answers) openDone() (*safeDir, error) {
+	fd, err := unix.Openat(int(a.d.f.Fd()), DoneDir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", DoneDir, err)
+	}
+	return &safeDir{path: filepath.Join(a.d.path, DoneDir), f: os.NewFile(uintptr(fd), DoneDir)}, nil
 }

@@ -12,7 +12,7 @@ import (
 // otherwise a tick takes the last listing.
 func TestEndMarksListedWhenTheDirectoryChanged(t *testing.T) {
 	dir := t.TempDir()
-	ended := filepath.Join(dir, EndedDir)
+	ended := filepath.Join(dir, "marks")
 	if err := os.MkdirAll(ended, 0o770); err != nil {
 		t.Fatal(err)
 	}
@@ -21,7 +21,7 @@ func TestEndMarksListedWhenTheDirectoryChanged(t *testing.T) {
 	if err := os.Chtimes(ended, long, long); err != nil {
 		t.Fatal(err)
 	}
-	m := endMarks{dir: dir}
+	m := endMarks{dir: ended}
 	read := func(at time.Duration, wantListings int, wantMarked bool) {
 		t.Helper()
 		marks := m.read(now.Add(at))
@@ -31,7 +31,7 @@ func TestEndMarksListedWhenTheDirectoryChanged(t *testing.T) {
 	}
 	read(0, 1, false)
 	read(2*time.Second, 1, false) // unchanged for an hour: the listing stands
-	if err := MarkEnded(dir, "1234"); err != nil {
+	if err := MarkEnded(ended, "1234"); err != nil {
 		t.Fatal(err)
 	}
 	read(time.Second, 2, true)

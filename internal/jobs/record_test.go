@@ -169,17 +169,23 @@ func TestRecordOnMIGInstance(t *testing.T) {
 }
 
 // The epilog's end mark ends a job whose allocation Slurm still lists
-// (COMPLETING), once none of its processes is left, and is then removed.
+// (COMPLETING), once none of its processes is left; gpuwatch then answers
+// the epilog in DoneDir.
 func TestEndMarkEndsTheJob(t *testing.T) {
-	r := jobRig(t, Options{})
+	marks := t.TempDir()
+	r := jobRig(t, Options{EpilogDir: marks})
+	done := filepath.Join(r.dir, DoneDir, "1234")
 	// Marked while its process still runs (until 70 s): it goes on.
 	r.run(step, 60*time.Second)
-	if err := MarkEnded(r.dir, "1234"); err != nil {
+	if err := MarkEnded(marks, "1234"); err != nil {
 		t.Fatal(err)
 	}
 	r.run(step, 68*time.Second)
 	if recs, _, _ := ReadJournal(r.dir); len(recs) != 1 {
 		t.Fatalf("at 68 s: %d records, want the pod's alone: a marked job with a process left has not ended", len(recs))
+	}
+	if _, err := os.Stat(done); !os.IsNotExist(err) {
+		t.Errorf("the epilog was answered while the job runs: %v", err)
 	}
 	// The process ends at 70 s; the allocation is listed until 74 s. The
 	// 70 s tick reads its last samples (to 69.8 s); the 72 s tick finds
@@ -192,39 +198,43 @@ func TestEndMarkEndsTheJob(t *testing.T) {
 	if end := recs[1].End; !end.Before(sim.Epoch.Add(72 * time.Second)) {
 		t.Errorf("job ended at %s, want its last process's tick (70 s), not its allocation's end", end)
 	}
-	if _, err := os.Stat(filepath.Join(r.dir, EndedDir, "1234")); !os.IsNotExist(err) {
-		t.Errorf("the end mark is still there: %v", err)
+	if _, err := os.Stat(done); err != nil {
+		t.Errorf("the epilog was not answered: %v", err)
+	}
+	// The epilog removes its own mark.
+	if err := os.Remove(filepath.Join(marks, "1234")); err != nil {
+		t.Fatal(err)
 	}
 	r.run(step, 90*time.Second)
 	if recs, _, _ := ReadJournal(r.dir); len(recs) != 2 {
 		t.Errorf("after the allocation went: %d records, want 2 (no second record of 1234)", len(recs))
 	}
-	if err := MarkEnded(r.dir, "../x"); err == nil {
+	if err := MarkEnded(marks, "../x"); err == nil {
 		t.Error("MarkEnded accepted a path as a job ID")
 	}
 }
 
 // A mark that comes after the job's record (gpuwatch saw a cancelled job
-// leave Slurm's list before its epilog ran) is removed at the next tick:
-// the epilog waits for it to go.
-func TestEndMarkAfterTheRecordIsRemoved(t *testing.T) {
-	r := jobRig(t, Options{})
+// leave Slurm's list before its epilog ran), or of a job that never had a
+// GPU here, is answered at the next tick: the epilog need not wait.
+func TestEndMarkAfterTheRecordIsAnswered(t *testing.T) {
+	marks := t.TempDir()
+	r := jobRig(t, Options{EpilogDir: marks})
 	r.run(step, 90*time.Second)
 	if recs, _, _ := ReadJournal(r.dir); len(recs) != 2 || recs[1].ID != "1234" {
 		t.Fatalf("at 90 s: %+v, want job 1234's record", recs)
 	}
-	if err := MarkEnded(r.dir, "1234"); err != nil {
+	if err := MarkEnded(marks, "1234"); err != nil {
 		t.Fatal(err)
 	}
-	if err := MarkEnded(r.dir, "5678"); err != nil { // a job this node never saw
+	if err := MarkEnded(marks, "5678"); err != nil { // a job this node never saw
 		t.Fatal(err)
 	}
 	r.run(step, 90*time.Second+step)
-	if _, err := os.Stat(filepath.Join(r.dir, EndedDir, "1234")); !os.IsNotExist(err) {
-		t.Errorf("the late end mark of the recorded job is still there: %v", err)
-	}
-	if _, err := os.Stat(filepath.Join(r.dir, EndedDir, "5678")); err != nil {
-		t.Errorf("the mark of a job this node never saw went before its hour: %v", err)
+	for _, id := range []string{"1234", "5678"} {
+		if _, err := os.Stat(filepath.Join(r.dir, DoneDir, id)); err != nil {
+			t.Errorf("the epilog of job %s was not answered: %v", id, err)
+		}
 	}
 	if recs, _, _ := ReadJournal(r.dir); len(recs) != 2 {
 		t.Errorf("%d records, want 2 (no second record of 1234)", len(recs))

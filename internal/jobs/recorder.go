@@ -5,9 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"log/slog"
-	"os"
-	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -22,6 +21,9 @@ const DefaultCheckpointInterval = time.Minute
 type Options struct {
 	// Dir is the accounting directory (--accounting.dir).
 	Dir string
+	// EpilogDir is the Slurm epilog's directory of end marks
+	// (--accounting.epilog-dir): DefaultEpilogDir when empty.
+	EpilogDir string
 	// Node names this node in the records (the host name).
 	Node string
 	// CheckpointInterval: see DefaultCheckpointInterval.
@@ -48,12 +50,10 @@ type Recorder struct {
 	lastCheckpoint time.Time
 	// pending are the records not journaled yet, oldest first.
 	pending []Record
-	// recorded are the Slurm jobs journaled in the last staleMark, by ID,
-	// with when: an end mark that comes after its job's record was
-	// written is removed at once.
-	recorded map[string]time.Time
-	// endMarks reads the epilogs' end marks (endmarks.go).
+	// endMarks reads the epilogs' end marks, answers writes gpuwatch's
+	// answers to them (endmarks.go).
 	endMarks endMarks
+	answers  answers
 	// health is what went wrong writing, for the metrics and the log.
 	health recorderHealth
 }
@@ -78,10 +78,11 @@ func Open(opts Options) (*Recorder, error) {
 	for _, err := range j.RemoveExtraFiles() {
 		opts.Logger.Warn("a rotated journal file beyond --accounting.journal-files could not be removed; move it away", "err", err)
 	}
-	r := &Recorder{opts: opts, journal: j, tracker: NewTracker(opts.Node), recorded: map[string]time.Time{}, endMarks: endMarks{dir: opts.Dir}}
-	// The epilog (root) writes its marks here; gpuwatch, owner of the
-	// directory, removes them.
-	if err := os.MkdirAll(filepath.Join(opts.Dir, EndedDir), 0o770); err != nil {
+	if opts.EpilogDir == "" {
+		opts.EpilogDir = DefaultEpilogDir
+	}
+	r := &Recorder{opts: opts, journal: j, tracker: NewTracker(opts.Node), endMarks: endMarks{dir: opts.EpilogDir}, answers: answers{d: j.dir}}
+	if err := r.answers.prepare(); err != nil {
 		_ = j.Close()
 		return nil, err
 	}
@@ -169,7 +170,7 @@ func (r *Recorder) Observe(s *snapshot.Snapshot, acc *snapshot.Accounting) {
 	}
 	r.pending = append(r.pending, ended...)
 	r.flushPending(now)
-	r.removeLateMarks(now)
+	r.answerMarks(now)
 	if r.lastCheckpoint.IsZero() {
 		r.lastCheckpoint = s.Time
 	}
@@ -189,30 +190,24 @@ func (r *Recorder) flushPending(now time.Time) {
 		}
 		crashPoint("journaled")
 		written++
-		if rec.Kind == KindSlurm {
-			removeEndMark(r.opts.Dir, rec.ID)
-			r.recorded[rec.ID] = now
-		}
 	}
 	r.pending = slices.Delete(r.pending, 0, written)
 	r.health.journaled(r.opts.Logger, err, written, len(r.pending), r.journal.Stats().RotateErr)
 }
 
-// removeLateMarks removes the end marks of jobs already journaled and not
-// running again: gpuwatch saw the job end before its epilog ran (a
-// cancelled job leaves Slurm's list of running jobs at once), and the
-// epilog, which waits for its mark to go, must not wait in vain.
-func (r *Recorder) removeLateMarks(now time.Time) {
-	for id, at := range r.recorded {
-		if now.Sub(at) > staleMark {
-			delete(r.recorded, id)
+// answerMarks tells the epilog of each marked job that is not running
+// here that it need not wait: its record was written (or is pending, and
+// served), or it never had a GPU on this node.
+func (r *Recorder) answerMarks(now time.Time) {
+	for key := range r.tracker.ended {
+		if _, running := r.tracker.jobs[key]; running {
 			continue
 		}
-		key := jobKey(id, "", "")
-		if _, running := r.tracker.jobs[key]; r.tracker.ended[key] && !running {
-			removeEndMark(r.opts.Dir, id)
+		if err := r.answers.done(strings.TrimPrefix(key, "slurm/"), now); err != nil {
+			r.opts.Logger.Debug("could not answer the epilog", "job", key, "err", err)
 		}
 	}
+	r.answers.sweep(now)
 }
 
 // Checkpoint writes the running jobs' figures now.

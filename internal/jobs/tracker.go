@@ -26,7 +26,7 @@ type Tracker struct {
 	prevTime   time.Time
 	// xids is each GPU's XID event count at the previous tick.
 	xids map[string]uint64
-	// ended are the jobs a Slurm epilog marked ended (see EndedDir): their
+	// ended are the jobs a Slurm epilog marked ended (see DefaultEpilogDir): their
 	// allocations no longer keep them running.
 	ended map[string]bool
 	// done are jobs recorded on their end mark whose allocation Slurm

@@ -20,15 +20,15 @@ import (
 // summary in the AdminComment after what "jobstats" wrote there.
 func TestSlurmEpilogsStoreTheSummary(t *testing.T) {
 	dir := shortDir(t)
-	acctDir := filepath.Join(dir, "acct")
+	acctDir, marks := filepath.Join(dir, "acct"), filepath.Join(dir, "marks")
 	port := testenv.FreePort(t)
 	repo := testenv.RepoRoot()
 	// Slurm gives epilogs no environment of ours: wrappers set it, from a
 	// file written once the cluster (and its SLURM_CONF) exists.
 	env := filepath.Join(dir, "env")
 	epilog := filepath.Join(dir, "epilog.sh")
-	writeFile(t, epilog, fmt.Sprintf("#!/bin/sh\nexport GPUWATCH_ACCOUNTING_DIR=%s GPUWATCH_EPILOG_WAIT=20\nexec %s\n",
-		acctDir, filepath.Join(repo, "deploy/slurm/gpuwatch-epilog.sh")))
+	writeFile(t, epilog, fmt.Sprintf("#!/bin/sh\nexport GPUWATCH_ACCOUNTING_DIR=%s GPUWATCH_EPILOG_DIR=%s GPUWATCH_EPILOG_WAIT=20\nexec %s\n",
+		acctDir, marks, filepath.Join(repo, "deploy/slurm/gpuwatch-epilog.sh")))
 	ctld := filepath.Join(dir, "epilog-slurmctld.sh")
 	writeFile(t, ctld, fmt.Sprintf("#!/bin/sh\n. %s\nexport GPUWATCH=%s GPUWATCH_NODE_URL='http://{node}:%d' GPUWATCH_WAIT=60s SLURM_CONF\nexec %s 2>>%s\n",
 		env, gpuwatchBin, port, filepath.Join(repo, "deploy/slurm/gpuwatch-epilog-slurmctld.sh"), filepath.Join(dir, "ctld.err")))
@@ -52,7 +52,7 @@ func TestSlurmEpilogsStoreTheSummary(t *testing.T) {
 	writeFile(t, simConfig, "profile: h100\nprocesses: []\n")
 	gw := startProcess(t, gpuwatchBin, fmt.Sprintf("--web.listen-address=127.0.0.1:%d", port), "--backend=sim", "--sim.config="+simConfig,
 		"--slurm.jobs=true", "--slurm.node-name="+cluster.Node, "--slurm.poll-interval=1s",
-		"--accounting.dir="+acctDir, "--accounting.interval=1s")
+		"--accounting.dir="+acctDir, "--accounting.epilog-dir="+marks, "--accounting.interval=1s")
 	waitForHealthz(t, gw, fmt.Sprintf("http://127.0.0.1:%d", port))
 
 	id := cluster.Sbatch(t, "--gres=gpu:1", "--wrap", "sleep 15")
@@ -98,12 +98,15 @@ func TestSlurmEpilogsStoreTheSummary(t *testing.T) {
 	}
 	// Slurm runs the EpilogSlurmctld beside the node epilog, which may
 	// still be waiting (GPUWATCH_EPILOG_WAIT, 20 s) for gpuwatch's next
-	// tick to remove its mark: a mark that came after the record, when
-	// gpuwatch saw the job leave Slurm's list first.
+	// tick to answer: a mark that came after the record, when gpuwatch saw
+	// the job leave Slurm's list first. Answered, it removes its mark.
 	testenv.WaitFor(t, 20*time.Second, "the node epilog's end mark of job "+id+" to be removed", func() bool {
-		_, err := os.Stat(filepath.Join(acctDir, jobs.EndedDir, id))
+		_, err := os.Stat(filepath.Join(marks, id))
 		return os.IsNotExist(err)
 	})
+	if _, err := os.Stat(filepath.Join(acctDir, jobs.DoneDir, id)); err != nil {
+		t.Errorf("gpuwatch did not answer the epilog of job %s: %v", id, err)
+	}
 }
 
 // shortDir is a temporary directory with a short path (Slurm's and
