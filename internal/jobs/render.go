@@ -7,6 +7,8 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
+	"unicode"
+	"unicode/utf8"
 )
 
 // Formats of Render.
@@ -44,8 +46,28 @@ func renderText(w io.Writer, s Summary, md bool) error {
 			b.WriteString("- " + n + "\n")
 		}
 	}
-	_, err := io.WriteString(w, b.String())
+	_, err := io.WriteString(w, printable(b.String()))
 	return err
+}
+
+// printable makes text safe for a terminal: the job name, user, node
+// and every other string in a record come from whoever ran the job or
+// answered for a node. Control characters but the newline and tab (a
+// terminal acts on them: escape sequences move the cursor, retitle the
+// window, hide text), the bidirectional formatting characters (they
+// reorder what a reader sees), line and paragraph separators and invalid
+// UTF-8 become U+FFFD.
+func printable(s string) string {
+	return strings.Map(func(r rune) rune {
+		switch {
+		case r == '\n' || r == '\t':
+			return r
+		case unicode.IsControl(r), r == utf8.RuneError, r == '\u2028', r == '\u2029',
+			r >= '\u200e' && r <= '\u200f', r >= '\u202a' && r <= '\u202e', r >= '\u2066' && r <= '\u2069':
+			return unicode.ReplacementChar
+		}
+		return r
+	}, s)
 }
 
 // writeHeading writes what job it is, whose, when and where it ran, and
@@ -63,9 +85,12 @@ func writeHeading(b *strings.Builder, s Summary, md bool) {
 	if who := owner(s); len(who) > 0 {
 		fmt.Fprintf(b, "%s\n", strings.Join(who, ", "))
 	}
-	if s.Start.IsZero() { // from Prometheus's counters: no times
+	switch {
+	case s.Start.IsZero() && s.Source == "prometheus": // the counters have no times
 		fmt.Fprintf(b, "on %s (from Prometheus's counters)\n", strings.Join(s.Nodes, ", "))
-	} else {
+	case s.Start.IsZero():
+		fmt.Fprintf(b, "on %s (start and end not recorded)\n", strings.Join(s.Nodes, ", "))
+	default:
 		state := "ended"
 		if s.Running {
 			state = "running"
