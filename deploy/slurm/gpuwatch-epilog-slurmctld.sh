@@ -12,7 +12,12 @@
 #   GPUWATCH                 the gpuwatch binary (/usr/bin/gpuwatch)
 #   GPUWATCH_NODE_URL        each node's gpuwatch, {node} the node name (http://{node}:9410)
 #   GPUWATCH_HTTP_CONFIG     client settings (TLS, basic_auth) for it, as report's; optional
-#   GPUWATCH_WAIT            how long to wait for the nodes' records (60s)
+#   GPUWATCH_WAIT            how long at most to wait for the nodes' records (60s):
+#                            gpuwatch asks again, after 1s, 2s, 4s ... 16s, only
+#                            the nodes still running the job or timing out; a
+#                            node with no gpuwatch (connection refused) is not
+#                            asked again. The whole run ends within the wait
+#                            plus one --job.timeout.
 #   GPUWATCH_SCONTROL        scontrol (found on PATH, which slurmctld gives its
 #                            epilogs almost empty: /usr/bin and /usr/local/bin are added)
 #

@@ -118,6 +118,13 @@ func FromNodes(ctx context.Context, q Query, o NodesOptions) (recs []Record, mis
 	}
 	results := make(map[string]nodeResult, len(o.Nodes))
 	deadline := time.Now().Add(o.Wait)
+	if o.Timeout > 0 {
+		// The whole: the wait, and one last round's answers. A node not
+		// asked by then is missing, with why.
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithDeadline(ctx, deadline.Add(o.Timeout))
+		defer cancel()
+	}
 	pause := cmp.Or(o.FirstPause, time.Second)
 	for {
 		var todo []string

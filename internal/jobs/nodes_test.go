@@ -210,3 +210,25 @@ func TestFromNodesRefusesImpossibleFigures(t *testing.T) {
 		}
 	}
 }
+
+// The whole is bounded: the wait plus one timeout, however many nodes
+// hang; the nodes not asked by then are missing, with why.
+func TestFromNodesBoundsTheWhole(t *testing.T) {
+	hang := make(chan struct{})
+	ns := newNodeServer(t, func(_ string, _ http.ResponseWriter, r *http.Request) {
+		select {
+		case <-hang:
+		case <-r.Context().Done():
+		}
+	})
+	defer close(hang)
+	nodes := []string{"a", "b", "c", "d", "e", "f", "g", "h", "i", "j"}
+	recs, missing, err := FromNodes(context.Background(), Query{ID: "7"}, NodesOptions{URLTemplate: ns.template(), Nodes: nodes,
+		Timeout: 200 * time.Millisecond, Concurrency: 1})
+	if err != nil || len(recs) != 0 || len(missing) != len(nodes) {
+		t.Fatalf("records %v, missing %v, %v: want every node missing", recs, missing, err)
+	}
+	if n := ns.requests.Load(); n >= int64(len(nodes)) {
+		t.Errorf("%d nodes asked one after another, each hanging for the whole timeout: the whole is not bounded", n)
+	}
+}
