@@ -56,6 +56,7 @@ func (c *doctorCommand) run() error {
 	logger := promslog.New(c.common.log)
 	env := doctor.Env{
 		Backend:       c.common.backend,
+		RemoteHost:    c.common.smi.host,
 		Collectors:    c.common.enabledCollectors(),
 		DevRoot:       "/dev",
 		SelfProc:      "/proc",

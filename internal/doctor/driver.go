@@ -28,6 +28,10 @@ func checkDriver(env Env) []Result {
 	if env.Backend == "sim" {
 		library = "simulator (--backend=sim)"
 	}
+	fix := "a newer driver branch serves them (docs/metrics-guide.md, driver branches); or turn the group off with --no-collector.GROUP"
+	if env.Backend == "nvidia-smi" {
+		fix = "--backend=nvml serves them where gpuwatch runs on the GPUs' host and can load libnvidia-ml.so.1 (docs/nvidia-smi.md); or turn the group off with --no-collector.GROUP"
+	}
 	version := d.Version
 	if version == "" {
 		version = s.DriverVersion
@@ -49,8 +53,7 @@ func checkDriver(env Env) []Result {
 		for _, l := range d.Limits {
 			parts = append(parts, l.Group+" ("+l.Reason+")")
 		}
-		out = append(out, fail("driver limits", "this driver branch limits: "+strings.Join(parts, "; "),
-			"a newer driver branch serves them (docs/metrics-guide.md, driver branches); or turn the group off with --no-collector.GROUP", false))
+		out = append(out, fail("driver limits", "this driver branch limits: "+strings.Join(parts, "; "), fix, false))
 	}
 	return out
 }
@@ -166,6 +169,9 @@ const slowCall = 100 * time.Millisecond
 // persistence mode on a busy host) reads each GPU in seconds: gpuwatch
 // serves its late readings, but they age, and doctor says why.
 func checkLatency(env Env) []Result {
+	if env.Backend == "nvidia-smi" {
+		return []Result{skip("NVML latency", "not measured: --backend=nvidia-smi runs nvidia-smi each collection (gpuwatch_collector_duration_seconds says how long it takes)")}
+	}
 	var slowest time.Duration
 	var late []string
 	for _, d := range env.Snapshot.Devices {
@@ -193,6 +199,9 @@ func checkLatency(env Env) []Result {
 func checkDeviceNodes(env Env) []Result {
 	if env.Backend == "sim" {
 		return []Result{skip("device nodes", "simulated GPUs have no device nodes")}
+	}
+	if env.RemoteHost != "" {
+		return []Result{skip("device nodes", "the GPUs are "+env.RemoteHost+"'s (--nvidia-smi.host)")}
 	}
 	paths := []string{filepath.Join(env.DevRoot, "nvidiactl")}
 	for _, d := range env.Snapshot.Devices {

@@ -9,9 +9,12 @@ import (
 
 // Env is what the checks look at.
 type Env struct {
-	// Backend is "nvml" or "sim"; Snapshot one reading through it (with
-	// owners when attribution is on), or SnapshotErr.
-	Backend     string
+	// Backend is "nvml", "nvidia-smi" or "sim"; Snapshot one reading
+	// through it (with owners when attribution is on), or SnapshotErr.
+	Backend string
+	// RemoteHost names the host whose GPUs --backend=nvidia-smi reads
+	// through --nvidia-smi.command; "" for this host's.
+	RemoteHost  string
 	Snapshot    *snapshot.Snapshot
 	SnapshotErr error
 	// Collectors are the enabled collector groups.

@@ -75,6 +75,9 @@ func intOpt(o snapshot.Opt[int]) (float64, bool) {
 // field both report, and flags each difference beyond the field's
 // tolerance: gpuwatch checked against the vendor's tool.
 func checkNvidiaSMI(env Env) []Result {
+	if env.Backend == "nvidia-smi" {
+		return []Result{skip("nvidia-smi", "the readings are nvidia-smi's (--backend=nvidia-smi): nothing else to compare with")}
+	}
 	if env.NvidiaSMI == "" {
 		return []Result{skip("nvidia-smi", "not on PATH; nothing to compare with")}
 	}
