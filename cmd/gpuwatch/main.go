@@ -43,6 +43,12 @@ func run(args []string) int {
 	for _, c := range cmds {
 		if c.name() == chosen {
 			if err := c.run(); err != nil {
+				if status, ok := errors.AsType[exitStatus](err); ok {
+					if status.msg != "" {
+						fmt.Fprintf(os.Stderr, "gpuwatch: %s\n", status.msg)
+					}
+					return status.code
+				}
 				fmt.Fprintf(os.Stderr, "gpuwatch: %v\n", err)
 				if errors.Is(err, errNoDriver) {
 					return exitNoDriver
@@ -72,6 +78,7 @@ func newApp() (*kingpin.Application, []command) {
 		newTextfileCommand(app, cfg),
 		newMetricsCommand(app, cfg),
 		newPsCommand(app, cfg),
+		newHealthCommand(app, cfg),
 		newDoctorCommand(app, cfg, serve),
 		newReportCommand(app),
 		newJobCommand(app, cfg),

@@ -5,6 +5,7 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -142,5 +143,52 @@ func TestHealthThroughFakeNVML(t *testing.T) {
 	}
 	if _, err := httpGetNoFail(base + "/readyz"); err != nil {
 		t.Errorf("/readyz with every GPU answering: %v", err)
+	}
+}
+
+// TestHealthCommandExitCodes: `gpuwatch health` reads the GPUs itself and
+// exits 0 when every GPU is fit, 1 when one failed (a lost GPU), 2 when
+// health cannot be told (a hung GPU, or no driver); -o json is the
+// /api/v1/health document.
+func TestHealthCommandExitCodes(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	lost := filepath.Join(dir, "lost.yaml")
+	writeFile(t, lost, "profile: dgx-h100\nfaults:\n  - {gpu: 4, lost_after: 0s}\n")
+	hung := filepath.Join(dir, "hung.yaml")
+	writeFile(t, hung, "profile: h100\nfaults:\n  - {gpu: 0, hang_after: 0s, hang_for: 60s}\n")
+	cases := []struct {
+		name string
+		args []string
+		code int
+		want string
+	}{
+		{"healthy", []string{"--backend=sim", "--sim.profile=dgx-h100"}, 0, "OK\nGPU 0  ok"},
+		{"lost GPU", []string{"--backend=sim", "--sim.config=" + lost}, 1,
+			"FAIL: GPU 4 (UUID unknown): lost (gpu_is_lost); reboot the node"},
+		{"hung GPU", []string{"--backend=sim", "--sim.config=" + hung, "--collection.timeout=1s"}, 2,
+			"UNKNOWN: GPU 0 (UUID unknown): did not answer in time"},
+		{"no driver", []string{"--backend=nvml"}, 2, "gpuwatch: health unknown: "},
+	}
+	for _, c := range cases {
+		if _, err := os.Stat("/dev/nvidiactl"); err == nil && c.name == "no driver" {
+			continue // an NVIDIA GPU is present on this machine
+		}
+		out, code := runGpuwatch(t, append([]string{"health"}, c.args...)...)
+		if code != c.code || !strings.Contains(out, c.want) {
+			t.Errorf("%s: exit %d, want %d; output:\n%s\nwant it to contain %q", c.name, code, c.code, out, c.want)
+		}
+	}
+	cmd := exec.Command(gpuwatchBin, "health", "--backend=sim", "--sim.config="+lost, "-o", "json")
+	stdout, err := cmd.Output()
+	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 1 {
+		t.Fatalf("health -o json with a lost GPU: %v", err)
+	}
+	var r health.Report
+	if err := json.Unmarshal(stdout, &r); err != nil {
+		t.Fatalf("health -o json: %v\n%s", err, stdout)
+	}
+	if r.Status != "fail" || len(r.GPUs) != 8 || r.GPUs[4].Status != "fail" || r.GPUs[0].Status != "ok" {
+		t.Errorf("report = %+v", r)
 	}
 }
