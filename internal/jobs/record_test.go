@@ -240,3 +240,22 @@ func TestEndMarkAfterTheRecordIsAnswered(t *testing.T) {
 		t.Errorf("%d records, want 2 (no second record of 1234)", len(recs))
 	}
 }
+
+// A job that started is in the checkpoint from its first tick, so that
+// `gpuwatch job` on the node shows it at once, as running, from the live
+// totals (not a checkpoint interval later).
+func TestRunningJobShownAtOnce(t *testing.T) {
+	r := jobRig(t, Options{CheckpointInterval: time.Hour})
+	r.run(step, 12*time.Second)
+	recs, err := FromLocal(r.dir, Query{ID: "1234"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(recs) != 1 || !recs[0].Running || recs[0].End.Before(recs[0].Start) {
+		t.Fatalf("at 12 s, an hour's checkpoint interval: %+v, want job 1234 running", recs)
+	}
+	s, ok := Summarize("1234", recs)
+	if !ok || !s.Running {
+		t.Errorf("summary %+v: want it marked running", s)
+	}
+}

@@ -163,7 +163,12 @@ func (r *Recorder) Observe(s *snapshot.Snapshot, acc *snapshot.Accounting) {
 	defer r.mu.Unlock()
 	now := time.Now()
 	r.tracker.ended = r.endMarks.read(now)
+	before := len(r.tracker.jobs)
 	ended := r.tracker.Observe(s, acc)
+	// A job that started is checkpointed at once, so that `gpuwatch job`
+	// on the node (which reads the checkpoint) shows it from its first
+	// tick, not a checkpoint interval later.
+	started := len(r.tracker.jobs)+len(ended) > before
 	hadPending := len(r.pending) > 0
 	if len(ended) > 0 {
 		crashPoint("ended")
@@ -174,7 +179,7 @@ func (r *Recorder) Observe(s *snapshot.Snapshot, acc *snapshot.Accounting) {
 	if r.lastCheckpoint.IsZero() {
 		r.lastCheckpoint = s.Time
 	}
-	if len(ended) > 0 || hadPending || len(r.pending) > 0 || s.Time.Sub(r.lastCheckpoint) >= r.opts.CheckpointInterval {
+	if started || len(ended) > 0 || hadPending || len(r.pending) > 0 || s.Time.Sub(r.lastCheckpoint) >= r.opts.CheckpointInterval {
 		r.health.checkpointed(r.opts.Logger, r.checkpointLocked(s.Time))
 	}
 }
