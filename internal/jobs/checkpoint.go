@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"regexp"
 	"time"
 
@@ -40,7 +41,7 @@ const maxCheckpointBytes = 256 << 20
 
 // partialCheckpoint is the Partial of a job restored from a checkpoint
 // that could not be read whole.
-const partialCheckpoint = "the checkpoint holding this running job was corrupt: figures up to the restart may be missing"
+const partialCheckpoint = "the checkpoint holding this running job was corrupt: figures up to the restart may be missing, and a start the checkpoint lost is the time it was last written"
 
 // loadCheckpoint reads the checkpoint in d. One that cannot be read as a
 // whole is moved aside (kept for inspection) and logged, and what can be
@@ -60,12 +61,16 @@ func loadCheckpoint(d *safeDir, logger *slog.Logger) (c *checkpoint, corrupt boo
 			return c, false, nil
 		}
 	}
+	written := time.Now()
+	if info, err := os.Lstat(filepath.Join(d.path, CheckpointName)); err == nil {
+		written = info.ModTime()
+	}
 	aside := fmt.Sprintf("%s%s%d", CheckpointName, CorruptCheckpointSuffix, time.Now().Unix())
 	if rerr := d.rename(CheckpointName, aside); rerr != nil {
 		return nil, true, fmt.Errorf("%s cannot be read (%w) nor moved aside (%w): move it away by hand", CheckpointName, err, rerr)
 	}
 	_ = d.sync()
-	c = salvageCheckpoint(data)
+	c = salvageCheckpoint(data, written)
 	logger.Error("the checkpoint of the running jobs cannot be read: moved aside, its readable jobs restored as partial; their records will say figures may be missing",
 		"err", err, "moved_to", aside, "jobs_restored", len(c.Jobs), "pending_records_restored", len(c.Pending))
 	return c, true, nil
@@ -116,7 +121,10 @@ var jobKeyPattern = regexp.MustCompile(`"key":"((?:slurm|pod)/[^"\\]{1,512})","k
 // (a truncated or overwritten file): each job whose figures decode whole,
 // and, of the others, the identity where it can be found. All are marked
 // Partial. Pending records that decode are kept as they are.
-func salvageCheckpoint(data []byte) *checkpoint {
+//
+// A job known only by its identity was running when the checkpoint was
+// last written: that time, written, is its start and end.
+func salvageCheckpoint(data []byte, written time.Time) *checkpoint {
 	c := &checkpoint{Version: checkpointVersion}
 	found := map[string]bool{}
 	// The jobs array: decode one element at a time until one fails.
@@ -139,7 +147,7 @@ func salvageCheckpoint(data []byte) *checkpoint {
 		if found[key] {
 			continue
 		}
-		jb := &job{Key: key, Kind: kind, Partial: partialCheckpoint}
+		jb := &job{Key: key, Kind: kind, Partial: partialCheckpoint, Start: written.UTC(), LastSeen: written.UTC()}
 		switch {
 		case kind == KindSlurm && len(m[3]) > 0:
 			jb.Slurm = &SlurmIdentity{JobID: string(m[3])}
@@ -185,7 +193,11 @@ func ReadRunning(dir string) ([]Record, error) {
 	}
 	c, perr := parseCheckpoint(data)
 	if err != nil || perr != nil {
-		c = salvageCheckpoint(data)
+		written := time.Now()
+		if info, err := os.Lstat(filepath.Join(dir, CheckpointName)); err == nil {
+			written = info.ModTime()
+		}
+		c = salvageCheckpoint(data, written)
 	}
 	out := make([]Record, 0, len(c.Jobs)+len(c.Pending))
 	out = append(out, c.Pending...)

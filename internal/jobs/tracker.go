@@ -281,9 +281,6 @@ func (t *Tracker) present(key string, sj snapshot.SlurmJob, pod snapshot.Pod, us
 		j = &job{Key: key, Start: now}
 		t.jobs[key] = j
 	}
-	if j.Start.IsZero() { // restored from a torn checkpoint without its start
-		j.Start = now
-	}
 	if now.After(j.LastSeen) { // a clock stepped back (a restart of the simulator) keeps the later end
 		j.LastSeen = now
 	}

@@ -3,7 +3,9 @@ package e2e
 import (
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"reflect"
@@ -322,5 +324,49 @@ func TestJobCommandFromPrometheus(t *testing.T) {
 	}
 	if g.EnergyJoules == nil || *g.EnergyJoules < 0.8**want.EnergyJoules || *g.EnergyJoules > 1.2**want.EnergyJoules {
 		t.Errorf("energy %v J, want the journal's %.0f J ± 20 %%", g.EnergyJoules, *want.EnergyJoules)
+	}
+}
+
+// TestCorruptCheckpointKeepsServing: a running.json that is not JSON
+// neither stops serve (it was: "unexpected end of JSON input") nor hides
+// the journal's records from `gpuwatch job` on the node; serve moves it
+// aside and says so in a metric.
+func TestCorruptCheckpointKeepsServing(t *testing.T) {
+	dir := t.TempDir()
+	acctDir := filepath.Join(dir, "acct")
+	if err := os.MkdirAll(acctDir, 0o750); err != nil {
+		t.Fatal(err)
+	}
+	rec := `{"id":"777","kind":"slurm","node":"n1","slurm":{"job_id":"777","user":"alice"},"start":"2026-01-01T00:00:00Z","end":"2026-01-01T00:10:00Z","gpus":[{"index":0,"uuid":"GPU-0","allocated_seconds":600,"process_seconds":600}]}`
+	writeFile(t, filepath.Join(acctDir, jobs.JournalName), rec+"\n")
+	writeFile(t, filepath.Join(acctDir, jobs.CheckpointName), `{"version":1,"node":"n1","jobs":[{"key":"slurm/778","kind":"slurm","slurm":{"job_id":"778"`)
+	out, err := exec.Command(gpuwatchBin, "job", "777", "--accounting.dir="+acctDir, "-o", "json").CombinedOutput()
+	if err != nil || !strings.Contains(string(out), `"777"`) {
+		t.Errorf("gpuwatch job beside a corrupt checkpoint: %v\n%s", err, out)
+	}
+	cfg := filepath.Join(dir, "sim.yaml")
+	writeFile(t, cfg, "profile: h100\nprocesses: []\n")
+	base, _ := startGpuwatch(t, "--backend=sim", "--sim.config="+cfg, "--accounting.dir="+acctDir, "--accounting.interval=1s")
+	resp, err := http.Get(base + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if !strings.Contains(string(body), "\ngpuwatch_journal_checkpoints_corrupt_total 1\n") {
+		t.Errorf("/metrics does not count the corrupt checkpoint")
+	}
+	if aside, _ := filepath.Glob(filepath.Join(acctDir, jobs.CheckpointName+jobs.CorruptCheckpointSuffix+"*")); len(aside) != 1 {
+		t.Errorf("the corrupt checkpoint was not kept aside: %v", aside)
+	}
+	var doc jobs.JobDoc
+	// It has no GPU process after the restart: it ended, and its record
+	// says what is missing; its time is the checkpoint's.
+	testenv.WaitFor(t, 30*time.Second, "the record of job 778", func() bool {
+		doc = jobs.JobDoc{}
+		return getJSON(t, base+"/api/v1/jobs/778", &doc) && len(doc.Records) == 1 && !doc.Records[0].Running
+	})
+	if r := doc.Records[0]; r.Partial == "" || r.Start.Year() < 2026 {
+		t.Errorf("the job the corrupt checkpoint held: %+v, want it marked partial, from the checkpoint's time", r)
 	}
 }
