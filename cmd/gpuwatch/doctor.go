@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"slices"
 	"time"
 
 	"github.com/alecthomas/kingpin/v2"
@@ -25,6 +26,9 @@ type doctorCommand struct {
 	// nvidiaSMITimeout bounds the nvidia-smi comparison on its own: a
 	// healthy nvidia-smi takes seconds where a socket takes milliseconds.
 	nvidiaSMITimeout time.Duration
+	// checkFile is a dashboard or rules file whose dcgm-exporter names
+	// doctor checks against --compat and --compat.dcgm-version.
+	checkFile string
 }
 
 func newDoctorCommand(app *kingpin.Application, common *commonFlags, serve *serveCommand) *doctorCommand {
@@ -37,6 +41,8 @@ func newDoctorCommand(app *kingpin.Application, common *commonFlags, serve *serv
 	cmd.Flag("doctor.nvidia-smi-timeout", "How long nvidia-smi may take before the doctor gives up on it (and kills it with its children). "+
 		"Without persistence mode nvidia-smi takes seconds on a multi-GPU node; that is slow, not broken.").
 		Default(doctor.DefaultNvidiaSMITimeout.String()).DurationVar(&c.nvidiaSMITimeout)
+	cmd.Flag("compat.check-file", "A Grafana dashboard (JSON) or Prometheus rules file (YAML) to check: which dcgm-exporter names its queries use, which dcgm-exporter versions (4.8, 4.9, 4.10) they belong to, and whether gpuwatch serves each with the --compat and --compat.dcgm-version given, with the name to use instead where the version renamed it.").
+		StringVar(&c.checkFile)
 	return c
 }
 
@@ -111,6 +117,9 @@ func (c *doctorCommand) run() error {
 			}
 		}
 	}
+	if c.checkFile != "" {
+		env.DCGMFile = c.dcgmFile()
+	}
 	report := doctor.Run(env)
 	if c.output == "json" {
 		err = report.WriteJSON(os.Stdout)
@@ -124,4 +133,33 @@ func (c *doctorCommand) run() error {
 		return errUnhealthy
 	}
 	return nil
+}
+
+// dcgmFile reads --compat.check-file and says, for each dcgm-exporter name
+// it uses, which versions serve it and whether the flags do.
+func (c *doctorCommand) dcgmFile() *doctor.DCGMFile {
+	f := &doctor.DCGMFile{Path: c.checkFile, Version: c.common.dcgmVersion}
+	compat, err := c.common.parseCompat()
+	if err != nil {
+		f.Err = err
+		return f
+	}
+	f.DCGM = compat.DCGM
+	names, err := doctor.DCGMNamesInFile(c.checkFile)
+	if err != nil {
+		f.Err = err
+		return f
+	}
+	for _, n := range names {
+		versions := exporter.DCGMNameVersions(n)
+		u := doctor.DCGMFileName{Name: n, Versions: versions,
+			Served: compat.DCGM && slices.Contains(versions, compat.DCGMVersion.String())}
+		if !u.Served {
+			if in := exporter.DCGMNameIn(n, compat.DCGMVersion); in != n {
+				u.Instead = in
+			}
+		}
+		f.Names = append(f.Names, u)
+	}
+	return f
 }

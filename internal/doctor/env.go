@@ -64,6 +64,8 @@ type Env struct {
 	// panel of dcgm-exporter's released dashboard shows on this host.
 	DCGMCompat bool
 	DCGMPanels []DCGMPanel
+	// DCGMFile is what --compat.check-file found; nil without it.
+	DCGMFile *DCGMFile
 	// CollectionTimeout is --collection.timeout: a GPU whose reading is
 	// older than this was read late (a slow driver).
 	CollectionTimeout time.Duration
@@ -92,5 +94,6 @@ func Run(env Env) Report {
 	results = append(results, checkJournal(env)...)
 	results = append(results, checkNvidiaSMI(env)...)
 	results = append(results, checkDCGMDashboard(env)...)
+	results = append(results, checkDCGMFile(env)...)
 	return NewReport(results)
 }

@@ -5,6 +5,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -219,5 +220,41 @@ func TestDCGMVersionsDocCoversEveryName(t *testing.T) {
 		if !strings.Contains(string(doc), "`"+m.Name+"`") {
 			t.Errorf("docs/dcgm-compat.md does not name %s (%v)", m.Name, m.DCGMVersions)
 		}
+	}
+}
+
+// TestDCGMNameVersions: each renamed name belongs to its generation, and
+// DCGMNameIn finds its counterpart in the other one, both ways.
+func TestDCGMNameVersions(t *testing.T) {
+	for _, r := range readDCGMRenames(t) {
+		if got := DCGMNameIn(r.before, r.since); got != r.after {
+			t.Errorf("DCGMNameIn(%s, %s) = %q, want %s", r.before, r.since, got, r.after)
+		}
+		if got := DCGMNameIn(r.after, DCGM48); got != r.before {
+			t.Errorf("DCGMNameIn(%s, 4.8) = %q, want %s", r.after, got, r.before)
+		}
+		if v := DCGMNameVersions(r.after); len(v) == 0 || v[0] != r.since.String() {
+			t.Errorf("DCGMNameVersions(%s) = %v, want from %s", r.after, v, r.since)
+		}
+	}
+	for name, want := range map[string][]string{
+		"DCGM_FI_DEV_GPU_UTIL":                  {"4.8"},
+		"DCGM_FI_DEV_GPU_UTIL_RATIO":            {"4.9", "4.10"},
+		"DCGM_FI_PROF_PCIE_TX_BYTES":            {"4.8", "4.9"},
+		"DCGM_FI_PROF_PCIE_TX_BYTES_PER_SECOND": {"4.10"},
+		"DCGM_FI_DEV_ECC_DBE_VOL_TOTAL":         {"4.8", "4.9", "4.10"},
+		"DCGM_FI_DRIVER_VERSION":                {"4.8"},
+		"DCGM_FI_SYSTEM_DRIVER_VERSION":         {"4.9", "4.10"},
+		"DCGM_FI_DEV_FABRIC_HEALTH_SUMMARY":     nil,
+	} {
+		if got := DCGMNameVersions(name); !slices.Equal(got, want) {
+			t.Errorf("DCGMNameVersions(%s) = %v, want %v", name, got, want)
+		}
+	}
+	if got := DCGMNameIn("DCGM_FI_DRIVER_VERSION", DCGM410); got != "DCGM_FI_SYSTEM_DRIVER_VERSION" {
+		t.Errorf("the driver label in 4.10: %q", got)
+	}
+	if got := DCGMNameIn("DCGM_FI_DEV_ENFORCED_POWER_LIMIT", DCGM48); got != "" {
+		t.Errorf("4.8 has no enforced limit, DCGMNameIn says %q", got)
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	dto "github.com/prometheus/client_model/go"
+	"sigs.k8s.io/yaml"
 
 	"github.com/gpuwatch/gpuwatch/internal/nvmlbranch"
 	"github.com/gpuwatch/gpuwatch/internal/testenv"
@@ -196,5 +197,132 @@ func checkPromtool(t *testing.T, promtool, v, page string) {
 		if !known {
 			t.Errorf("%s: promtool check metrics: %s", v, line)
 		}
+	}
+}
+
+// TestDCGMTransitionRules: deploy/prometheus/dcgm-transition's recording
+// rules, run by promtool on the series gpuwatch serves as 4.10, record
+// every renamed series exactly as gpuwatch serves it as 4.8: same name,
+// labels and value.
+func TestDCGMTransitionRules(t *testing.T) {
+	promtool := testenv.RequireTool(t, "promtool", "prometheus")
+	rulesFile, err := filepath.Abs(filepath.Join("..", "..", "deploy", "prometheus", "dcgm-transition", "dcgm-4.8-names.yml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows := dcgmRenameRows(t)
+	for _, profile := range []string{"dgx-h100", "dgx-a100-mig"} {
+		t.Run(profile, func(t *testing.T) {
+			t.Parallel()
+			pages := dcgmVersionPages(t, profile, false)
+			type sample struct {
+				Labels string  `json:"labels"`
+				Value  float64 `json:"value"`
+			}
+			type exprTest struct {
+				Expr       string   `json:"expr"`
+				EvalTime   string   `json:"eval_time"`
+				ExpSamples []sample `json:"exp_samples"`
+			}
+			type series struct {
+				Series string `json:"series"`
+				Values string `json:"values"`
+			}
+			var input []series
+			for name, mf := range parseMetrics(t, pages["4.10"]) {
+				if strings.HasPrefix(name, "DCGM_") {
+					for _, m := range mf.GetMetric() {
+						input = append(input, series{Series: seriesText(name, m), Values: strconv.FormatFloat(m.GetGauge().GetValue()+m.GetCounter().GetValue(), 'g', -1, 64) + "x5"})
+					}
+				}
+			}
+			old := parseMetrics(t, pages["4.8"])
+			var tests []exprTest
+			for _, r := range rows {
+				mf, ok := old[r.before]
+				if !ok {
+					continue // not served on this GPU
+				}
+				et := exprTest{Expr: r.before, EvalTime: "4m"}
+				for _, m := range mf.GetMetric() {
+					et.ExpSamples = append(et.ExpSamples, sample{Labels: seriesText(r.before, m), Value: m.GetGauge().GetValue() + m.GetCounter().GetValue()})
+				}
+				tests = append(tests, et)
+			}
+			if len(tests) < 15 {
+				t.Fatalf("only %d renamed metrics on the 4.8 page", len(tests))
+			}
+			doc, err := yaml.Marshal(map[string]any{
+				"rule_files": []string{rulesFile}, "evaluation_interval": "1m",
+				"tests": []any{map[string]any{"interval": "1m", "input_series": input, "promql_expr_test": tests}},
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			file := filepath.Join(t.TempDir(), "transition_test.yml")
+			writeFile(t, file, string(doc))
+			if out, err := exec.Command(promtool, "test", "rules", file).CombinedOutput(); err != nil {
+				t.Fatalf("promtool test rules: %v\n%s", err, out)
+			}
+		})
+	}
+}
+
+// seriesText is a series in promtool's notation: name{label="value",...}.
+func seriesText(name string, m *dto.Metric) string {
+	var parts []string
+	for _, lp := range m.GetLabel() {
+		parts = append(parts, lp.GetName()+"="+strconv.Quote(lp.GetValue()))
+	}
+	return name + "{" + strings.Join(parts, ",") + "}"
+}
+
+// TestDoctorDCGMCheckFile: `gpuwatch doctor --compat=dcgm
+// --compat.check-file=FILE` names each dcgm-exporter name of a dashboard
+// or rules file, its generation, whether the flags serve it and, where the
+// flags' version renamed it, the name to query instead. A file it cannot
+// read as either fails the check, naming the file; names it does not serve
+// leave the host healthy.
+func TestDoctorDCGMCheckFile(t *testing.T) {
+	dashboard := filepath.Join("..", "..", "internal", "exporter", "testdata", "dcgm-exporter", "dcgm-exporter-dashboard.json")
+	transition := filepath.Join("..", "..", "deploy", "prometheus", "dcgm-transition", "dcgm-4.8-names.yml")
+	base := []string{"--backend=sim", "--sim.profile=h100", "--compat=dcgm"}
+	check := func(file, name string) string { return "dcgm names in " + file + ": " + name }
+
+	r, out, code := runDoctor(t, append(base, "--compat.check-file="+dashboard)...)
+	if code != 0 || !r.Healthy {
+		t.Fatalf("4.8, the released dashboard: exit %d\n%s", code, out)
+	}
+	for _, n := range []string{"DCGM_FI_DEV_GPU_UTIL", "DCGM_FI_DEV_SM_CLOCK", "DCGM_FI_PROF_PIPE_TENSOR_ACTIVE"} {
+		if st, found := r.status(check(dashboard, n)); st != "ok" || !strings.Contains(found, "dcgm-exporter 4.8") {
+			t.Errorf("4.8: %s: %s %s", n, st, found)
+		}
+	}
+
+	r, out, code = runDoctor(t, append(base, "--compat.dcgm-version=4.10", "--compat.check-file="+dashboard)...)
+	if code != 0 || !r.Healthy {
+		t.Errorf("4.10, the released dashboard: names not served must not make the host unhealthy: exit %d\n%s", code, out)
+	}
+	for n, instead := range map[string]string{"DCGM_FI_DEV_GPU_UTIL": "DCGM_FI_DEV_GPU_UTIL_RATIO", "DCGM_FI_DEV_FB_USED": "DCGM_FI_DEV_FB_USED_BYTES"} {
+		if st, found := r.status(check(dashboard, n)); st != "fail" || !strings.Contains(found, "query "+instead+" instead") || !strings.Contains(found, "--compat.dcgm-version=4.8") {
+			t.Errorf("4.10: %s: %s %s", n, st, found)
+		}
+	}
+
+	r, _, _ = runDoctor(t, append(base, "--compat.dcgm-version=4.10", "--compat.check-file="+transition)...)
+	for n, want := range map[string]string{"DCGM_FI_DEV_GPU_UTIL_RATIO": "ok", "DCGM_FI_PROF_PCIE_TX_BYTES_PER_SECOND": "ok", "DCGM_FI_SYSTEM_DRIVER_VERSION": "ok"} {
+		if st, found := r.status(check(transition, n)); st != want || !strings.Contains(found, "4.10") {
+			t.Errorf("4.10, the transition rules: %s: %s %s", n, st, found)
+		}
+	}
+	if st, found := r.status(check(transition, "DCGM_FI_DEV_GPU_UTIL")); st != "absent" {
+		t.Errorf("a rule's record name counted as a use: %s %s", st, found)
+	}
+
+	notRules := filepath.Join(t.TempDir(), "notes.yml")
+	writeFile(t, notRules, "just: text\n")
+	r, out, code = runDoctor(t, append(base, "--compat.check-file="+notRules)...)
+	if st, found := r.status("dcgm names in " + notRules); code == 0 || st != "fail" || !strings.Contains(found, notRules) {
+		t.Errorf("a file that is neither: exit %d, %s %s\n%s", code, st, found, out)
 	}
 }
