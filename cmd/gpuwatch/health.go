@@ -19,7 +19,7 @@ type healthCommand struct {
 func newHealthCommand(app *kingpin.Application, common *commonFlags) *healthCommand {
 	c := &healthCommand{common: common}
 	cmd := app.Command("health", "Judge this node's GPUs under the health policy (--health.policy, docs/health.md) and exit 0 when every GPU is fit for work (ok or warn), 1 when a GPU or the node failed, 2 when health cannot be told (a GPU did not answer, or no reading). Reads the GPUs itself, with the same backend flags as ps.")
-	cmd.Flag("output", "Output format: text or json (the /api/v1/health document).").Short('o').Default("text").EnumVar(&c.output, "text", "json")
+	cmd.Flag("output", "Output format: text, json (the /api/v1/health document) or line (the node's verdict and reason on one line of stdout, also when health cannot be told: node-problem-detector's custom plugins, see docs/health.md).").Short('o').Default("text").EnumVar(&c.output, "text", "json", "line")
 	return c
 }
 
@@ -34,19 +34,22 @@ func (c *healthCommand) run() error {
 	c.common.command = "health"
 	st, err := c.common.buildStack(logger)
 	if err != nil {
-		return exitStatus{health.ExitUnknown, fmt.Sprintf("health unknown: %v", err)}
+		return c.unknown(fmt.Sprintf("health unknown: %v", err))
 	}
 	defer st.Close()
 	snap, err := st.settledSnapshot(c.common)
 	if err != nil {
-		return exitStatus{health.ExitUnknown, fmt.Sprintf("health unknown: no GPU reading: %v", err)}
+		return c.unknown(fmt.Sprintf("health unknown: no GPU reading: %v", err))
 	}
 	report := health.NewReport(snap)
-	if c.output == "json" {
+	switch c.output {
+	case "json":
 		enc := json.NewEncoder(os.Stdout)
 		enc.SetIndent("", "  ")
 		err = enc.Encode(report)
-	} else {
+	case "line":
+		_, err = fmt.Println(report.Line())
+	default:
 		err = report.WriteText(os.Stdout)
 	}
 	if err != nil {
@@ -56,6 +59,17 @@ func (c *healthCommand) run() error {
 		return exitStatus{code: code}
 	}
 	return nil
+}
+
+// unknown is the exit of a run that could not tell health. With -o line
+// the reason goes to stdout, the one line a node-problem-detector plugin's
+// condition message is made of; otherwise to stderr.
+func (c *healthCommand) unknown(msg string) error {
+	if c.output == "line" {
+		fmt.Println(health.Report{Status: "unknown", Reason: msg}.Line())
+		return exitStatus{code: health.ExitUnknown}
+	}
+	return exitStatus{health.ExitUnknown, msg}
 }
 
 // exitStatus is an error that sets the exit status; an empty message

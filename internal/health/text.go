@@ -26,14 +26,20 @@ func (r Report) ExitCode() int {
 	return ExitUnknown
 }
 
+// Line is the node's verdict and its reason on one line, the first line
+// of WriteText: what a checker that keeps one line of output shows.
+func (r Report) Line() string {
+	if r.Reason == "" {
+		return strings.ToUpper(r.Status)
+	}
+	return strings.ToUpper(r.Status) + ": " + oneLine(r.Reason)
+}
+
 // WriteText writes the report for a person: the node's verdict first,
 // then one line per GPU, with each GPU's failing checks below it.
 func (r Report) WriteText(w io.Writer) error {
 	var b strings.Builder
-	fmt.Fprintf(&b, "%s", strings.ToUpper(r.Status))
-	if r.Reason != "" {
-		fmt.Fprintf(&b, ": %s", oneLine(r.Reason))
-	}
+	b.WriteString(r.Line())
 	b.WriteString("\n")
 	for _, g := range r.GPUs {
 		fmt.Fprintf(&b, "GPU %d  %-7s  %s\n", g.GPU, g.Status, g.UUID)
