@@ -85,10 +85,14 @@ func fakeEnv(t *testing.T, variant, config string) []string {
 	return append(os.Environ(), "LD_LIBRARY_PATH="+dir, "GPUWATCH_SIM_CONFIG="+path, "GPUWATCH_SIM_PROFILE=")
 }
 
-// isolated keeps this host's processes, containers and Slurm out of the page.
+// isolated keeps this host's processes, containers, Slurm and job journal
+// out of the page: serve on the fake library would otherwise keep records
+// in the host's default --accounting.dir whenever that directory exists,
+// and the parallel cases would race for its lock.
 func isolated(t *testing.T) []string {
 	return []string{"--path.procfs=" + t.TempDir(), "--slurm.jobs=false",
-		"--docker.socket=", "--cri.socket=", "--kubelet.pod-resources-socket="}
+		"--docker.socket=", "--cri.socket=", "--kubelet.pod-resources-socket=",
+		"--no-accounting.records"}
 }
 
 // startWithEnv starts gpuwatch with env and waits until it answers

@@ -326,7 +326,8 @@ func TestSickDriverMatrix(t *testing.T) {
 // Slurm left out and the fixture /proc as the processes' owners.
 func sickArgs(args ...string) []string {
 	return append(args, "--path.procfs="+fixtureProc, "--path.rootfs="+fixtureRootFS,
-		"--slurm.jobs=false", "--docker.socket=", "--cri.socket=", "--kubelet.pod-resources-socket=")
+		"--slurm.jobs=false", "--docker.socket=", "--cri.socket=", "--kubelet.pod-resources-socket=",
+		"--no-accounting.records")
 }
 
 // runBounded runs a one-shot gpuwatch command and fails the test when it
