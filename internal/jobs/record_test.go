@@ -110,8 +110,12 @@ func TestRecordsAtJobAndPodEnd(t *testing.T) {
 	}
 	near(t, "GPU 1 allocated seconds", &g1.AllocatedSeconds, 70, step.Seconds())
 	near(t, "GPU 1 idle seconds", g1.IdleSeconds, 70, step.Seconds())
-	if g1.SMSeconds != nil || g1.MemoryUsedBytesMax != nil {
-		t.Errorf("GPU 1 had no process, yet SM %v memory %v", g1.SMSeconds, g1.MemoryUsedBytesMax)
+	near(t, "GPU 1 SM-seconds (held idle)", g1.SMSeconds, 0, 0)
+	if g1.MemoryUsedBytesMax != nil {
+		t.Errorf("GPU 1 had no process, yet memory %v", g1.MemoryUsedBytesMax)
+	}
+	if g1.EnergyJoules == nil || *g1.EnergyJoules <= 0 {
+		t.Errorf("GPU 1 held idle drew energy %v, want its idle energy", g1.EnergyJoules)
 	}
 	near(t, "GPU 0 idle seconds", g0.IdleSeconds, 10, step.Seconds()) // 4–10 s and 70–74 s
 }

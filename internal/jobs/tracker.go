@@ -26,6 +26,9 @@ type Tracker struct {
 	prevTime   time.Time
 	// xids is each GPU's XID event count at the previous tick.
 	xids map[string]uint64
+	// idleEnergy is each whole GPU's idle energy (snapshot.Accounting.
+	// IdleEnergy) at the previous tick.
+	idleEnergy map[string]float64
 	// ended are the jobs a Slurm epilog marked ended (see DefaultEpilogDir): their
 	// allocations no longer keep them running.
 	ended map[string]bool
@@ -132,7 +135,7 @@ func NewTracker(node string) *Tracker {
 	return &Tracker{
 		node: node, jobs: map[string]*job{},
 		prevOwners: map[snapshot.OwnerKey]ownerFigures{}, prevAllocs: map[allocID]allocFigures{},
-		xids: map[string]uint64{}, done: map[string]bool{}, listed: map[string][]holder{},
+		xids: map[string]uint64{}, idleEnergy: map[string]float64{}, done: map[string]bool{}, listed: map[string][]holder{},
 	}
 }
 
@@ -323,16 +326,19 @@ func (t *Tracker) addTotals(acc *snapshot.Accounting, held map[string]map[gpuID]
 	if acc == nil {
 		return smDelta
 	}
-	t.addOwnerTotals(acc, held, smDelta)
-	t.addAllocTotals(acc)
+	ran := t.addOwnerTotals(acc, held, smDelta)
+	allocs := t.addAllocTotals(acc)
+	t.addIdleFigures(acc, allocs, ran, smDelta)
 	return smDelta
 }
 
 // addOwnerTotals adds the increase of each owner's process seconds, SM
 // seconds, energy and memory peak to its job's GPU, and each job's SM-second
 // increase per GPU to smDelta. A GPU a job's processes left since the
-// previous tick joins held.
-func (t *Tracker) addOwnerTotals(acc *snapshot.Accounting, held map[string]map[gpuID]int, smDelta map[string]map[gpuID]float64) {
+// previous tick joins held. It returns, per job, the GPUs on which its
+// processes ran in the interval.
+func (t *Tracker) addOwnerTotals(acc *snapshot.Accounting, held map[string]map[gpuID]int, smDelta map[string]map[gpuID]float64) (ran map[string]map[gpuID]bool) {
+	ran = map[string]map[gpuID]bool{}
 	owners := make(map[snapshot.OwnerKey]ownerFigures, len(acc.Owners))
 	for i := range acc.Owners {
 		o := &acc.Owners[i]
@@ -353,6 +359,12 @@ func (t *Tracker) addOwnerTotals(acc *snapshot.Accounting, held map[string]map[g
 		}
 		g := j.gpu(o.Key.GPU, id)
 		g.Process += cur.seconds - prev.seconds
+		if cur.seconds > prev.seconds {
+			if ran[key] == nil {
+				ran[key] = map[gpuID]bool{}
+			}
+			ran[key][id] = true
+		}
 		if o.SMSeconds.Valid {
 			g.HasSM = true
 			d := max(0, cur.sm-prev.sm)
@@ -372,17 +384,20 @@ func (t *Tracker) addOwnerTotals(acc *snapshot.Accounting, held map[string]map[g
 		}
 	}
 	t.prevOwners = owners
+	return ran
+}
+
+// allocTick is one job's allocation of one GPU in one interval.
+type allocTick struct {
+	index         int
+	seconds, idle float64
+	hasIdle       bool
 }
 
 // addAllocTotals adds the increase of each job's allocated and idle
-// seconds per GPU.
-func (t *Tracker) addAllocTotals(acc *snapshot.Accounting) {
+// seconds per GPU, and returns those increases.
+func (t *Tracker) addAllocTotals(acc *snapshot.Accounting) map[string]map[gpuID]*allocTick {
 	allocs := make(map[allocID]allocFigures, len(acc.Allocations))
-	type allocTick struct {
-		index         int
-		seconds, idle float64
-		hasIdle       bool
-	}
 	tick := map[string]map[gpuID]*allocTick{}
 	for i := range acc.Allocations {
 		a := &acc.Allocations[i]
@@ -427,6 +442,55 @@ func (t *Tracker) addAllocTotals(acc *snapshot.Accounting) {
 		}
 	}
 	t.prevAllocs = allocs
+	return tick
+}
+
+// addIdleFigures gives the jobs that held a GPU in the interval without
+// running on it (allocs without ran) what that GPU did for them: no SM
+// time, known as 0 where the allocation's idle time was measured, and the
+// increase of the GPU's idle energy, split equally among them. A GPU's
+// idle energy is the energy of the intervals in which no process held it,
+// so a job whose processes ran gets its share through its owners instead.
+// The idle energy of a MIG GPU is its unheld instances' together, which
+// no one instance's holder can claim: MIG instances get none.
+func (t *Tracker) addIdleFigures(acc *snapshot.Accounting, allocs map[string]map[gpuID]*allocTick, ran map[string]map[gpuID]bool, smDelta map[string]map[gpuID]float64) {
+	idleHolders := map[string][]string{} // GPU UUID → jobs holding it whole, idle
+	for key, gpus := range allocs {
+		for id, at := range gpus {
+			if at.seconds <= 0 || ran[key][id] {
+				continue
+			}
+			if at.hasIdle {
+				t.jobs[key].gpu(at.index, id).HasSM = true
+				if smDelta[key] == nil {
+					smDelta[key] = map[gpuID]float64{}
+				}
+				if _, ok := smDelta[key][id]; !ok {
+					smDelta[key][id] = 0 // an idle interval's utilization, for the highest
+				}
+			}
+			if id.mig == "" {
+				idleHolders[id.uuid] = append(idleHolders[id.uuid], key)
+			}
+		}
+	}
+	energy := make(map[string]float64, len(acc.IdleEnergy))
+	for i := range acc.IdleEnergy {
+		e := &acc.IdleEnergy[i]
+		energy[e.GPUUUID] = e.Joules
+		prev, seen := t.idleEnergy[e.GPUUUID]
+		keys := idleHolders[e.GPUUUID]
+		if !seen || e.Joules < prev || len(keys) == 0 {
+			continue // a baseline, or the accountant forgot the GPU and started again
+		}
+		share := (e.Joules - prev) / float64(len(keys))
+		for _, key := range keys {
+			g := t.jobs[key].gpu(e.GPU, gpuID{uuid: e.GPUUUID})
+			g.HasEnergy = true
+			g.Energy += share
+		}
+	}
+	t.idleEnergy = energy
 }
 
 // addDeviceFigures adds what the GPUs themselves report over the interval
