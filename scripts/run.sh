@@ -67,10 +67,17 @@ if [ ${#acct_flag[@]} -eq 0 ]; then
 fi
 "$bin" --backend=sim --sim.profile=dgx-h100 "${acct_flag[@]}" "$@" &
 pid=$!
-trap 'kill -INT "$pid" 2>/dev/null || true' INT TERM
+signalled=""
+trap 'signalled=1; kill -INT "$pid" 2>/dev/null || true' INT TERM
 status=0
 wait "$pid" || status=$?
-# A signal interrupts the first wait; the second waits for gpuwatch to end.
-if kill -0 "$pid" 2>/dev/null; then wait "$pid" || status=$?; fi
+# A trapped signal ends wait early (128 + the signal) while gpuwatch shuts
+# down, or after it already ended of the same signal sent to the whole
+# group: wait again for gpuwatch's own status (127: it was already reaped).
+while [ -n "$signalled" ]; do
+  signalled=""
+  status=0
+  wait "$pid" 2>/dev/null || { s=$?; [ "$s" -eq 127 ] || status=$s; }
+done
 rm -rf -- "$acct"
 exit "$status"
