@@ -43,10 +43,14 @@ type Options struct {
 	LimitFlag string
 	// Retries is how many times a transient failure (a 429, 502, 503 or
 	// 504, or a connection reset) is retried, with a doubling pause from
-	// RetryPause (500 ms when 0).
+	// RetryPause (DefaultRetryPause when 0).
 	Retries    int
 	RetryPause time.Duration
 }
+
+// DefaultRetryPause is the first pause before a retry: long enough for a
+// restarting server to come back, short enough not to hold up a report.
+const DefaultRetryPause = 500 * time.Millisecond
 
 // New returns a client with o's settings. Its errors say which file is
 // wrong.
@@ -57,7 +61,7 @@ func New(o Options) (*http.Client, error) {
 	}
 	pause := o.RetryPause
 	if pause <= 0 {
-		pause = 500 * time.Millisecond
+		pause = DefaultRetryPause
 	}
 	limit := o.MaxResponseBytes
 	if limit <= 0 {

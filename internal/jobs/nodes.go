@@ -46,10 +46,18 @@ type NodesOptions struct {
 	Concurrency int
 	// MaxResponseBytes bounds one answer; 0 is httpclient's default.
 	MaxResponseBytes int64
-	// FirstPause is the first pause between rounds (1 s when 0); each
-	// next one doubles, up to 16 times it.
+	// FirstPause is the first pause between rounds (DefaultFirstPause
+	// when 0); each next one doubles, up to maxPauseGrowth times it.
 	FirstPause time.Duration
 }
+
+// DefaultFirstPause is the first pause before nodes whose answer can still
+// change are asked again; maxPauseGrowth bounds how far the doubling goes,
+// so a node that answers late is not left unasked for long.
+const (
+	DefaultFirstPause = time.Second
+	maxPauseGrowth    = 16
+)
 
 // nodeName is what a node name may be: a host name. Anything else (an
 // "@" or ":" that would move the URL's host, a "/") is refused.
@@ -125,7 +133,7 @@ func FromNodes(ctx context.Context, q Query, o NodesOptions) (recs []Record, mis
 		ctx, cancel = context.WithDeadline(ctx, deadline.Add(o.Timeout))
 		defer cancel()
 	}
-	pause := cmp.Or(o.FirstPause, time.Second)
+	pause := cmp.Or(o.FirstPause, DefaultFirstPause)
 	for {
 		var todo []string
 		for _, n := range o.Nodes {
@@ -144,7 +152,7 @@ func FromNodes(ctx context.Context, q Query, o NodesOptions) (recs []Record, mis
 		case <-ctx.Done():
 		case <-time.After(pause):
 		}
-		pause = min(2*pause, 16*cmp.Or(o.FirstPause, time.Second))
+		pause = min(2*pause, maxPauseGrowth*cmp.Or(o.FirstPause, DefaultFirstPause))
 	}
 	for _, n := range o.Nodes {
 		r := results[n]
