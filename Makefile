@@ -42,7 +42,7 @@ golden: fakenvml
 # The simulator as libnvidia-ml.so.1, one library per driver branch, in
 # build/fakenvml/VARIANT/ (VARIANTS='*' builds every variant; see README).
 fakenvml:
-	go run ./internal/fakenvml/build -o build/fakenvml $(if $(VARIANTS),-variants='$(VARIANTS)')
+	go run ./internal/fakedriver/fakenvml/build -o build/fakenvml $(if $(VARIANTS),-variants='$(VARIANTS)')
 
 # The latency runs, the side-by-side comparison with nvidia_gpu_exporter (built from
 # PEER_GIT at PEER_REF in a temporary directory; a local clone or mirror serves offline),

@@ -11,7 +11,7 @@ import (
 
 	"github.com/gpuwatch/gpuwatch/internal/accounting"
 	"github.com/gpuwatch/gpuwatch/internal/attribution"
-	nvmlbackend "github.com/gpuwatch/gpuwatch/internal/backend/nvml"
+	"github.com/gpuwatch/gpuwatch/internal/backend/nvmlbackend"
 	"github.com/gpuwatch/gpuwatch/internal/jobs"
 	"github.com/gpuwatch/gpuwatch/internal/pipeline"
 	"github.com/gpuwatch/gpuwatch/internal/snapshot"

@@ -144,7 +144,7 @@ func TestRecordsShareTheScrapesXIDWatcher(t *testing.T) {
 func xidWaiters() int {
 	buf := make([]byte, 1<<22)
 	n := runtime.Stack(buf, true)
-	return strings.Count(string(buf[:n]), "created by github.com/gpuwatch/gpuwatch/internal/backend/nvml.startXIDWatcher")
+	return strings.Count(string(buf[:n]), "created by github.com/gpuwatch/gpuwatch/internal/backend/nvmlbackend.startXIDWatcher")
 }
 
 // The ticks' attribution is the scrapes' one, viewed with the accounting's

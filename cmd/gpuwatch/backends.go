@@ -8,7 +8,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	smibackend "github.com/gpuwatch/gpuwatch/internal/backend/smi"
+	"github.com/gpuwatch/gpuwatch/internal/backend/smibackend"
 	"github.com/gpuwatch/gpuwatch/internal/exporter"
 	"github.com/gpuwatch/gpuwatch/internal/snapshot"
 )

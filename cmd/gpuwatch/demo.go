@@ -3,8 +3,8 @@ package main
 import (
 	"log/slog"
 
-	"github.com/gpuwatch/gpuwatch/internal/backend/sim"
 	"github.com/gpuwatch/gpuwatch/internal/demo"
+	"github.com/gpuwatch/gpuwatch/internal/fakedriver/sim"
 )
 
 // ownSources reports whether the user named any attribution source. With

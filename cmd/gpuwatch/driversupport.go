@@ -7,7 +7,7 @@ import (
 	"strings"
 	"text/tabwriter"
 
-	nvmlbackend "github.com/gpuwatch/gpuwatch/internal/backend/nvml"
+	"github.com/gpuwatch/gpuwatch/internal/backend/nvmlbackend"
 	"github.com/gpuwatch/gpuwatch/internal/snapshot"
 )
 
@@ -15,7 +15,7 @@ import (
 // the same table (TestDocsDriverSupportTable keeps them equal).
 const driverSupportIntro = `Which collector groups each NVIDIA driver branch can serve: "yes", "no" (the
 group is off), or "partial" and the readings that are missing. Derived from the
-functions and field IDs in each branch's nvml.h (internal/nvmlbranch); at start
+functions and field IDs in each branch's nvml.h (internal/fakedriver/nvmlbranch); at start
 gpuwatch makes the same judgement about the library it loaded, logs it, and
 exports it as gpuwatch_driver_limited_group.
 `

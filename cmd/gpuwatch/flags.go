@@ -10,8 +10,8 @@ import (
 	"github.com/prometheus/common/promslog"
 	promslogflag "github.com/prometheus/common/promslog/flag"
 
-	"github.com/gpuwatch/gpuwatch/internal/backend/sim"
 	"github.com/gpuwatch/gpuwatch/internal/exporter"
+	"github.com/gpuwatch/gpuwatch/internal/fakedriver/sim"
 	"github.com/gpuwatch/gpuwatch/internal/snapshot"
 )
 

@@ -7,8 +7,8 @@ import (
 	"fmt"
 	"os"
 
-	"github.com/gpuwatch/gpuwatch/internal/backend/sim"
 	"github.com/gpuwatch/gpuwatch/internal/exporter"
+	"github.com/gpuwatch/gpuwatch/internal/fakedriver/sim"
 )
 
 // longRunning: the command keeps collecting (serve, textfile), so the log

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"unicode/utf8"
 
-	nvmlbackend "github.com/gpuwatch/gpuwatch/internal/backend/nvml"
+	"github.com/gpuwatch/gpuwatch/internal/backend/nvmlbackend"
 	"github.com/gpuwatch/gpuwatch/internal/exporter"
 	"github.com/gpuwatch/gpuwatch/internal/slurm"
 )

@@ -9,7 +9,7 @@ import (
 
 	"github.com/alecthomas/kingpin/v2"
 
-	smibackend "github.com/gpuwatch/gpuwatch/internal/backend/smi"
+	"github.com/gpuwatch/gpuwatch/internal/backend/smibackend"
 )
 
 // smiFlags configure --backend=nvidia-smi.

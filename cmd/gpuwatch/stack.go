@@ -18,9 +18,9 @@ import (
 	"github.com/prometheus/common/version"
 
 	"github.com/gpuwatch/gpuwatch/internal/backend/none"
-	nvmlbackend "github.com/gpuwatch/gpuwatch/internal/backend/nvml"
-	"github.com/gpuwatch/gpuwatch/internal/backend/sim"
+	"github.com/gpuwatch/gpuwatch/internal/backend/nvmlbackend"
 	"github.com/gpuwatch/gpuwatch/internal/exporter"
+	"github.com/gpuwatch/gpuwatch/internal/fakedriver/sim"
 	"github.com/gpuwatch/gpuwatch/internal/health"
 	"github.com/gpuwatch/gpuwatch/internal/healthlog"
 	"github.com/gpuwatch/gpuwatch/internal/jobs"

@@ -12,9 +12,9 @@ import (
 
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
 
-	nvmlbackend "github.com/gpuwatch/gpuwatch/internal/backend/nvml"
-	"github.com/gpuwatch/gpuwatch/internal/backend/sim"
+	"github.com/gpuwatch/gpuwatch/internal/backend/nvmlbackend"
 	"github.com/gpuwatch/gpuwatch/internal/exporter"
+	"github.com/gpuwatch/gpuwatch/internal/fakedriver/sim"
 	"github.com/gpuwatch/gpuwatch/internal/selfstats"
 	"github.com/gpuwatch/gpuwatch/internal/snapshot"
 )

@@ -11,9 +11,9 @@ import (
 	"time"
 
 	"github.com/gpuwatch/gpuwatch/internal/attribution"
-	nvmlbackend "github.com/gpuwatch/gpuwatch/internal/backend/nvml"
-	"github.com/gpuwatch/gpuwatch/internal/backend/sim"
+	"github.com/gpuwatch/gpuwatch/internal/backend/nvmlbackend"
 	"github.com/gpuwatch/gpuwatch/internal/demo"
+	"github.com/gpuwatch/gpuwatch/internal/fakedriver/sim"
 	"github.com/gpuwatch/gpuwatch/internal/slurm"
 	"github.com/gpuwatch/gpuwatch/internal/snapshot"
 )

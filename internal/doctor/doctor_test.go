@@ -12,9 +12,9 @@ import (
 	"testing"
 	"time"
 
-	nvmlbackend "github.com/gpuwatch/gpuwatch/internal/backend/nvml"
-	"github.com/gpuwatch/gpuwatch/internal/backend/sim"
+	"github.com/gpuwatch/gpuwatch/internal/backend/nvmlbackend"
 	"github.com/gpuwatch/gpuwatch/internal/demo"
+	"github.com/gpuwatch/gpuwatch/internal/fakedriver/sim"
 	"github.com/gpuwatch/gpuwatch/internal/grpcunix"
 	"github.com/gpuwatch/gpuwatch/internal/slurm"
 	"github.com/gpuwatch/gpuwatch/internal/snapshot"

@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	smibackend "github.com/gpuwatch/gpuwatch/internal/backend/smi"
+	"github.com/gpuwatch/gpuwatch/internal/backend/smibackend"
 )
 
 // With --backend=nvidia-smi the checks that are NVML's say so instead of

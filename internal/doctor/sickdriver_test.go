@@ -5,8 +5,8 @@ import (
 	"testing"
 	"time"
 
-	nvmlbackend "github.com/gpuwatch/gpuwatch/internal/backend/nvml"
-	"github.com/gpuwatch/gpuwatch/internal/backend/sim"
+	"github.com/gpuwatch/gpuwatch/internal/backend/nvmlbackend"
+	"github.com/gpuwatch/gpuwatch/internal/fakedriver/sim"
 	"github.com/gpuwatch/gpuwatch/internal/snapshot"
 )
 

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gpuwatch/gpuwatch/internal/backend/sim"
+	"github.com/gpuwatch/gpuwatch/internal/fakedriver/sim"
 	"github.com/gpuwatch/gpuwatch/internal/snapshot"
 )
 

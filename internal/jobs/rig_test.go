@@ -6,8 +6,8 @@ import (
 	"time"
 
 	"github.com/gpuwatch/gpuwatch/internal/accounting"
-	nvmlbackend "github.com/gpuwatch/gpuwatch/internal/backend/nvml"
-	"github.com/gpuwatch/gpuwatch/internal/backend/sim"
+	"github.com/gpuwatch/gpuwatch/internal/backend/nvmlbackend"
+	"github.com/gpuwatch/gpuwatch/internal/fakedriver/sim"
 	"github.com/gpuwatch/gpuwatch/internal/snapshot"
 )
 

@@ -9,7 +9,7 @@ import (
 
 	dto "github.com/prometheus/client_model/go"
 
-	"github.com/gpuwatch/gpuwatch/internal/nvmlbranch"
+	"github.com/gpuwatch/gpuwatch/internal/fakedriver/nvmlbranch"
 	"github.com/gpuwatch/gpuwatch/internal/testenv"
 )
 

@@ -14,7 +14,7 @@ import (
 	dto "github.com/prometheus/client_model/go"
 	"sigs.k8s.io/yaml"
 
-	"github.com/gpuwatch/gpuwatch/internal/nvmlbranch"
+	"github.com/gpuwatch/gpuwatch/internal/fakedriver/nvmlbranch"
 	"github.com/gpuwatch/gpuwatch/internal/testenv"
 )
 

@@ -18,12 +18,12 @@ import (
 
 	dto "github.com/prometheus/client_model/go"
 
-	"github.com/gpuwatch/gpuwatch/internal/fakenvml/variants"
-	"github.com/gpuwatch/gpuwatch/internal/nvmlbranch"
+	"github.com/gpuwatch/gpuwatch/internal/fakedriver/fakenvml/variants"
+	"github.com/gpuwatch/gpuwatch/internal/fakedriver/nvmlbranch"
 	"github.com/gpuwatch/gpuwatch/internal/testenv"
 )
 
-// The fake libnvidia-ml.so.1 (internal/fakenvml): the unmodified NVML
+// The fake libnvidia-ml.so.1 (internal/fakedriver/fakenvml): the unmodified NVML
 // backend (--backend=nvml: nvml.New, dlopen, cgo) against the simulator
 // built as a C library, one variant per driver branch.
 

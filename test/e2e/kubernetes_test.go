@@ -14,7 +14,7 @@ import (
 	runtimev1 "k8s.io/cri-api/pkg/apis/runtime/v1"
 	podresourcesv1 "k8s.io/kubelet/pkg/apis/podresources/v1"
 
-	"github.com/gpuwatch/gpuwatch/internal/nvmlbranch"
+	"github.com/gpuwatch/gpuwatch/internal/fakedriver/nvmlbranch"
 )
 
 // fakeKubelet and fakeCRI answer with the real protobuf types, over unix

@@ -30,7 +30,7 @@ func fakeSMIPath(t *testing.T) string {
 		if fakeSMIErr != nil {
 			return
 		}
-		out, err := exec.Command("go", "build", "-o", filepath.Join(fakeSMIDir, "nvidia-smi"), "../../internal/backend/smi/fakesmi").CombinedOutput()
+		out, err := exec.Command("go", "build", "-o", filepath.Join(fakeSMIDir, "nvidia-smi"), "../../internal/fakedriver/fakesmi").CombinedOutput()
 		if err != nil {
 			fakeSMIErr = err
 			t.Logf("%s", out)
@@ -51,7 +51,7 @@ type smiHost struct {
 
 func newSMIHost(t *testing.T, help, gpus, apps string) *smiHost {
 	t.Helper()
-	fixtures, err := filepath.Abs("../../internal/backend/smi/testdata")
+	fixtures, err := filepath.Abs("../../internal/backend/smibackend/testdata")
 	if err != nil {
 		t.Fatal(err)
 	}

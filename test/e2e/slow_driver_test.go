@@ -19,7 +19,7 @@ import (
 )
 
 // Issue 22: a driver in trouble, through the unmodified --backend=nvml
-// path against the fake libnvidia-ml.so.1 (internal/fakenvml) taught
+// path against the fake libnvidia-ml.so.1 (internal/fakedriver/fakenvml) taught
 // each behaviour by its simulator config.
 
 // doctorWithEnv runs gpuwatch doctor -o json with env and decodes its report.

@@ -1,5 +1,5 @@
 // Package wine runs gpuwatch's Windows code under Wine: the Windows build
-// of the nvidia-smi backend's tests (internal/backend/smi), with the fake
+// of the nvidia-smi backend's tests (internal/backend/smibackend), with the fake
 // nvidia-smi built for Windows, so that the backend's Windows paths (CRLF
 // output, nvidia-smi.exe's install locations, killing a hung run without
 // process groups) run in CI. Wine 8.0 lacks bcryptprimitives.dll, which
@@ -60,8 +60,8 @@ func TestNvidiaSMIBackendUnderWine(t *testing.T) {
 	linux := os.Environ()
 	windows := append(os.Environ(), "GOOS=windows", "GOARCH=amd64", "CGO_ENABLED=0")
 	run(t, ctx, linux, root, mingw, "-shared", "-O2", "-o", filepath.Join(dir, "bcryptprimitives.dll"), "test/wine/testdata/processprng.c", "-ladvapi32")
-	run(t, ctx, windows, root, "go", "test", "-c", "-o", filepath.Join(dir, "smi.test.exe"), "./internal/backend/smi")
-	run(t, ctx, windows, root, "go", "build", "-o", filepath.Join(dir, "nvidia-smi.exe"), "./internal/backend/smi/fakesmi")
+	run(t, ctx, windows, root, "go", "test", "-c", "-o", filepath.Join(dir, "smi.test.exe"), "./internal/backend/smibackend")
+	run(t, ctx, windows, root, "go", "build", "-o", filepath.Join(dir, "nvidia-smi.exe"), "./internal/fakedriver/fakesmi")
 
 	prefix := filepath.Join(dir, "prefix")
 	wineEnv := append(os.Environ(), "WINEPREFIX="+prefix, "WINEDEBUG=-all")
@@ -82,7 +82,7 @@ func TestNvidiaSMIBackendUnderWine(t *testing.T) {
 	}
 
 	out := run(t, ctx, append(wineEnv, "FAKESMI_BIN="+windowsPath(filepath.Join(dir, "nvidia-smi.exe"))),
-		filepath.Join(root, "internal", "backend", "smi"), wine, filepath.Join(dir, "smi.test.exe"), "-test.v")
+		filepath.Join(root, "internal", "backend", "smibackend"), wine, filepath.Join(dir, "smi.test.exe"), "-test.v")
 	for _, want := range []string{
 		"--- PASS: TestReadDatacenterHost", "--- PASS: TestParseGarbage", "--- PASS: TestFailingNvidiaSMIDownsItsGPUs",
 		"--- PASS: TestHungNvidiaSMIIsKilled", "--- PASS: TestNvidiaSMIFoundInItsInstallLocation", "\nPASS",
