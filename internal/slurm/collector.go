@@ -30,7 +30,8 @@ type Options struct {
 	Format string
 	// SkipSdiag turns off the scheduler health metrics.
 	SkipSdiag bool
-	// MaxOutput bounds the bytes one command may print; default 256 MiB.
+	// MaxOutput bounds the bytes one command may print; default
+	// DefaultMaxOutput.
 	MaxOutput int64
 	// Runner runs the commands; default ExecRunner{Timeout, MaxOutput}.
 	Runner CommandRunner

@@ -17,8 +17,8 @@ type NodeAllocations struct {
 
 	// matched is ListCached's last answer: the lookup's cached answer of
 	// version matchedVersion, matched to the devices named by matchedTo.
-	// It stands while both do (an accounting tick every two seconds would
-	// otherwise build and match the same answer again).
+	// It stands while both do (each accounting tick would otherwise build
+	// and match the same answer again).
 	mu             sync.Mutex
 	matched        []snapshot.Allocation
 	matchedVersion CacheVersion

@@ -20,8 +20,9 @@ type CommandRunner interface {
 // Defaults for ExecRunner.
 const (
 	DefaultTimeout = 10 * time.Second
-	// DefaultMaxOutput bounds what one command may print. squeue --json
-	// prints about 3.5 KiB per job in 22.05, so 256 MiB is some 70 000 jobs.
+	// DefaultMaxOutput bounds what one command may print: squeue --json's
+	// answer for a cluster of tens of thousands of jobs (its size per job
+	// is in bench/RESULTS.md).
 	DefaultMaxOutput = 256 << 20
 	maxStderr        = 4 << 10
 )
