@@ -11,7 +11,7 @@ import (
 // allocationSource is an AllocationSource with the cached answers it can
 // give, found once: a type assertion to an interface per source per
 // Enrich is a lookup in the runtime's table, and the accounting enriches
-// every two seconds.
+// on every tick (--accounting.interval).
 type allocationSource struct {
 	AllocationSource
 	cached CachedAllocationSource // nil: List only

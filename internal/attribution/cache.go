@@ -157,7 +157,7 @@ type errorCounts struct {
 	counts map[string]uint64
 	// published is a copy of counts that snapshots share, read-only; made
 	// anew after a count changed (failures are rare, Enrich calls are
-	// not: the accounting's come every two seconds).
+	// not: the accounting makes one on every tick).
 	published map[string]uint64
 }
 

@@ -74,8 +74,8 @@ type KubeletResolver struct {
 
 	// matched is ListCached's last answer: allocs of the answer counted
 	// by matchedFetch matched to the devices named by matchedTo. It
-	// stands while both do (an accounting tick every two seconds would
-	// otherwise match the same answer to the same GPUs again).
+	// stands while both do (each accounting tick, many per kubelet answer,
+	// would otherwise match the same answer to the same GPUs again).
 	matched      []snapshot.Allocation
 	matchedFetch uint64
 	matchedTo    snapshot.DeviceIdentities

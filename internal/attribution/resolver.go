@@ -59,8 +59,8 @@ type AllocationSource interface {
 // shared from one call to the next: do not modify it. The Attributor
 // asks it first, and calls List (on a goroutine of its own, under
 // Options.Timeout) only when it cannot: the accounting enriches a
-// snapshot every two seconds, and a goroutine per source per Enrich was a
-// good part of what a tick cost.
+// snapshot on every tick (--accounting.interval), and a goroutine per
+// source per Enrich was a good part of what a tick cost.
 type CachedAllocationSource interface {
 	AllocationSource
 	ListCached(devices []snapshot.Device) (allocs []snapshot.Allocation, ok bool)
