@@ -9,11 +9,11 @@ import (
 // deadlineContext is context.WithDeadline(parent, deadline) whose timer,
 // and its registration with parent, are made only when something asks for
 // Done. A collection on its caller's goroutine (Options.OwnCaller: the
-// accounting's tick, every two seconds) mostly asks only Err and Deadline,
+// accounting's tick, every --accounting.interval) mostly asks only Err and Deadline,
 // between GPUs and before waiting for anything, and neither needs a timer:
 // the two a collection made with context.WithTimeout (the read's and the
-// enrichers') were about 4 % of a tick's CPU in a serving process
-// (bench/RESULTS.md). Something that waits on Done gets the real context
+// enrichers') were a measurable share of a tick's CPU in a serving
+// process (bench/RESULTS.md). Something that waits on Done gets the real context
 // then, with the same deadline.
 //
 // One difference from context.WithDeadline: without a Done asked for, Err
