@@ -1,7 +1,7 @@
 // Package pidindex indexes PIDs for code that looks up every process of a
 // driver's list at every read: the accounting's reader and integration
-// look up each of a GPU's per-process samples (256 processes per GPU in
-// issue 25's fleet) several times a tick, and a map lookup per sample was
+// look up each of a GPU's per-process samples (hundreds of processes per
+// GPU in the benchmark's fleet) several times a tick, and a map lookup per sample was
 // most of what a tick cost (bench/RESULTS.md).
 package pidindex
 
