@@ -45,8 +45,8 @@ type Tracker struct {
 // holder is what makes a process's job present on a GPU or MIG instance:
 // its Slurm job, pod and user there. A GPU's processes are kept as their
 // distinct holders, in the order of their first process: one per job,
-// not one per process, at every tick (2048 copies of each process's owner
-// per tick were most of what a tick cost, with records on).
+// not one per process, at every tick (a copy of each process's owner per
+// tick was most of what a tick cost, with records on: bench/RESULTS.md).
 type holder struct {
 	key           string // jobKey's: "" for a process of no job
 	slurm         snapshot.SlurmJob
