@@ -6,7 +6,7 @@ import (
 	"time"
 )
 
-// A slow driver (200 ms a call, seen on hosts without persistence mode)
+// A slow driver (seen on hosts without persistence mode: bench/RESULTS.md)
 // takes longer to read a GPU than the collection's deadline allows. Such
 // a GPU answers: it is not down. Its read runs on past the deadline, and
 // the reading it returns is kept here and served, with its age, by the
@@ -17,10 +17,11 @@ import (
 
 // DownAfterTimeouts is how many collection timeouts a GPU's read may run
 // before the GPU is reported down (not_answering) rather than served from
-// its last completed reading. Three: at 200 ms a call a read takes about
-// 7 s, 1.3 times the default 5 s timeout, so a slow driver keeps its GPUs
-// up with room to spare, while a GPU that stops answering is reported
-// down within 15 s (at the default) of its last answer's read.
+// its last completed reading. Three: a slow driver's read of a GPU takes
+// more than one default collection timeout but well under two
+// (bench/RESULTS.md), so a slow driver keeps its GPUs up with room to
+// spare, while a GPU that stops answering is reported down within three
+// timeouts of its last answer's read.
 const DownAfterTimeouts = 3
 
 // completedReadings keeps, per device, the newest reading whose read

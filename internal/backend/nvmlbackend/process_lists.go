@@ -22,8 +22,8 @@ const (
 	// processListFirst is the first buffer's capacity when the device
 	// had fewer processes at the last read.
 	processListFirst = 64
-	// maxProcessListEntries bounds the buffer: 24 bytes an entry, 768 KiB.
-	// Far more processes than a GPU holds contexts for (MPS allows 48 to
+	// maxProcessListEntries bounds the buffer (one nvml.ProcessInfo an
+	// entry). Far more processes than a GPU holds contexts for (MPS allows 48 to
 	// 60 clients; a shared inference host has hundreds).
 	maxProcessListEntries = 32768
 )

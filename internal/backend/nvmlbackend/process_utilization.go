@@ -9,9 +9,9 @@ import (
 // Per-process utilization samples are read into a buffer the device keeps
 // from one read to the next, in one call of the driver while they fit.
 // go-nvml's GetProcessUtilization calls the driver twice (the first time
-// for the count) and allocates a new array at every read: at 256 processes
-// on each of eight GPUs, sixteen calls and 64 KiB of garbage at every
-// accounting tick, the largest part of a tick's garbage. Like the process
+// for the count) and allocates a new array at every read: two calls and
+// an array per GPU at every accounting tick, with hundreds of processes
+// per GPU the largest part of a tick's garbage (bench/RESULTS.md). Like the process
 // lists, the exchange is bounded (boundedExchange): go-nvml's handles are
 // called through the C function (process_utilization_cgo.go), the
 // simulator's through its sized form of it; other handles (go-nvml's mocks,

@@ -369,7 +369,7 @@ func (d *deviceReader) addUtilization(procs []snapshot.Process, samples []nvml.P
 	}
 	// Usually a device has a handful of processes and scanning is cheapest;
 	// a shared inference or MPS host can have hundreds, where a scan per
-	// process turns quadratic (it was 14% of a scrape at 256 per GPU).
+	// process turns quadratic (bench/RESULTS.md).
 	newestOf := func(pid uint32) *nvml.ProcessUtilizationSample {
 		var newest *nvml.ProcessUtilizationSample
 		for j := range samples {

@@ -9,9 +9,9 @@ import (
 // Reading on the caller (Options.ReadOnCaller): the Read's own goroutine
 // reads its GPUs one after another. Handing a GPU to another goroutine and
 // back wakes a second thread of an otherwise idle process each way: for
-// the accounting's reader, which reads eight GPUs every two seconds and
-// whose reads take a fraction of a millisecond, those wake-ups cost a
-// third of a tick (bench/RESULTS.md).
+// the accounting's reader, which reads every GPU at every tick and whose
+// reads are short, those wake-ups cost a large share of a tick
+// (bench/RESULTS.md).
 //
 // A call that hangs in the driver then holds the caller, which cannot be
 // helped here: the caller (accounting.Accountant.Run) leaves such a Read

@@ -15,8 +15,8 @@ import (
 // one per device (blockedReads).
 //
 // It lives in Read's own goroutine: one timer per Read, armed only while a
-// device waits for a slot, instead of a timer per device read (a read of
-// eight GPUs is every two seconds for the accounting).
+// device waits for a slot, instead of a timer per device read (the
+// accounting reads every GPU at every tick).
 type readSlots struct {
 	size int
 	hold time.Duration

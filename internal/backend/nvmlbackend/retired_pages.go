@@ -29,7 +29,7 @@ const (
 	// and three buffers sized to what the driver asked for, which covers
 	// a page retired between two calls.
 	retiredPageTries = 4
-	// maxRetiredPages bounds the buffer: 8 bytes a page, 32 KiB. A GPU
+	// maxRetiredPages bounds the buffer (one address a page). A GPU
 	// retires pages one failing address at a time and is replaced long
 	// before it has retired a few dozen; no real count comes near.
 	maxRetiredPages = 4096
