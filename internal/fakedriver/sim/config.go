@@ -161,7 +161,7 @@ type Fault struct {
 	RetiredPagesSize string `yaml:"retired_pages_size"`
 	// SlowCalls: every call on the device takes this long before it
 	// answers, as on a driver without persistence mode on a busy host
-	// (200ms a call was seen in the field).
+	// (bench/RESULTS.md has what a call took there).
 	SlowCalls *Duration `yaml:"slow_calls"`
 	// BogusValues names readings that answer values no GPU can have: the
 	// driver's "unavailable" sentinels and impossible readings (see

@@ -351,10 +351,14 @@ func (d *device) GetTotalEnergyConsumption() (uint64, nvml.Return) {
 
 // --- clocks ---
 
+// powerCapFraction is the share of its power limit above which a busy
+// GPU's driver caps clocks (SW power cap).
+const powerCapFraction = 0.95
+
 // powerCapped says whether the draw is close enough to the limit for the
 // driver to cap clocks (SW power cap).
 func (d *device) powerCapped(t float64) bool {
-	return d.act.busy() && d.powerW(t) > 0.95*d.model.powerLimitW
+	return d.act.busy() && d.powerW(t) > powerCapFraction*d.model.powerLimitW
 }
 
 // clockMHz is the current clock of one domain.

@@ -55,8 +55,8 @@
 // that never drops below its processes' SM utilization; a GPU without busy
 // processes is idle at 0 %. Power, temperature, clocks, performance state
 // and clock-event reasons follow utilization: idle GPUs report GPU_IDLE and
-// idle clocks; a GPU drawing over 95 % of its power limit reports
-// SW_POWER_CAP and lower clocks. Memory used is the driver's reservation
+// idle clocks; a GPU drawing over powerCapFraction of its power limit
+// reports SW_POWER_CAP and lower clocks. Memory used is the driver's reservation
 // plus the processes' memory.
 //
 // Counters only ever grow. Energy (GetTotalEnergyConsumption, mJ), PCIe
@@ -176,9 +176,9 @@
 //	  - {gpu: 7, energy_reset_at: 1m}              # energy counter restarts (driver reload)
 //
 // slow_calls: every call on the device waits this long before it answers
-// (a driver without persistence mode on a busy host: 200ms a call reads a
-// GPU in about 7s). bogus_values names readings that answer values no GPU
-// can have: temperature (0xFFFFFFFF °C), power (0xFFFFFFFF mW), clocks
+// (as a driver without persistence mode on a busy host does).
+// bogus_values names readings that answer values no GPU can have:
+// temperature (0xFFFFFFFF °C), power (0xFFFFFFFF mW), clocks
 // (0xFFFFFFFF MHz current), utilization (255 %), memory (used 1 GiB above
 // total, free wrapped to ~1.8e19), pstate (-1), fan_speed (0xFFFFFFFF %),
 // process_memory (2^63 bytes per process); BogusValueNames lists them.
@@ -280,8 +280,8 @@
 // lacks panics with a *MissingFunctionError, because a real process dies
 // there (go-nvml binds lazily: "symbol lookup error: undefined symbol").
 // gpuwatch --backend=sim uses Sim.Library. The guard is generated
-// (guard_gen.go, by internal/genguard) from go-nvml's interfaces, and
-// which C symbols each method calls comes from nvmlbranch.
+// (guard_gen.go, by internal/fakedriver/sim/internal/genguard) from
+// go-nvml's interfaces, and which C symbols each method calls comes from nvmlbranch.
 //
 // # Calls the simulator does not model
 //
@@ -304,8 +304,8 @@
 // ones are empty. No reflect runs at run time, nothing records calls, and
 // the simulator links none of go-nvml's mock packages (the A100 MIG table
 // is a copy of go-nvml's mock/dgxa100 data, checked by a test). The
-// generator (internal/gensafetynet) reads go-nvml's interfaces with
-// reflect at go generate time. After a go-nvml upgrade that changes them
+// generator (internal/fakedriver/sim/internal/gensafetynet) reads
+// go-nvml's interfaces with reflect at go generate time. After a go-nvml upgrade that changes them
 // the package does not compile (each generated type is checked against
 // its interface), and the generator's and this package's tests say the
 // file is stale, until it is regenerated with

@@ -55,13 +55,17 @@ func (a *activity) waveIntegral(t float64) float64 {
 
 func (a *activity) busy() bool { return a.sm > 0 }
 
+// waveHeadroom is the share of the headroom above the processes' SM
+// activity that the utilization wave fills at its crest.
+const waveHeadroom = 0.9
+
 // util is GPU utilization (0–1): at least the processes' SM activity, with
-// the wave filling up to 90 % of the headroom.
+// the wave filling up to waveHeadroom of the headroom.
 func (a *activity) util(t float64) float64 {
 	if !a.busy() {
 		return 0
 	}
-	return a.sm + (1-a.sm)*0.9*a.wave(t)
+	return a.sm + (1-a.sm)*waveHeadroom*a.wave(t)
 }
 
 // utilIntegral is the integral of util from 0 to t (utilization-seconds).
@@ -69,7 +73,7 @@ func (a *activity) utilIntegral(t float64) float64 {
 	if !a.busy() {
 		return 0
 	}
-	return a.sm*t + (1-a.sm)*0.9*a.waveIntegral(t)
+	return a.sm*t + (1-a.sm)*waveHeadroom*a.waveIntegral(t)
 }
 
 func (a *activity) memBase() float64 {
