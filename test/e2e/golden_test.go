@@ -42,12 +42,6 @@ func stableExposition(text string) string {
 	return b.String()
 }
 
-// TestGolden compares the whole /metrics page of each simulator profile, at
-// a pinned simulated time, with testdata/golden/PROFILE.prom.
-// Regenerate after an intended change with:
-//
-//	make golden     (or: go test ./test/e2e -run TestGolden -update)
-//
 // gpmWindow is a little more than the reader's shortest GPM window.
 const gpmWindow = 1100 * time.Millisecond
 
@@ -74,6 +68,11 @@ func settle(t *testing.T, bases ...string) {
 	time.Sleep(gpmWindow)
 }
 
+// TestGolden compares the whole /metrics page of each simulator profile, at
+// a pinned simulated time, with testdata/golden/PROFILE.prom.
+// Regenerate after an intended change with:
+//
+//	make golden     (or: go test ./test/e2e -run TestGolden -update)
 func TestGolden(t *testing.T) {
 	for _, profile := range profiles {
 		t.Run(profile, func(t *testing.T) {
