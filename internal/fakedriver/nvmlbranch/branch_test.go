@@ -46,7 +46,7 @@ func TestBranchFacts(t *testing.T) {
 	}{
 		{"R470", "nvmlInit_v2", true},
 		{"R470", "nvmlDeviceGetMemoryInfo", true},
-		{"R470", "nvmlGpmQueryDeviceSupport", false}, // the crash in issue 9
+		{"R470", "nvmlGpmQueryDeviceSupport", false}, // calling it on R470 kills the process
 		{"R470", "nvmlDeviceGetMemoryInfo_v2", false},
 		{"R510", "nvmlDeviceGetMemoryInfo_v2", true},
 		{"R510", "nvmlDeviceGetCurrentClocksEventReasons", false},

@@ -29,7 +29,7 @@ import (
 const LibraryName = "libnvidia-ml.so.1"
 
 // Basic is the "basic" variant's functions: what the oldest drivers and
-// the most minimal NVML stand-ins have (issue 9): init, count, handles,
+// the most minimal NVML stand-ins have: init, count, handles,
 // UUID, name, temperature, power, memory v1, versions, PCI info.
 var Basic = []string{
 	"nvmlInit", "nvmlInit_v2", "nvmlInitWithFlags", "nvmlShutdown", "nvmlErrorString",
