@@ -11,7 +11,7 @@ import (
 	"strings"
 )
 
-// The attribution fleet of issue 3: 8 GPUs × 256 processes spread over 50
+// The attribution fleet: 8 GPUs × 256 processes spread over 50
 // containers (Docker, cgroupfs Docker and Podman cgroup shapes), written as
 // a procfs tree and a simulator config, with a Docker-compatible API on a
 // unix socket that names the containers.

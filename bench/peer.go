@@ -11,7 +11,7 @@ import (
 	"syscall"
 )
 
-// The side-by-side comparison with nvidia_gpu_exporter (issue 28): the peer
+// The side-by-side comparison with nvidia_gpu_exporter: the peer
 // is built from its public source in a temporary directory (its Go modules
 // come from the module proxy; nothing of it is kept), both binaries are
 // copied into place, and each round drops the page cache and then measures

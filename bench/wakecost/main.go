@@ -5,7 +5,7 @@
 // a thread woken, the scheduler looking for work, sysmon) and the
 // host's (a futex or a timer interrupt on a virtual machine), and an
 // accounting tick pays it on top of its own work: bench/RESULTS.md sets it
-// against --accounting.interval and issue 25's cost target.
+// against --accounting.interval and the accounting's cost target.
 //
 //	go run ./bench/wakecost -interval 2s -duration 2m
 package main
