@@ -69,7 +69,7 @@ func newApp() (*kingpin.Application, []command) {
 		"Without a GPU, try the simulator: gpuwatch --backend=sim --sim.profile=dgx-h100")
 	app.Version(version.Print("gpuwatch"))
 	app.HelpFlag.Short('h')
-	useCommandUsage(app)
+	useCommandHelp(app)
 
 	cfg := registerCommonFlags(app)
 	serve := newServeCommand(app, cfg)

@@ -1,9 +1,11 @@
 package e2e
 
 import (
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -139,26 +141,70 @@ func TestHelpExplainsTheSimulator(t *testing.T) {
 	}
 }
 
-// TestPsHelpShowsWhatPsUses: `gpuwatch ps --help` lists the flags ps reads
-// (backend, simulator, owners, logging, its own) and not serve's; -o lists
-// its choices.
+// TestPsHelpShowsWhatPsUses: `gpuwatch ps --help` describes ps's own
+// flags, then names the shared flags ps reads (backend, simulator, owners,
+// logging) and not serve's; --help-long describes them.
 func TestPsHelpShowsWhatPsUses(t *testing.T) {
 	out, code := runGpuwatch(t, "ps", "--help")
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, out)
 	}
-	for _, want := range []string{"--backend=", "--sim.profile=", "--path.procfs=", "--cri.socket=", "--attribution.timeout=",
-		"--slurm.node-name=", "--log.level=", "-o, --output=table", "table or json", "--gpu="} {
-		if !strings.Contains(out, want) {
-			t.Errorf("ps --help lacks %q", want)
+	own, shared, ok := strings.Cut(out, "Shared flags")
+	if !ok {
+		t.Fatalf("ps --help has no shared section:\n%s", out)
+	}
+	for _, want := range []string{"-o, --output=table", "table or json", "--gpu="} {
+		if !strings.Contains(own, want) {
+			t.Errorf("ps --help lacks %q before the shared flags", want)
 		}
 	}
-	for _, unwanted := range []string{"--web.listen-address=", "--[no-]collector.gpm", "--metrics.config=", "--[no-]collector.slurm", "--slurm.sdiag-path=", "--compat="} {
+	names := strings.Fields(shared)
+	for _, want := range []string{"--backend", "--sim.profile", "--path.procfs", "--cri.socket", "--attribution.timeout", "--slurm.node-name", "--log.level"} {
+		if !slices.Contains(names, want) {
+			t.Errorf("ps --help does not name %s", want)
+		}
+	}
+	for _, unwanted := range []string{"--web.listen-address", "--collector.gpm", "--metrics.config", "--collector.slurm", "--slurm.sdiag-path", "--compat"} {
 		if strings.Contains(out, unwanted) {
 			t.Errorf("ps --help shows %s, which ps does not use", unwanted)
 		}
 	}
+	if long, _ := runGpuwatch(t, "ps", "--help-long"); !strings.Contains(long, "--path.procfs=") || !strings.Contains(long, "--backend=") {
+		t.Errorf("ps --help-long does not describe the shared flags:\n%s", long)
+	}
 	if all, _ := runGpuwatch(t, "--help"); !strings.Contains(all, "--web.listen-address") || !strings.Contains(all, "collector.gpm") {
 		t.Error("gpuwatch --help lost serve's flags")
 	}
+}
+
+// TestHelpGoesToStdout: help and the version are asked for, so they go to
+// standard output with exit 0 (`gpuwatch --help | less`); an error goes to
+// standard error with a non-zero exit.
+func TestHelpGoesToStdout(t *testing.T) {
+	for _, args := range [][]string{{"--help"}, {"report", "--help"}, {"ps", "--help-long"}, {"help", "job"}, {"--version"}} {
+		stdout, stderr, code := runSplit(t, args...)
+		if code != 0 || stdout == "" || stderr != "" {
+			t.Errorf("gpuwatch %v: exit %d, %d bytes on stdout, stderr %q", args, code, len(stdout), stderr)
+		}
+	}
+	stdout, stderr, code := runSplit(t, "--no-such-flag")
+	if code == 0 || stdout != "" || !strings.Contains(stderr, "--no-such-flag") {
+		t.Errorf("a bad flag: exit %d, stdout %q, stderr %q", code, stdout, stderr)
+	}
+}
+
+// runSplit runs the binary to completion and returns its stdout, stderr
+// and exit code.
+func runSplit(t *testing.T, args ...string) (stdout, stderr string, code int) {
+	t.Helper()
+	var out, errOut strings.Builder
+	cmd := exec.Command(gpuwatchBin, args...)
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	err := cmd.Run()
+	if ee, ok := errors.AsType[*exec.ExitError](err); ok {
+		code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatalf("running gpuwatch: %v", err)
+	}
+	return out.String(), errOut.String(), code
 }
