@@ -78,7 +78,7 @@ func newApp() (*kingpin.Application, []command) {
 		newTextfileCommand(app, cfg),
 		newMetricsCommand(app, cfg),
 		newPsCommand(app, cfg),
-		newHealthCommand(app, cfg),
+		newHealthCommand(app, cfg, serve),
 		newDoctorCommand(app, cfg, serve),
 		newReportCommand(app),
 		newJobCommand(app, cfg),

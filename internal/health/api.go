@@ -36,6 +36,8 @@ func Handler(src Source, timeout time.Duration) http.Handler {
 		w.Header().Set("Cache-Control", "no-store")
 		enc := json.NewEncoder(w)
 		enc.SetIndent("", "  ")
-		_ = enc.Encode(NewReport(snap))
+		report := NewReport(snap)
+		report.Source = SourceServe
+		_ = enc.Encode(report)
 	})
 }

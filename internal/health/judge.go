@@ -99,7 +99,12 @@ func (j *Judge) Judge(s *snapshot.Snapshot) *snapshot.Health {
 func (j *Judge) RecordXID(uuid string, code uint64, at time.Time) {
 	j.mu.Lock()
 	defer j.mu.Unlock()
-	m := j.memory(uuid)
+	j.recordXID(uuid, code, at)
+}
+
+// recordXID is RecordXID with j.mu held; key is the GPU's gpuKey.
+func (j *Judge) recordXID(key string, code uint64, at time.Time) {
+	m := j.memory(key)
 	seen := m.xids[code]
 	if seen == nil {
 		m.xids[code] = &xidSeen{logged: 1, first: at, last: at}

@@ -18,7 +18,22 @@ type Report struct {
 	GPUs   []GPUReport `json:"gpus"`
 	// Node holds the node-wide checks (gpu_count).
 	Node []CheckReport `json:"node"`
+	// Source says who judged: SourceServe (the running serve, with its
+	// XID history since it started) or SourceLocal (`gpuwatch health`
+	// reading the GPUs itself, with the kernel log's XIDs).
+	Source string `json:"source,omitempty"`
+	// From details the source: the serve's URL, or what was read.
+	From string `json:"from,omitempty"`
+	// Warnings are what the command could not use: a serve that did not
+	// answer, kernel log lines it could not read. None changes a verdict.
+	Warnings []string `json:"warnings,omitempty"`
 }
+
+// The values of Report.Source.
+const (
+	SourceServe = "serve"
+	SourceLocal = "local"
+)
 
 // GPUReport is one GPU's verdict.
 type GPUReport struct {

@@ -41,6 +41,16 @@ func (r Report) WriteText(w io.Writer) error {
 	var b strings.Builder
 	b.WriteString(r.Line())
 	b.WriteString("\n")
+	if r.Source != "" {
+		fmt.Fprintf(&b, "source: %s", r.Source)
+		if r.From != "" {
+			fmt.Fprintf(&b, " (%s)", oneLine(r.From))
+		}
+		b.WriteString("\n")
+	}
+	for _, w := range r.Warnings {
+		fmt.Fprintf(&b, "warning: %s\n", oneLine(w))
+	}
 	for _, g := range r.GPUs {
 		fmt.Fprintf(&b, "GPU %d  %-7s  %s\n", g.GPU, g.Status, g.UUID)
 		for _, c := range g.Checks {

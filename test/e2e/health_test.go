@@ -163,7 +163,7 @@ func TestHealthCommandExitCodes(t *testing.T) {
 		code int
 		want string
 	}{
-		{"healthy", []string{"--backend=sim", "--sim.profile=dgx-h100"}, 0, "OK\nGPU 0  ok"},
+		{"healthy", []string{"--backend=sim", "--sim.profile=dgx-h100"}, 0, "OK\nsource: local"},
 		{"lost GPU", []string{"--backend=sim", "--sim.config=" + lost}, 1,
 			"FAIL: GPU 4 (UUID unknown): lost (gpu_is_lost); reboot the node"},
 		{"hung GPU", []string{"--backend=sim", "--sim.config=" + hung, "--collection.timeout=1s"}, 2,
@@ -174,12 +174,12 @@ func TestHealthCommandExitCodes(t *testing.T) {
 		if _, err := os.Stat("/dev/nvidiactl"); err == nil && c.name == "no driver" {
 			continue // an NVIDIA GPU is present on this machine
 		}
-		out, code := runGpuwatch(t, append([]string{"health"}, c.args...)...)
+		out, code := runGpuwatch(t, append([]string{"health", "--health.source=local"}, c.args...)...)
 		if code != c.code || !strings.Contains(out, c.want) {
 			t.Errorf("%s: exit %d, want %d; output:\n%s\nwant it to contain %q", c.name, code, c.code, out, c.want)
 		}
 	}
-	cmd := exec.Command(gpuwatchBin, "health", "--backend=sim", "--sim.config="+lost, "-o", "json")
+	cmd := exec.Command(gpuwatchBin, "health", "--health.source=local", "--backend=sim", "--sim.config="+lost, "-o", "json")
 	stdout, err := cmd.Output()
 	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 1 {
 		t.Fatalf("health -o json with a lost GPU: %v", err)
