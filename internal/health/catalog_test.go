@@ -30,8 +30,8 @@ func TestCatalogFollowsNVIDIA(t *testing.T) {
 			continue
 		}
 		cols := strings.Split(line, "\t")
-		if len(cols) != 3 {
-			t.Fatalf("bad row %q", line)
+		if len(cols) != 4 || !(strings.HasPrefix(cols[3], "verified ") || strings.HasPrefix(cols[3], "UNVERIFIED")) {
+			t.Fatalf("bad row %q: want code, mnemonic, action and whether it was verified", line)
 		}
 		code, err := strconv.ParseUint(cols[0], 10, 64)
 		if err != nil {
