@@ -28,6 +28,9 @@ const (
 // dimension; an empty query leaves that figure to the gauges.
 type counterSet struct {
 	held, measured, used, energy, idle string
+	// p95 is the 95th percentile over the steps of the owner's used part
+	// over its measured part: the same series as the mean's.
+	p95 string
 }
 
 // stepIncrease is a counter's increase over the step before each subquery
@@ -63,6 +66,16 @@ func sharedHeld(held, sm string, step time.Duration) string {
 		weight = "(" + bySM + " or " + byHeld + ")"
 	}
 	return "(" + weight + " * " + gpu + " " + longest + ")"
+}
+
+// stepScale is, per GPU and step, the factor that clips its holders'
+// seconds in the step to the step (1 unless a new owner's first total or a
+// late scrape brought more than a step): applied to SM seconds too, it
+// keeps each step's SM share of the held time as measured, so a clipped
+// step neither inflates the used hours nor reads as 100 %.
+func stepScale(held string, step time.Duration) string {
+	longest := "max by (" + counterGPU + ") (" + held + ")"
+	return "(clamp_max(" + longest + ", " + fmt.Sprint(step.Seconds()) + ") / (" + longest + " > 0))"
 }
 
 // atMost is a per series min(a, b) over the series both have.
@@ -130,12 +143,14 @@ func counterQueries(dim dimension, rng, step time.Duration) (counterSet, bool) {
 	}
 	// An owner used at most the part of the GPU it held; its idle time is
 	// its held time's idle share.
-	used := atMost(sm, part)
+	used := atMost("("+sm+" * on("+counterGPU+") group_left() "+stepScale(held, step)+")", part)
+	measured := "(" + part + " and " + sm + ")"
 	cs := counterSet{
 		held:     sumOver(part) + " / 3600",
-		measured: sumOver(part+" and "+sm) + " / 3600",
+		measured: sumOver(measured) + " / 3600",
 		used:     sumOver(used) + " / 3600",
 		energy:   sumOver(energy) + " / 3.6e6",
+		p95:      "quantile_over_time(0.95, (sum " + owner + " (" + used + ") / (sum " + owner + " (" + measured + ") > 0))" + w + ")",
 	}
 	if idle != "" {
 		cs.idle = sumOver(atMost(idle+" * "+part+" / "+held, part)) + " / 3600"
@@ -214,6 +229,9 @@ func useCounters(r *Report, dim dimension, opts Options, rows map[string]*Row,
 	// The counters cover the range: their figures replace the gauges'.
 	for _, row := range rows {
 		row.AllocatedGPUHours, row.measuredHours, row.UsedGPUHours, row.EnergyKWhSummed = 0, 0, nil, nil
+		// The p95 comes from the same series as the mean, never from
+		// another basis.
+		row.P95UtilizationPerGPU = nil
 		if cs.idle != "" {
 			row.IdleAllocatedGPUHours = 0
 		}
@@ -227,6 +245,7 @@ func useCounters(r *Report, dim dimension, opts Options, rows map[string]*Row,
 		{cs.used, func(r *Row, v float64) { r.UsedGPUHours = &v }},
 		{cs.energy, func(r *Row, v float64) { r.EnergyKWhSummed = &v }},
 		{cs.idle, func(r *Row, v float64) { r.IdleAllocatedGPUHours = v }},
+		{cs.p95, func(r *Row, v float64) { r.P95UtilizationPerGPU = &v }},
 	}
 	for _, f := range figures {
 		if f.query == "" {
@@ -250,7 +269,7 @@ func useCounters(r *Report, dim dimension, opts Options, rows map[string]*Row,
 		r.Notes = append(r.Notes, "the server gave no number for the fleet's energy from the counters: the sampled figure is kept (query: "+fleetQuery+")")
 	}
 	r.Basis = BasisCounters
-	r.BasisNote = "the accounting counters (gpu_*_total), which cover the range: GPU-hours held, SM-hours used, energy"
+	r.BasisNote = "the accounting counters (gpu_*_total), which cover the range: GPU-hours held, SM-hours used, utilization per GPU (mean and p95), energy"
 	if cs.idle != "" {
 		r.BasisNote += ", idle-allocated hours"
 	}

@@ -152,7 +152,9 @@ func buildQueries(dim dimension, rng, step time.Duration, idle float64) queries 
 		idleSteps:     sumOver(o.measured + " and on(instance, uuid) " + idleFilter),
 		// Per GPU: the owner's used part over its measured part at each
 		// step, so an owner of four busy GPUs is at 100 %, not 400 %.
-		p95Util:   "quantile_over_time(0.95, (sum " + owner + " (" + o.used + ") / sum " + owner + " (" + o.measured + "))" + w + ")",
+		// A step where the owner measured nothing (its part was 0) has no
+		// ratio, rather than 0/0.
+		p95Util:   "quantile_over_time(0.95, (sum " + owner + " (" + o.used + ") / (sum " + owner + " (" + o.measured + ") > 0))" + w + ")",
 		memPeak:   "max_over_time((sum " + owner + " (" + mem + "))" + w + ")",
 		memMean:   "avg_over_time((sum " + owner + " (" + mem + "))" + w + ")",
 		wattSteps: sumOver(o.own + " * " + gpuKey + " gpu_power_usage_watts"),

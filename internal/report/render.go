@@ -201,7 +201,7 @@ func (r *Report) fleetLine() string {
 	if f.GPUsWithoutUtilization > 0 {
 		unmeasured = fmt.Sprintf(" (%d without a utilization reading)", f.GPUsWithoutUtilization)
 	}
-	return fmt.Sprintf("Fleet: %d GPUs%s, mean utilization per GPU %s, idle %s, energy summed %s%s. Utilization and memory from %s. Hours and energy from %s.",
+	return fmt.Sprintf("Fleet: %d GPUs%s, mean utilization per GPU %s, idle %s, energy summed %s%s. Memory from %s. Owners' hours, utilization and energy from %s.",
 		f.GPUs, unmeasured, util, p.hours(f.IdleGPUHours)+" "+p.hourUnit, energy, co2e(f.CO2eKg, p), r.Sources, r.BasisNote)
 }
 

@@ -96,8 +96,9 @@ type Report struct {
 	Fleet        Fleet     `json:"fleet"`
 	Server       string    `json:"server"`
 	Generated    time.Time `json:"generated"`
-	// Sources says where the utilization percentile and memory figures came
-	// from: the shipped recording rules (their names) or the raw series.
+	// Sources says where the memory figures came from: the shipped
+	// recording rule (its name) or the raw series. Utilization comes from
+	// the Basis, as the hours do.
 	Sources string `json:"sources"`
 	// Notes say what the report did that its reader should know: a range
 	// narrowed to the data there is, a value the server gave as NaN.
@@ -197,13 +198,13 @@ func Build(ctx context.Context, q Querier, opts Options) (*Report, error) {
 	rng := opts.To.Sub(opts.From)
 	qs := buildQueries(dim, rng, opts.Step, opts.IdleBelow)
 	r.From, r.To, r.Step = opts.From, opts.To, promDuration(opts.Step)
-	if rules, ok := shippedRules[dim.name]; ok && !opts.RawOnly {
-		present, err := run(rulesPresentQuery(rules, promDuration(rng)))
+	if mem, ok := shippedMemoryRules[dim.name]; ok && !opts.RawOnly {
+		present, err := run(rulesPresentQuery(mem, promDuration(rng)))
 		if err != nil {
 			return nil, err
 		}
 		if len(present) > 0 {
-			r.Sources = qs.useRules(dim, rules, window(rng, opts.Step))
+			r.Sources = qs.useRules(dim, mem, window(rng, opts.Step))
 		}
 	}
 	r.Fleet.GPUs = gpus

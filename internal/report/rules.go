@@ -1,46 +1,42 @@
 package report
 
 // The recording rules shipped in deploy/prometheus/recording.yml already
-// hold, per owner and per evaluation, the owner's utilization and memory.
-// Where they exist over the range, the report reads those few series instead
-// of joining the raw ones again: the same figures, cheaper for the server.
+// hold, per owner and per evaluation, the owner's GPU memory. Where they
+// exist over the range, the report reads those few series instead of
+// joining the raw ones again: the same figures, cheaper for the server.
 // Where they do not (rules not loaded, or loaded after the range began),
 // the raw series are used.
+//
+// Utilization is never read from the rules: the mean and the p95 of a row
+// come from one basis (the counters or the gauges, each weighting a shared
+// GPU by the owner's part of it), and the rules' per-GPU averages weight
+// every GPU alike, so a p95 from them could fall below a mean from another
+// source with nothing to say why.
 
-// ruleSeries are the recorded series that stand in for a dimension's raw
-// utilization and memory expressions.
-type ruleSeries struct {
-	util, mem string
+// shippedMemoryRules are the recorded series that stand in for a
+// dimension's raw memory expression.
+var shippedMemoryRules = map[string]string{
+	"pod":             "namespace_pod:gpu_memory_used_bytes:sum",
+	"namespace":       "namespace:gpu_memory_used_bytes:sum",
+	"job":             "slurm_job:gpu_memory_used_bytes:sum",
+	"account":         "slurm_account:gpu_memory_used_bytes:sum",
+	"user":            "user:gpu_process_memory_used_bytes:sum",
+	"container":       "instance_container:gpu_process_memory_used_bytes:sum",
+	"compose_service": "compose_service:gpu_process_memory_used_bytes:sum",
 }
 
-var shippedRules = map[string]ruleSeries{
-	"pod":             {util: "namespace_pod:gpu_utilization_ratio:avg", mem: "namespace_pod:gpu_memory_used_bytes:sum"},
-	"namespace":       {util: "namespace:gpu_utilization_ratio:avg", mem: "namespace:gpu_memory_used_bytes:sum"},
-	"job":             {util: "slurm_job:gpu_utilization_ratio:avg", mem: "slurm_job:gpu_memory_used_bytes:sum"},
-	"account":         {util: "slurm_account:gpu_utilization_ratio:avg", mem: "slurm_account:gpu_memory_used_bytes:sum"},
-	"user":            {util: "user:gpu_process_sm_utilization_ratio:sum", mem: "user:gpu_process_memory_used_bytes:sum"},
-	"container":       {util: "instance_container:gpu_process_sm_utilization_ratio:sum", mem: "instance_container:gpu_process_memory_used_bytes:sum"},
-	"compose_service": {util: "compose_service:gpu_process_sm_utilization_ratio:sum", mem: "compose_service:gpu_process_memory_used_bytes:sum"},
-}
-
-// useRules replaces the utilization percentile and the memory figures with
-// the recorded series and returns what the report says of its sources. The
-// rules aggregate by cluster too; summing (or averaging) by the owner labels
-// folds clusters into one row, as the raw queries do. The process rules sum
-// the SM share over an owner's GPUs; the percentile is per GPU, which needs
-// the raw series, so for process owners only memory comes from the rules.
-func (q *queries) useRules(dim dimension, r ruleSeries, window string) string {
+// useRules replaces the memory figures with the recorded series and returns
+// what the report says of its sources. The rules aggregate by cluster too;
+// summing by the owner labels folds clusters into one row, as the raw
+// queries do.
+func (q *queries) useRules(dim dimension, mem, window string) string {
 	owner := by(dim.labels)
-	q.memPeak = "max_over_time((sum " + owner + " (" + r.mem + "))" + window + ")"
-	q.memMean = "avg_over_time((sum " + owner + " (" + r.mem + "))" + window + ")"
-	if dim.kind == byProcess {
-		return "recording rule " + r.mem + " (memory; deploy/prometheus/recording.yml), raw series (utilization per GPU)"
-	}
-	q.p95Util = "quantile_over_time(0.95, (avg " + owner + " (" + r.util + "))" + window + ")"
-	return "recording rules " + r.util + ", " + r.mem + " (deploy/prometheus/recording.yml)"
+	q.memPeak = "max_over_time((sum " + owner + " (" + mem + "))" + window + ")"
+	q.memMean = "avg_over_time((sum " + owner + " (" + mem + "))" + window + ")"
+	return "recording rule " + mem + " (deploy/prometheus/recording.yml)"
 }
 
-// rulesPresentQuery asks whether both recorded series have samples in the range.
-func rulesPresentQuery(r ruleSeries, rng string) string {
-	return "count(count_over_time(" + r.util + "[" + rng + "])) and count(count_over_time(" + r.mem + "[" + rng + "]))"
+// rulesPresentQuery asks whether the recorded series has samples in the range.
+func rulesPresentQuery(mem, rng string) string {
+	return "count(count_over_time(" + mem + "[" + rng + "]))"
 }

@@ -30,6 +30,8 @@ type invariantRow struct {
 	P95        *float64          `json:"p95_utilization_per_gpu"`
 	Energy     *float64          `json:"energy_kwh_summed"`
 	Idle       float64           `json:"idle_allocated_gpu_hours"`
+	PeakMem    *float64          `json:"peak_memory_bytes_summed"`
+	MeanMem    *float64          `json:"mean_memory_bytes_summed"`
 }
 
 type invariantReport struct {
@@ -46,17 +48,28 @@ type invariantReport struct {
 	} `json:"fleet"`
 }
 
+// ruleEvaluation is the evaluation interval of the shipped recording rules
+// in demoPrometheus: the resolution of their gpu_hours subqueries, coarse
+// enough that hour-long subqueries cost the server little.
+const ruleEvaluation = 5 * time.Second
+
 // demoPrometheus starts the demo with a fast accounting tick and a short
-// new-owner hold, and a Prometheus scraping it every second; it returns
-// Prometheus' URL and the time of the first scrape.
+// new-owner hold, and a Prometheus scraping it every second with the
+// shipped recording rules; it returns Prometheus' URL and the time of the
+// first scrape.
 func demoPrometheus(t *testing.T) (string, time.Time) {
 	t.Helper()
 	promBin := testenv.RequireTool(t, "prometheus", "prometheus")
 	base, _ := startGpuwatch(t, "--backend=sim", "--sim.profile=dgx-h100", "--accounting.interval=1s", "--accounting.new-owner-hold=3s")
 	dir := t.TempDir()
 	cfg := filepath.Join(dir, "prometheus.yml")
-	writeFile(t, cfg, fmt.Sprintf("global: {scrape_interval: 1s, scrape_timeout: 900ms}\nscrape_configs:\n  - job_name: gpuwatch\n    static_configs:\n      - targets: [%q]\n",
-		strings.TrimPrefix(base, "http://")))
+	rules, err := filepath.Abs(filepath.Join("..", "..", "deploy", "prometheus", "recording.yml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, cfg, fmt.Sprintf("global: {scrape_interval: 1s, scrape_timeout: 900ms, evaluation_interval: %s}\nrule_files: [%q]\n"+
+		"scrape_configs:\n  - job_name: gpuwatch\n    static_configs:\n      - targets: [%q]\n",
+		ruleEvaluation, rules, strings.TrimPrefix(base, "http://")))
 	addr := fmt.Sprintf("127.0.0.1:%d", testenv.FreePort(t))
 	startProcess(t, promBin, "--config.file="+cfg, "--storage.tsdb.path="+filepath.Join(dir, "tsdb"), "--web.listen-address="+addr)
 	url := "http://" + addr
@@ -89,6 +102,13 @@ func sumsEqual(a, b float64) bool {
 	return math.Abs(a-b) <= 1e-9*math.Max(1, math.Max(math.Abs(a), math.Abs(b)))
 }
 
+func fmtOpt(p *float64) string {
+	if p == nil {
+		return "absent"
+	}
+	return strconv.FormatFloat(*p, 'g', -1, 64)
+}
+
 func val(p *float64) float64 {
 	if p == nil {
 		return 0
@@ -109,6 +129,14 @@ func checkInvariants(t *testing.T, what string, r invariantReport) {
 			if p != nil && (*p < 0 || *p > 1+eps) {
 				t.Errorf("%s: %s utilization per GPU %g, outside [0, 100 %%]", who, name, *p)
 			}
+		}
+		// The mean and the p95 come from one basis: both or neither. (The
+		// p95 may lie below the mean: docs/reports.md, Invariants.)
+		if (row.Mean == nil) != (row.P95 == nil) {
+			t.Errorf("%s: mean utilization %v, p95 %v: one shown without the other", who, fmtOpt(row.Mean), fmtOpt(row.P95))
+		}
+		if row.PeakMem != nil && row.MeanMem != nil && *row.MeanMem > *row.PeakMem*(1+eps) {
+			t.Errorf("%s: mean memory %g bytes above the peak %g", who, *row.MeanMem, *row.PeakMem)
 		}
 		if row.Allocated < 0 || row.Idle < 0 || row.Unmeasured < 0 || val(row.Used) < 0 || val(row.Energy) < 0 {
 			t.Errorf("%s: a negative figure: %+v", who, row)
@@ -228,6 +256,84 @@ func TestReportInvariants(t *testing.T) {
 	}
 	checkOneMeaningPerOwner(t, url, settled)
 	checkPrintedFiguresAddUp(t, url, settled)
+	checkRulesAgree(t, url, first)
+}
+
+// hourRules are the shipped gpu_hours recording rules that mean what a
+// report view means, with the label that names a row in both.
+var hourRules = []struct{ rule, by, key string }{
+	{"namespace_pod:gpu_hours:1h", "pod", "pod"},
+	{"namespace:gpu_hours:1h", "namespace", "namespace"},
+	{"slurm_job:gpu_hours:1h", "job", "job_id"},
+	{"slurm_account:gpu_hours:1h", "account", "account"},
+	{"instance_container:gpu_hours:1h", "container", "container"},
+}
+
+// checkRulesAgree: the shipped gpu_hours recording rules give each owner
+// the hours the report's view gives it, on both of the report's bases.
+// A rule at its evaluation time E holds the hour's evaluation steps
+// before E, over the engine's count of steps in an hour; over a range
+// that starts before any data the report (gauges basis) counts the same
+// steps, and over (E0, E], later than the counters' start, the report
+// (counters basis) counts the seconds that rule(E) - rule(E0) counts in
+// steps.
+func checkRulesAgree(t *testing.T, url string, first time.Time) {
+	t.Helper()
+	stepsPerHour := float64(time.Hour / ruleEvaluation)
+	unix := func(ts float64) string { return strconv.FormatFloat(ts, 'f', 3, 64) }
+	for _, hr := range hourRules {
+		evalAt, ok := promQuery(t, url, "max(timestamp("+hr.rule+"))")
+		if !ok {
+			t.Fatalf("%s: Prometheus recorded no sample", hr.rule)
+		}
+		steps := func(at float64) map[string]float64 {
+			inHour := promVectorAt(t, url, "count_over_time(vector(1)[1h:"+ruleEvaluation.String()+"])", unix(at), "")[""]
+			out := promVectorAt(t, url, hr.rule, unix(at), hr.key)
+			for k, v := range out {
+				out[k] = v * inHour
+			}
+			return out
+		}
+		ruleSteps := steps(evalAt)
+		end := time.UnixMilli(int64(evalAt * 1000)).UTC()
+		args := []string{"--prometheus.url=" + url, "--by=" + hr.by, "--step=" + ruleEvaluation.String(), "--to=" + end.Format(time.RFC3339Nano)}
+		gauges, _ := reportJSONOf(t, append(args, "--from="+first.Add(-10*time.Second).Format(time.RFC3339Nano))...)
+		if gauges.Basis != "gauges" {
+			t.Errorf("--by=%s from before any data: basis %q, want the gauges", hr.by, gauges.Basis)
+		}
+		for _, row := range gauges.Rows {
+			// The report and the rule read the same samples at the same
+			// steps; one step may differ where a scrape landed between.
+			if got, want := row.Allocated*stepsPerHour, ruleSteps[row.Owner[hr.key]]; math.Abs(got-want) > 1+1e-6 {
+				t.Errorf("--by=%s %s: the report (gauges) counts %g steps held, %s %g", hr.by, row.Owner[hr.key], got, hr.rule, want)
+			}
+		}
+		if len(gauges.Rows) != len(ruleSteps) {
+			t.Errorf("--by=%s: %d rows, %s %d owners", hr.by, len(gauges.Rows), hr.rule, len(ruleSteps))
+		}
+		// An evaluation 30 s earlier, well after the counters began.
+		startAt, ok := promVectorAt(t, url, "max(timestamp("+hr.rule+"))", unix(evalAt-30), "")[""]
+		if !ok || time.UnixMilli(int64(startAt*1000)).Before(first.Add(10*time.Second)) {
+			t.Fatalf("%s: no evaluation 30 s before %s, after the counters began (%v, %v)", hr.rule, end, startAt, ok)
+		}
+		before := steps(startAt)
+		start := time.UnixMilli(int64(startAt * 1000)).UTC()
+		counters, _ := reportJSONOf(t, append(args, "--from="+start.Format(time.RFC3339Nano))...)
+		if counters.Basis != "counters" {
+			t.Errorf("--by=%s from %s: basis %q, want the counters", hr.by, start, counters.Basis)
+		}
+		window := end.Sub(start).Hours()
+		for _, row := range counters.Rows {
+			key := row.Owner[hr.key]
+			want := (ruleSteps[key] - before[key]) / stepsPerHour
+			// The counters count seconds, the rule steps: at each end of
+			// the range a GPU may differ by a step and a scrape.
+			gpus := math.Ceil(row.Allocated/window + 0.5)
+			if tol := gpus * 2 * (ruleEvaluation + time.Second).Hours(); math.Abs(row.Allocated-want) > tol {
+				t.Errorf("--by=%s %s: the report (counters) %g GPU-h, %s %g over the same range (tolerance %g)", hr.by, key, row.Allocated, hr.rule, want, tol)
+			}
+		}
+	}
 }
 
 // checkOneMeaningPerOwner: --by=user counts alice's idle Slurm job (GPU 5)
