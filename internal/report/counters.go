@@ -43,21 +43,29 @@ func stepIncrease(series string, step time.Duration) string {
 	return "((" + series + " - " + series + " offset " + promDuration(step) + ") >= 0 or " + series + " * 1)"
 }
 
+// heldIncrease is stepIncrease for a held-seconds counter, where a series
+// new since the previous step counts for at most the step: a new owner's
+// first total, shown after the counters' hold, holds time from before the
+// step, which may lie before the range.
+func heldIncrease(series string, step time.Duration) string {
+	return "((" + series + " - " + series + " offset " + promDuration(step) + ") >= 0 or clamp_max(" + series + ", " + fmt.Sprint(step.Seconds()) + "))"
+}
+
 // counterGPU is the key of one GPU in the counters: a MIG instance counts
 // as its whole GPU, as in the gauges' figures, so owners of two instances
 // of one GPU share it.
 const counterGPU = "instance, uuid"
 
 // sharedHeld is, per step, each owner's part of the time its GPUs were
-// held: the GPU's held time in the step (its longest holder's, at most the
-// step: a new owner's first total, shown after the counters' hold, counts
-// at most one step) split between its owners by their SM seconds in the
-// step where any, else by their held seconds. So per-owner hours add up to
-// the GPU's, whoever shared it. held and sm are per (owner, GPU) step
-// increases; sm may be "".
-func sharedHeld(held, sm string, step time.Duration) string {
+// held: the GPU's held time in the step (its longest holder's) split
+// between its owners by their SM seconds in the step where any, else by
+// their held seconds. So per-owner hours add up to the GPU's, whoever
+// shared it. held and sm are per (owner, GPU) step increases; sm may be "".
+// A step may hold more than the step (two accounting ticks between two
+// scrapes, none in the next): capGPU bounds the range's sum instead.
+func sharedHeld(held, sm string) string {
 	gpu := "on(" + counterGPU + ") group_left()"
-	longest := "clamp_max(max by (" + counterGPU + ") (" + held + "), " + fmt.Sprint(step.Seconds()) + ")"
+	longest := "max by (" + counterGPU + ") (" + held + ")"
 	byHeld := "(" + held + " / " + gpu + " (sum by (" + counterGPU + ") (" + held + ") > 0))"
 	weight := byHeld
 	if sm != "" {
@@ -68,19 +76,74 @@ func sharedHeld(held, sm string, step time.Duration) string {
 	return "(" + weight + " * " + gpu + " " + longest + ")"
 }
 
-// stepScale is, per GPU and step, the factor that clips its holders'
-// seconds in the step to the step (1 unless a new owner's first total or a
-// late scrape brought more than a step): applied to SM seconds too, it
-// keeps each step's SM share of the held time as measured, so a clipped
-// step neither inflates the used hours nor reads as 100 %.
-func stepScale(held string, step time.Duration) string {
-	longest := "max by (" + counterGPU + ") (" + held + ")"
-	return "(clamp_max(" + longest + ", " + fmt.Sprint(step.Seconds()) + ") / (" + longest + " > 0))"
+// capGPU is, per GPU, the factor that bounds its held seconds over the
+// range (the sum of its owners' parts) to the range: the counters' samples
+// at the range's ends may lie up to a tick and a scrape apart from them.
+// Every held-time figure is scaled by it, so the owners' shares stay as
+// counted and a GPU never holds more hours than the range has.
+func capGPU(part, w string, rng time.Duration) string {
+	total := "sum by (" + counterGPU + ") (sum_over_time((" + part + ")" + w + "))"
+	return "(clamp_max(" + total + ", " + fmt.Sprint(rng.Seconds()) + ") / (" + total + " > 0))"
+}
+
+// stepScale is, per GPU and step, the factor by which a new owner's first
+// total was clipped to the step (heldIncrease; 1 otherwise): applied to
+// the raw SM seconds, it keeps the step's SM share of the held time as
+// measured, so a clipped step neither inflates the used hours nor reads
+// as 100 %.
+func stepScale(held, rawHeld string) string {
+	return "(max by (" + counterGPU + ") (" + held + ") / (max by (" + counterGPU + ") (" + rawHeld + ") > 0))"
 }
 
 // atMost is a per series min(a, b) over the series both have.
 func atMost(a, b string) string {
 	return "((" + a + " <= " + b + ") or (" + b + " and " + a + "))"
+}
+
+// ownerSeries are a dimension's per (owner, GPU) step increases of the
+// accounting counters.
+type ownerSeries struct {
+	held, sm, energy, idle, jobs string
+}
+
+// ownerCounters builds the dimension's per (owner, GPU) step increases
+// with increase (stepIncrease or heldIncrease).
+func ownerCounters(dim dimension, increase func(series string) string) ownerSeries {
+	perOwnerGPU := "by (" + strings.Join(dim.labels, ", ") + ", " + counterGPU + ")"
+	inc := func(metric, sel string) string { return increase(metric + sel) }
+	var o ownerSeries
+	switch {
+	case dim.kind == byProcess:
+		sel := "{" + dim.ownerKey() + `!=""}`
+		o.held = "max " + perOwnerGPU + " (" + inc("gpu_process_seconds_total", sel) + ")"
+		o.sm = "sum " + perOwnerGPU + " (" + inc("gpu_process_sm_seconds_total", sel) + ")"
+		o.energy = "sum " + perOwnerGPU + " (" + inc("gpu_process_energy_joules_total", sel) + ")"
+		if dim.name == "user" {
+			o.held, o.sm, o.jobs, o.idle = userHeld(increase)
+		}
+	case dim.alloc == k8sAlloc:
+		sel := `{pod!=""}`
+		o.held = "max " + perOwnerGPU + " (" + inc("gpu_allocation_seconds_total", sel) + ")"
+		o.idle = "max " + perOwnerGPU + " (" + inc("gpu_allocation_idle_seconds_total", sel) + ")"
+		// An allocation whose processes used no SM time, where SM time is
+		// measured (its idle counter exists), used 0, not unknown.
+		o.sm = "(sum " + perOwnerGPU + " (" + inc("gpu_process_sm_seconds_total", sel) + ") or " + o.idle + " * 0)"
+		o.energy = "sum " + perOwnerGPU + " (" + inc("gpu_process_energy_joules_total", sel) + ")"
+	case dim.alloc == slurmAlloc:
+		// The counters carry the job id (slurm_job); account and partition
+		// come from gpu_slurm_job_info at the step, joined on the GPU and
+		// the job.
+		info := "group by (instance, uuid, job_id, account, partition) (" + slurmAlloc + ")"
+		job := func(agg, metric string) string {
+			return agg + " " + perOwnerGPU + " (label_replace(" + inc(metric, `{slurm_job!=""}`) + `, "job_id", "$1", "slurm_job", "(.+)")` +
+				" * on(instance, uuid, job_id) group_left(account, partition) " + info + ")"
+		}
+		o.held = job("max", "gpu_allocation_seconds_total")
+		o.idle = job("max", "gpu_allocation_idle_seconds_total")
+		o.sm = "(" + job("sum", "gpu_process_sm_seconds_total") + " or " + o.idle + " * 0)"
+		o.energy = job("sum", "gpu_process_energy_joules_total")
+	}
+	return o
 }
 
 // counterQueries returns the counters' queries for dim over rng at step, or
@@ -92,46 +155,15 @@ func counterQueries(dim dimension, rng, step time.Duration) (counterSet, bool) {
 	}
 	w := window(rng, step)
 	owner := by(dim.labels)
-	perOwnerGPU := "by (" + strings.Join(dim.labels, ", ") + ", " + counterGPU + ")"
-	inc := func(metric, sel string) string { return stepIncrease(metric+sel, step) }
 	sumOver := func(expr string) string { return "sum " + owner + " (sum_over_time((" + expr + ")" + w + "))" }
-	var held, sm, energy, idle, jobs string
-	switch {
-	case dim.kind == byProcess:
-		sel := "{" + dim.ownerKey() + `!=""}`
-		held = "max " + perOwnerGPU + " (" + inc("gpu_process_seconds_total", sel) + ")"
-		sm = "sum " + perOwnerGPU + " (" + inc("gpu_process_sm_seconds_total", sel) + ")"
-		energy = "sum " + perOwnerGPU + " (" + inc("gpu_process_energy_joules_total", sel) + ")"
-		if dim.name == "user" {
-			held, sm, jobs, idle = userHeld(step)
-		}
-	case dim.alloc == k8sAlloc:
-		sel := `{pod!=""}`
-		held = "max " + perOwnerGPU + " (" + inc("gpu_allocation_seconds_total", sel) + ")"
-		idle = "max " + perOwnerGPU + " (" + inc("gpu_allocation_idle_seconds_total", sel) + ")"
-		// An allocation whose processes used no SM time, where SM time is
-		// measured (its idle counter exists), used 0, not unknown.
-		sm = "(sum " + perOwnerGPU + " (" + inc("gpu_process_sm_seconds_total", sel) + ") or " + idle + " * 0)"
-		energy = "sum " + perOwnerGPU + " (" + inc("gpu_process_energy_joules_total", sel) + ")"
-	case dim.alloc == slurmAlloc:
-		// The counters carry the job id (slurm_job); account and partition
-		// come from gpu_slurm_job_info at the step, joined on the GPU and
-		// the job.
-		info := "group by (instance, uuid, job_id, account, partition) (" + slurmAlloc + ")"
-		job := func(agg, metric string) string {
-			return agg + " " + perOwnerGPU + " (label_replace(" + inc(metric, `{slurm_job!=""}`) + `, "job_id", "$1", "slurm_job", "(.+)")` +
-				" * on(instance, uuid, job_id) group_left(account, partition) " + info + ")"
-		}
-		held = job("max", "gpu_allocation_seconds_total")
-		idle = job("max", "gpu_allocation_idle_seconds_total")
-		sm = "(" + job("sum", "gpu_process_sm_seconds_total") + " or " + idle + " * 0)"
-		energy = job("sum", "gpu_process_energy_joules_total")
-	}
+	raw := ownerCounters(dim, func(series string) string { return stepIncrease(series, step) })
+	held := ownerCounters(dim, func(series string) string { return heldIncrease(series, step) }).held
+	sm, energy, idle, jobs := raw.sm, raw.energy, raw.idle, raw.jobs
 	// Process owners share a GPU by their SM time, allocations equally
 	// (by their held time), as the sampled gauges' figures do.
-	part := sharedHeld(held, sm, step)
+	part := sharedHeld(held, sm)
 	if dim.kind == byAllocation {
-		part = sharedHeld(held, "", step)
+		part = sharedHeld(held, "")
 	}
 	if allocated := allocatedPart(dim, part, jobs); allocated != "" {
 		// The energy the counters give nobody (no process owner: an idle
@@ -143,17 +175,21 @@ func counterQueries(dim dimension, rng, step time.Duration) (counterSet, bool) {
 	}
 	// An owner used at most the part of the GPU it held; its idle time is
 	// its held time's idle share.
-	used := atMost("("+sm+" * on("+counterGPU+") group_left() "+stepScale(held, step)+")", part)
+	used := atMost("("+sm+" * on("+counterGPU+") group_left() "+stepScale(held, raw.held)+")", part)
 	measured := "(" + part + " and " + sm + ")"
+	// Held time, capped per GPU at the range.
+	capped := func(expr string) string {
+		return "sum " + owner + " (sum_over_time((" + expr + ")" + w + ") * on(" + counterGPU + ") group_left() " + capGPU(part, w, rng) + ")"
+	}
 	cs := counterSet{
-		held:     sumOver(part) + " / 3600",
-		measured: sumOver(measured) + " / 3600",
-		used:     sumOver(used) + " / 3600",
+		held:     capped(part) + " / 3600",
+		measured: capped(measured) + " / 3600",
+		used:     capped(used) + " / 3600",
 		energy:   sumOver(energy) + " / 3.6e6",
 		p95:      "quantile_over_time(0.95, (sum " + owner + " (" + used + ") / (sum " + owner + " (" + measured + ") > 0))" + w + ")",
 	}
 	if idle != "" {
-		cs.idle = sumOver(atMost(idle+" * "+part+" / "+held, part)) + " / 3600"
+		cs.idle = capped(atMost(idle+" * "+part+" / "+raw.held, part)) + " / 3600"
 	}
 	return cs, true
 }
@@ -177,13 +213,13 @@ func allocatedPart(dim dimension, part, jobs string) string {
 // seconds are those of their processes there, 0 where the job runs none
 // but SM time is measured (its idle counter exists). Idle-allocated time is
 // their jobs' (a GPU held by processes alone is never idle-allocated).
-func userHeld(step time.Duration) (held, sm, jobs, idle string) {
+func userHeld(increase func(series string) string) (held, sm, jobs, idle string) {
 	perUserGPU := "by (user, " + counterGPU + ")"
-	jobs = "max " + perUserGPU + " (" + stepIncrease(`gpu_allocation_seconds_total{slurm_job!="",user!=""}`, step) + ")"
-	procs := "max " + perUserGPU + " (" + stepIncrease(`gpu_process_seconds_total{user!=""}`, step) + ")"
+	jobs = "max " + perUserGPU + " (" + increase(`gpu_allocation_seconds_total{slurm_job!="",user!=""}`) + ")"
+	procs := "max " + perUserGPU + " (" + increase(`gpu_process_seconds_total{user!=""}`) + ")"
 	held = "(" + jobs + " or (" + procs + " unless on(instance, uuid) (" + jobs + " > 0)))"
-	smProcs := "sum " + perUserGPU + " (" + stepIncrease(`gpu_process_sm_seconds_total{user!=""}`, step) + ")"
-	idle = "max " + perUserGPU + " (" + stepIncrease(`gpu_allocation_idle_seconds_total{slurm_job!="",user!=""}`, step) + ")"
+	smProcs := "sum " + perUserGPU + " (" + increase(`gpu_process_sm_seconds_total{user!=""}`) + ")"
+	idle = "max " + perUserGPU + " (" + increase(`gpu_allocation_idle_seconds_total{slurm_job!="",user!=""}`) + ")"
 	sm = "(" + smProcs + " or " + idle + " * 0)"
 	return held, sm, jobs, idle
 }
