@@ -37,7 +37,7 @@ func run(args []string) int {
 	app, cmds := newApp()
 	chosen, err := app.Parse(args)
 	if err != nil {
-		fmt.Fprintf(os.Stderr, "gpuwatch: %v (see gpuwatch --help)\n", nameTheFlag(err, args))
+		fmt.Fprintf(os.Stderr, "gpuwatch: %v (see gpuwatch --help)\n", explainParseError(app, err, args))
 		return 2
 	}
 	for _, c := range cmds {
