@@ -11,7 +11,6 @@ import (
 
 	"github.com/gpuwatch/gpuwatch/internal/accounting"
 	"github.com/gpuwatch/gpuwatch/internal/attribution"
-	"github.com/gpuwatch/gpuwatch/internal/backend/nvmlbackend"
 	"github.com/gpuwatch/gpuwatch/internal/jobs"
 	"github.com/gpuwatch/gpuwatch/internal/pipeline"
 	"github.com/gpuwatch/gpuwatch/internal/snapshot"
@@ -50,7 +49,7 @@ const minAccountingInterval = 500 * time.Millisecond
 // when accounting is off or cannot run.
 func (f *commonFlags) startAccounting(logger *slog.Logger, st *stack, enrichers []pipeline.Enricher) (*accounting.Accountant, error) {
 	a := f.accounting
-	if !a.enabled || !f.longRunning() || f.readsOnce || st.lib == nil || !f.enabledCollectors()[snapshot.GroupProcesses] {
+	if !a.enabled || !f.longRunning() || f.readsOnce || st.nv == nil || !f.enabledCollectors()[snapshot.GroupProcesses] {
 		return nil, nil
 	}
 	if a.interval < minAccountingInterval {
@@ -70,14 +69,7 @@ func (f *commonFlags) startAccounting(logger *slog.Logger, st *stack, enrichers 
 		maps.Copy(groups, jobs.JournalGroups())
 	}
 	maps.DeleteFunc(groups, func(g string, _ bool) bool { return !f.enabledCollectors()[g] })
-	opts := nvmlbackend.Options{Groups: groups, Logger: logger, StartTimeout: f.timeout, ProcessSamples: true, GPMOnlyMIG: !records, CountersOnly: true,
-		ListProcessesEvery: accounting.ListProcessesEvery(a.interval), ListProcessesSteadyEvery: accounting.ListProcessesSteadyEvery(a.interval), ReadOnCaller: true,
-		// The records' XIDs are the scrapes' reader's: one watcher per GPU, not two.
-		XIDFrom: st.nvmlReader}
-	if st.sim != nil {
-		opts.Now, opts.Library = st.sim.Now, "simulator"
-	}
-	reader, err := nvmlbackend.New(st.lib, opts)
+	reader, err := st.nv.accountingReader(logger, f, groups, records)
 	if err != nil {
 		return nil, fmt.Errorf("starting the accounting's reader: %w", err)
 	}
@@ -106,6 +98,12 @@ func (f *commonFlags) startAccounting(logger *slog.Logger, st *stack, enrichers 
 		}
 	}}, st.closers...)
 	return acct, nil
+}
+
+// closingReader is a backend reader that holds something to release.
+type closingReader interface {
+	pipeline.Reader
+	Close() error
 }
 
 // tickEnrichers are the scrapes' enrichers as the accounting's ticks use

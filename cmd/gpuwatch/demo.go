@@ -1,3 +1,5 @@
+//go:build cgo
+
 package main
 
 import (
@@ -7,18 +9,22 @@ import (
 	"github.com/gpuwatch/gpuwatch/internal/fakedriver/sim"
 )
 
-// ownSources reports whether the user named any attribution source. With
-// --backend=sim and none named, the demo (internal/demo) gives the
-// simulated processes owners to find; naming one (a fixture /proc, a
-// runtime socket, Slurm) means the user brings their own.
-func (f *commonFlags) ownSources() bool {
-	a, s := f.attribution.set, f.slurm.set
-	return a.procfs || a.rootfs || a.docker || a.cri || a.kubelet || s.jobs || s.scontrol || s.squeue
+// startDemo starts the demo's procfs, passwd, runtimes, kubelet and Slurm
+// for the simulated host and points attribution and Slurm at them.
+func (f *commonFlags) startDemo(logger *slog.Logger, st *stack, attr *attributionFlags, sf *slurmFlags) error {
+	env, err := f.demoEnv(logger, st.nv.sim)
+	if err != nil {
+		return err
+	}
+	st.closers = append(st.closers, env.Close)
+	st.demo = true
+	attr.useDemo(env)
+	sf.runner = env.Slurm
+	return nil
 }
 
-// startDemo starts the demo's procfs, passwd, runtimes, kubelet and Slurm
-// for the simulated host.
-func (f *commonFlags) startDemo(logger *slog.Logger, s *sim.Sim) (*demo.Env, error) {
+// demoEnv starts the demo for the simulated host.
+func (f *commonFlags) demoEnv(logger *slog.Logger, s *sim.Sim) (*demo.Env, error) {
 	opts := demo.Options{Node: f.slurm.nodeName, Logger: logger, Ended: s.ProcessEnded, ClockStart: s.ClockStart()}
 	for _, p := range s.Processes() {
 		opts.Processes = append(opts.Processes, demo.Process{GPU: p.GPU, GPUUUID: p.GPUUUID, PID: p.PID})

@@ -2,8 +2,6 @@ package main
 
 import (
 	"fmt"
-	"sort"
-	"strings"
 	"time"
 
 	"github.com/alecthomas/kingpin/v2"
@@ -11,7 +9,6 @@ import (
 	promslogflag "github.com/prometheus/common/promslog/flag"
 
 	"github.com/gpuwatch/gpuwatch/internal/exporter"
-	"github.com/gpuwatch/gpuwatch/internal/fakedriver/sim"
 	"github.com/gpuwatch/gpuwatch/internal/snapshot"
 )
 
@@ -123,15 +120,6 @@ func onOff(b bool) string {
 		return "on"
 	}
 	return "off"
-}
-
-func simProfileList() string {
-	var names []string
-	for _, p := range sim.Profiles() {
-		names = append(names, p.Name)
-	}
-	sort.Strings(names)
-	return strings.Join(names, ", ")
 }
 
 // enabledCollectors maps every collector group to whether the flags switch

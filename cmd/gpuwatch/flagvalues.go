@@ -4,11 +4,9 @@
 package main
 
 import (
-	"fmt"
 	"os"
 
 	"github.com/gpuwatch/gpuwatch/internal/exporter"
-	"github.com/gpuwatch/gpuwatch/internal/fakedriver/sim"
 )
 
 // longRunning: the command keeps collecting (serve, textfile), so the log
@@ -35,36 +33,13 @@ func (f *commonFlags) metricFilter() (*exporter.MetricFilter, error) {
 	return exporter.LoadMetricFilter(f.metricsFile)
 }
 
-// simulator builds the simulated fleet from --sim.config and --sim.profile.
-func (f *commonFlags) simulator() (*sim.Sim, error) {
-	var cfg sim.Config
-	if f.simConfig != "" {
-		c, err := sim.LoadConfig(f.simConfig)
-		if err != nil {
-			return nil, err
-		}
-		cfg = c
-	}
-	if f.simProfile != "" {
-		cfg.Profile = f.simProfile
-	}
-	if cfg.Profile == "" {
-		return nil, fmt.Errorf("--backend=sim needs --sim.profile (one of %s) or a --sim.config file that names a profile", simProfileList())
-	}
-	if f.simPinTime > 0 {
-		d := sim.Duration(f.simPinTime)
-		cfg.PinTime = &d
-	}
-	// An unpinned simulator's clock is the real time: the demo's page, ps
-	// and job records say today's date, as the reports over its series do.
-	cfg.WallClock = cfg.PinTime == nil
-	if f.simSeed != "" {
-		cfg.Seed = f.simSeed
-	}
-	if cfg.Seed == "" {
-		cfg.Seed, _ = os.Hostname()
-	}
-	return sim.New(cfg)
+// ownSources reports whether the user named any attribution source. With
+// --backend=sim and none named, the demo (internal/demo) gives the
+// simulated processes owners to find; naming one (a fixture /proc, a
+// runtime socket, Slurm) means the user brings their own.
+func (f *commonFlags) ownSources() bool {
+	a, s := f.attribution.set, f.slurm.set
+	return a.procfs || a.rootfs || a.docker || a.cri || a.kubelet || s.jobs || s.scontrol || s.squeue
 }
 
 // compatHostname is the Hostname label of dcgm-exporter's series: the flag,

@@ -48,7 +48,7 @@ func (c *psCommand) run() error {
 	if err != nil {
 		return err
 	}
-	filter := ps.Filter{GPUs: c.gpus, SimulatedClock: st.sim != nil}
+	filter := ps.Filter{GPUs: c.gpus, SimulatedClock: st.simulated()}
 	if err := filter.Check(snap); err != nil {
 		return err
 	}

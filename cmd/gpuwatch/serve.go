@@ -112,7 +112,7 @@ func (c *serveCommand) run() error {
 		// what was found.
 		go rec.Run(ctx)
 		ui = webui.Handler(rec, webui.Options{
-			TelemetryPath: c.telemetryPath, Pprof: c.pprof, Simulated: st.sim != nil, Version: version.Info(),
+			TelemetryPath: c.telemetryPath, Pprof: c.pprof, Simulated: st.simulated(), Version: version.Info(),
 		})
 	} else {
 		// A first collection warms caches, makes /readyz meaningful early

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -11,16 +10,13 @@ import (
 	"sync"
 	"time"
 
-	"github.com/NVIDIA/go-nvml/pkg/nvml"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	versioncollector "github.com/prometheus/client_golang/prometheus/collectors/version"
 	"github.com/prometheus/common/version"
 
 	"github.com/gpuwatch/gpuwatch/internal/backend/none"
-	"github.com/gpuwatch/gpuwatch/internal/backend/nvmlbackend"
 	"github.com/gpuwatch/gpuwatch/internal/exporter"
-	"github.com/gpuwatch/gpuwatch/internal/fakedriver/sim"
 	"github.com/gpuwatch/gpuwatch/internal/health"
 	"github.com/gpuwatch/gpuwatch/internal/healthlog"
 	"github.com/gpuwatch/gpuwatch/internal/jobs"
@@ -37,14 +33,12 @@ type stack struct {
 	reader   pipeline.Reader
 	// closeReader releases the backend (NVML's Shutdown); nil when it holds nothing.
 	closeReader func() error
-	sim         *sim.Sim       // with --backend=sim
-	lib         nvml.Interface // the library the reader reads; nil with --backend=none
-	// nvmlReader is the scrapes' reader of lib: the accounting's reader
-	// takes its XID counts from it. Nil with --backend=none.
-	nvmlReader *nvmlbackend.Reader
-	sources    sourceReport
-	demo       bool // the simulated processes' owners come from internal/demo
-	closers    []func()
+	// nv is the NVML reader, its library and the simulator
+	// (stack_cgo.go); nil unless --backend is nvml or sim.
+	nv      *nvmlStack
+	sources sourceReport
+	demo    bool // the simulated processes' owners come from internal/demo
+	closers []func()
 	// extra are collectors beside the GPU exporter (the Slurm cluster
 	// collector), exported by both /metrics and the textfile.
 	extra []prometheus.Collector
@@ -147,11 +141,9 @@ func (f *commonFlags) buildStack(logger *slog.Logger) (_ *stack, err error) {
 		}
 		st.reader, st.closeReader = reader, reader.Close
 	default:
-		reader, simulated, lib, err := f.openReader(logger)
-		if err != nil {
+		if err := f.openNVML(logger, st); err != nil {
 			return nil, err
 		}
-		st.reader, st.nvmlReader, st.closeReader, st.sim, st.lib = reader, reader, reader.Close, simulated, lib
 	}
 	enrichers, err := f.enrichers(logger, st)
 	if err != nil {
@@ -204,36 +196,6 @@ func (f *commonFlags) buildStack(logger *slog.Logger) (_ *stack, err error) {
 	return st, nil
 }
 
-// openReader starts the NVML reader on the driver or on the simulator.
-// With --backend=sim it also returns the simulator.
-func (f *commonFlags) openReader(logger *slog.Logger) (*nvmlbackend.Reader, *sim.Sim, nvml.Interface, error) {
-	opts := nvmlbackend.Options{Groups: f.enabledCollectors(), Logger: logger, WaitForGPM: f.waitForGPM, StartTimeout: f.timeout,
-		// A slow driver's late readings are served until no read has
-		// returned for this long (see nvmlbackend.DownAfterTimeouts).
-		DownAfter: nvmlbackend.DownAfterTimeouts * f.timeout}
-	var lib nvml.Interface
-	var simulated *sim.Sim
-	switch f.backend {
-	case "sim":
-		s, err := f.simulator()
-		if err != nil {
-			return nil, nil, nil, err
-		}
-		lib, opts.Now, opts.Library, simulated = s.Library(), s.Now, "simulator", s
-	default:
-		lib = nvml.New()
-	}
-	reader, err := nvmlbackend.New(lib, opts)
-	if errors.Is(err, nvmlbackend.ErrLibraryNotFound) {
-		return nil, nil, nil, fmt.Errorf("%w: cannot load libnvidia-ml.so.1 (is the NVIDIA driver installed and on the library path?); %s",
-			errNoDriver, f.simHint())
-	}
-	if err != nil {
-		return nil, nil, nil, fmt.Errorf("starting the %s backend: %w", f.backend, err)
-	}
-	return reader, simulated, lib, nil
-}
-
 // enrichers builds what fills in process owners. Owners are only worth
 // looking up when processes are read at all. What must be released at the
 // end is added to st.closers.
@@ -243,14 +205,9 @@ func (f *commonFlags) enrichers(logger *slog.Logger, st *stack) ([]pipeline.Enri
 	}
 	attr, slurmFlags := f.attribution, f.slurm
 	if f.backend == "sim" && !f.ownSources() {
-		env, err := f.startDemo(logger, st.sim)
-		if err != nil {
+		if err := f.startDemo(logger, st, &attr, &slurmFlags); err != nil {
 			return nil, err
 		}
-		st.closers = append(st.closers, env.Close)
-		st.demo = true
-		attr.useDemo(env)
-		slurmFlags.runner = env.Slurm
 	}
 	jobs, err := slurmFlags.jobLookup()
 	if err != nil {
@@ -274,8 +231,8 @@ func (f *commonFlags) enrichers(logger *slog.Logger, st *stack) ([]pipeline.Enri
 // found on its first collection, and which owner sources are on.
 func (s *stack) logStart(logger *slog.Logger, f *commonFlags, snap *snapshot.Snapshot, err error) {
 	args := []any{"version", version.Info(), "backend", f.backend}
-	if s.sim != nil {
-		args = append(args, "profile", s.sim.Profile(), "sim_seed", s.sim.Seed())
+	if s.simulated() {
+		args = append(args, s.simIdentity()...)
 		if s.demo {
 			args = append(args, "owners", "demo (simulated procfs, Docker, CRI, kubelet, Slurm; name an attribution source such as --path.procfs to use your own)")
 		}
@@ -308,7 +265,7 @@ func (s *stack) settledSnapshot(f *commonFlags) (*snapshot.Snapshot, error) {
 	// --attribution.timeout).
 	collect := func() (*snapshot.Snapshot, error) { return s.pipeline.Snapshot(context.Background()) }
 	snap, err := collect()
-	deadline := time.Now().Add(nvmlbackend.DownAfterTimeouts*f.timeout + time.Second)
+	deadline := time.Now().Add(downAfterTimeouts*f.timeout + time.Second)
 	for err == nil && notAnswering(snap) && time.Now().Before(deadline) {
 		// A GPU whose read is in flight is not read again: these
 		// collections cost only the healthy GPUs' reads.

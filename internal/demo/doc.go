@@ -1,3 +1,5 @@
+//go:build cgo
+
 // Package demo gives the simulated GPU host (--backend=sim) owners to find.
 //
 // The simulator's PIDs exist nowhere, so on its own the real attribution

@@ -1,7 +1,6 @@
 package doctor
 
 import (
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -10,7 +9,6 @@ import (
 	"unicode"
 	"unicode/utf8"
 
-	"github.com/NVIDIA/go-nvml/pkg/nvml"
 	"golang.org/x/sys/unix"
 
 	"github.com/gpuwatch/gpuwatch/internal/snapshot"
@@ -226,21 +224,6 @@ func checkDeviceNodes(env Env) []Result {
 			"run gpuwatch as a user in "+group+" (as nvidia-smi needs), or in a container pass the devices (--gpus all / the NVIDIA container toolkit)", true)}
 	}
 	return []Result{ok("device nodes", fmt.Sprintf("%d device nodes readable and writable by this user", len(paths)))}
-}
-
-// driverFix is the advice for a driver that could not be started, by
-// the NVML error it answered.
-func driverFix(err error) string {
-	switch {
-	case errors.Is(err, nvml.ERROR_LIB_RM_VERSION_MISMATCH):
-		return "the driver library and the loaded kernel module are different versions (the driver was upgraded, the module not reloaded): " +
-			"stop what uses the GPUs and reload the module (rmmod nvidia_uvm nvidia_drm nvidia_modeset nvidia; modprobe nvidia), or reboot"
-	case errors.Is(err, nvml.ERROR_DRIVER_NOT_LOADED):
-		return "the NVIDIA kernel module is not loaded: modprobe nvidia (dmesg says why it did not load), or reboot after installing the driver"
-	case errors.Is(err, nvml.ERROR_NO_PERMISSION):
-		return "this user may not open the GPUs' device nodes: run gpuwatch as a user in their group, or in a container pass the devices (--gpus all / the NVIDIA container toolkit)"
-	}
-	return "install the NVIDIA driver (libnvidia-ml.so.1 on the library path), or try gpuwatch with --backend=sim"
 }
 
 // printable replaces control characters (newlines, escapes) in text that

@@ -11,14 +11,12 @@ package selfstats
 
 import (
 	"bytes"
-	"fmt"
 	"os"
 	"strconv"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/procfs"
-	"golang.org/x/sys/unix"
 )
 
 // ProcessCollector is a prometheus.Collector for the current process.
@@ -71,9 +69,8 @@ func (c *ProcessCollector) Collect(ch chan<- prometheus.Metric) {
 	if n, ok := countFDs(); ok {
 		ch <- prometheus.MustNewConstMetric(c.fds, prometheus.GaugeValue, n)
 	}
-	var lim unix.Rlimit
-	if unix.Getrlimit(unix.RLIMIT_NOFILE, &lim) == nil {
-		ch <- prometheus.MustNewConstMetric(c.maxFDs, prometheus.GaugeValue, float64(lim.Cur))
+	if n, ok := maxFDs(); ok {
+		ch <- prometheus.MustNewConstMetric(c.maxFDs, prometheus.GaugeValue, n)
 	}
 	ch <- prometheus.MustNewConstMetric(c.start, prometheus.GaugeValue, c.startTime)
 }
@@ -105,16 +102,4 @@ func countFDs() (float64, bool) {
 	}
 	// The directory handle itself is one of the entries.
 	return float64(len(names) - 1), true
-}
-
-// CPUTime is the CPU time the process has used so far, user and system,
-// every thread (getrusage: microseconds, where /proc/self/stat counts
-// 10 ms clock ticks). process_cpu_seconds_total reports it; the
-// benchmarks time their work by it.
-func CPUTime() (time.Duration, error) {
-	var ru unix.Rusage
-	if err := unix.Getrusage(unix.RUSAGE_SELF, &ru); err != nil {
-		return 0, fmt.Errorf("getrusage: %w", err)
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano()), nil
 }

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"os/exec"
 	"strings"
-	"syscall"
 	"time"
 )
 
@@ -70,15 +69,7 @@ func (r ExecRunner) Run(ctx context.Context, path string, args ...string) ([]byt
 	defer cancel()
 
 	cmd := exec.CommandContext(ctx, path, args...)
-	// Own process group: on timeout kill the group, so that a wrapper
-	// script and its children (ssh, sleep, ...) all go.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	cmd.Cancel = func() error {
-		if cmd.Process == nil {
-			return nil
-		}
-		return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-	}
+	ownGroup(cmd)
 	// If a grandchild escaped the group and keeps our pipes open, stop
 	// waiting for it shortly after the kill.
 	cmd.WaitDelay = time.Second
@@ -87,11 +78,7 @@ func (r ExecRunner) Run(ctx context.Context, path string, args ...string) ([]byt
 	cmd.Stdout, cmd.Stderr = stdout, stderr
 
 	err := cmd.Run()
-	if cmd.Process != nil {
-		// Whatever the command left behind in its group (a wrapper's
-		// background child, a writer stopped by the output cap) goes too.
-		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-	}
+	killGroup(cmd)
 	name := strings.Join(append([]string{path}, args...), " ")
 	switch {
 	case ctx.Err() == context.DeadlineExceeded:

@@ -1,3 +1,5 @@
+//go:build cgo
+
 // Command samplesprobe asks a real driver how it answers
 // nvmlDeviceGetProcessUtilization, the call the accounting integrates
 // (docs/accounting.md), to settle what nvml.h leaves open and what

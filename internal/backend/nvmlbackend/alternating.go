@@ -1,3 +1,5 @@
+//go:build cgo
+
 package nvmlbackend
 
 // The accounting's reader (Options.ProcessSamples) reads at every tick

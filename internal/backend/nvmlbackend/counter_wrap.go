@@ -1,3 +1,5 @@
+//go:build cgo
+
 package nvmlbackend
 
 // pcieCounterWrap is where NVML's PCIe byte counters wrap.

@@ -1,3 +1,5 @@
+//go:build cgo
+
 // Package nvmlbackend reads NVIDIA GPUs through NVML into a snapshot.Snapshot.
 //
 // The reader talks only to the nvml.Interface of github.com/NVIDIA/go-nvml.

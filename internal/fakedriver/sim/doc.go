@@ -1,3 +1,5 @@
+//go:build cgo
+
 // Package sim is a simulated host of NVIDIA GPUs behind go-nvml's
 // nvml.Interface.
 //

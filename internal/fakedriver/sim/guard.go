@@ -1,3 +1,5 @@
+//go:build cgo
+
 package sim
 
 //go:generate go run ./internal/genguard/cmd/genguard -o guard_gen.go

@@ -1,3 +1,5 @@
+//go:build cgo
+
 package sim
 
 // HostProcess is one process the simulated driver reports on a GPU.

@@ -1,3 +1,5 @@
+//go:build cgo
+
 // Command build links the fake libnvidia-ml.so.1 variants (package
 // variants) into a directory, one subdirectory per variant:
 //

@@ -1,3 +1,5 @@
+//go:build cgo
+
 // Package genexports writes the fake libnvidia-ml.so.1's stubs
 // (internal/fakedriver/fakenvml/stubs_gen.go): one exported C function for every
 // function that any driver branch's nvml.h declares (nvmlbranch's

@@ -1,3 +1,5 @@
+//go:build cgo
+
 // Package variants builds the fake libnvidia-ml.so.1 (internal/fakedriver/fakenvml)
 // once per variant: one per NVIDIA driver branch (nvmlbranch), "basic"
 // with twenty basic functions, and "all" with every function of every

@@ -1,3 +1,5 @@
+//go:build cgo
+
 // Package genbranch writes internal/fakedriver/nvmlbranch/tables_gen.go: which NVML
 // functions and field IDs each driver branch has, and which C symbols each
 // method of go-nvml's interfaces calls.

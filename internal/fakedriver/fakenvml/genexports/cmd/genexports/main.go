@@ -1,3 +1,5 @@
+//go:build cgo
+
 // Command genexports writes internal/fakedriver/fakenvml/stubs_gen.go. It is run by
 // go generate in package internal/fakedriver/fakenvml:
 //

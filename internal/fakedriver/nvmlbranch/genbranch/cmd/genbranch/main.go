@@ -1,3 +1,5 @@
+//go:build cgo
+
 // Command genbranch writes internal/fakedriver/nvmlbranch/tables_gen.go. It is run
 // by go generate in package nvmlbranch:
 //

@@ -1,3 +1,5 @@
+//go:build cgo
+
 // Command genguard writes the simulator's driver guard,
 // internal/fakedriver/sim/guard_gen.go. It is run by go generate in package
 // sim:

@@ -1,3 +1,5 @@
+//go:build cgo
+
 // Command gensafetynet writes the simulator's safety net,
 // internal/fakedriver/sim/safetynet_gen.go. It is run by go generate in
 // package sim:
