@@ -53,22 +53,34 @@ func TestRunScript(t *testing.T) {
 		}
 		// The demo keeps job records in a temporary directory, says how to
 		// read them, and removes the directory when it stops.
-		m := regexp.MustCompile(`job 4211 --accounting.dir=(\S+)`).FindStringSubmatch(p.output.String())
-		if m == nil {
+		printed := regexp.MustCompile(`(\S+) (job 4211 --accounting.dir=(\S+))`).FindStringSubmatch(p.output.String())
+		if printed == nil {
 			t.Fatalf("the banner prints no `gpuwatch job 4211` command:\n%s", p.output.String())
 		}
-		if fi, err := os.Stat(m[1]); err != nil || !fi.IsDir() || fi.Mode().Perm() != 0o700 {
-			t.Errorf("the demo's accounting directory %s: %v %v, want a directory only its owner reads", m[1], fi, err)
+		// The printed command works as printed: the running job, at once
+		// (a job is checkpointed when it starts), marked running.
+		var shown string
+		testenv.WaitFor(t, 30*time.Second, "the printed job command to succeed", func() bool {
+			b, err := exec.Command(printed[1], strings.Fields(printed[2])...).CombinedOutput()
+			shown = string(b)
+			return err == nil
+		})
+		if !strings.Contains(shown, "Job 4211") || !strings.Contains(shown, "alice") || !strings.Contains(strings.ToLower(shown), "running") {
+			t.Errorf("%s %s does not show the demo's running job 4211:\n%s", printed[1], printed[2], shown)
 		}
-		if entries, _ := os.ReadDir(m[1]); len(entries) == 0 {
-			t.Errorf("the demo keeps no records in %s", m[1])
+		acct := printed[3]
+		if fi, err := os.Stat(acct); err != nil || !fi.IsDir() || fi.Mode().Perm() != 0o700 {
+			t.Errorf("the demo's accounting directory %s: %v %v, want a directory only its owner reads", acct, fi, err)
+		}
+		if entries, _ := os.ReadDir(acct); len(entries) == 0 {
+			t.Errorf("the demo keeps no records in %s", acct)
 		}
 		if err := p.cmd.Process.Signal(os.Interrupt); err != nil {
 			t.Fatal(err)
 		}
 		testenv.WaitFor(t, 30*time.Second, "run.sh to stop on SIGINT", p.exited)
-		if _, err := os.Stat(m[1]); !os.IsNotExist(err) {
-			t.Errorf("the demo's accounting directory %s is still there after it stopped (%v)", m[1], err)
+		if _, err := os.Stat(acct); !os.IsNotExist(err) {
+			t.Errorf("the demo's accounting directory %s is still there after it stopped (%v)", acct, err)
 		}
 	})
 
