@@ -13,7 +13,6 @@ import (
 	"regexp"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -68,13 +67,13 @@ func TestDaemonSetCommandLineServes(t *testing.T) {
 				if err == nil {
 					break
 				}
-				if p.exited() || time.Now().After(deadline) {
-					t.Fatalf("readiness probe still failing (gpuwatch exited: %v): %v\n%s", p.exited(), err, p.output())
+				if p.Exited() || time.Now().After(deadline) {
+					t.Fatalf("readiness probe still failing (gpuwatch exited: %v): %v\n%s", p.Exited(), err, p.Output)
 				}
 				time.Sleep(200 * time.Millisecond)
 			}
 			if err := probe(client, ctr.LivenessProbe, port); err != nil {
-				t.Fatalf("liveness probe: %v\n%s", err, p.output())
+				t.Fatalf("liveness probe: %v\n%s", err, p.Output)
 			}
 			body := checkScrape(t, c, client, port)
 			// dcgm-exporter's series name their node in Hostname (hostname
@@ -335,45 +334,13 @@ func writeKeyPair(t *testing.T, dir string) {
 	testenv.SelfSignedCert(t, filepath.Join(dir, "tls.crt"), filepath.Join(dir, "tls.key"))
 }
 
-// gpuwatchProcess is a running gpuwatch and its output.
-type gpuwatchProcess struct {
-	mu   sync.Mutex
-	buf  strings.Builder
-	done chan struct{} // closed when the process has exited
-}
-
-// exited reports whether the process has ended (it never should here).
-func (p *gpuwatchProcess) exited() bool {
-	select {
-	case <-p.done:
-		return true
-	default:
-		return false
-	}
-}
-
-func (p *gpuwatchProcess) Write(b []byte) (int, error) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.buf.Write(b)
-}
-
-func (p *gpuwatchProcess) output() string {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.buf.String()
-}
-
 // testNodeName is the node the emulated pod runs on (its spec.nodeName).
 const testNodeName = "gpu-node-7"
 
 // startGpuwatch runs the binary with args and the container's environment
 // (spec.nodeName is testNodeName); it is stopped when the test ends.
-func startGpuwatch(t *testing.T, args []string, env []corev1.EnvVar) *gpuwatchProcess {
-	ctx, cancel := context.WithCancel(context.Background())
-	p := &gpuwatchProcess{done: make(chan struct{})}
-	cmd := exec.CommandContext(ctx, gpuwatchBin, args...)
-	cmd.Env = os.Environ()
+func startGpuwatch(t *testing.T, args []string, env []corev1.EnvVar) *testenv.Process {
+	environ := os.Environ()
 	for _, e := range env {
 		value := e.Value
 		switch {
@@ -383,20 +350,7 @@ func startGpuwatch(t *testing.T, args []string, env []corev1.EnvVar) *gpuwatchPr
 		default:
 			t.Fatalf("env %s: valueFrom %+v cannot be reproduced here", e.Name, e.ValueFrom)
 		}
-		cmd.Env = append(cmd.Env, e.Name+"="+value)
+		environ = append(environ, e.Name+"="+value)
 	}
-	cmd.Stdout, cmd.Stderr = p, p
-	if err := cmd.Start(); err != nil {
-		cancel()
-		t.Fatal(err)
-	}
-	go func() { _ = cmd.Wait(); close(p.done) }()
-	t.Cleanup(func() {
-		cancel()
-		<-p.done
-		if t.Failed() {
-			t.Logf("gpuwatch %s:\n%s", strings.Join(args, " "), p.output())
-		}
-	})
-	return p
+	return testenv.StartProcess(t, environ, gpuwatchBin, args...)
 }

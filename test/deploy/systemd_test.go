@@ -162,8 +162,8 @@ func TestSystemdUnitsRun(t *testing.T) {
 					}
 					return
 				}
-				if p.exited() || time.Now().After(deadline) {
-					t.Fatalf("gpuwatch %s: no %q (exited: %v)\n%s\n%s", strings.Join(args, " "), want, p.exited(), grepLines(got, "slurm_collector"), p.output())
+				if p.Exited() || time.Now().After(deadline) {
+					t.Fatalf("gpuwatch %s: no %q (exited: %v)\n%s\n%s", strings.Join(args, " "), want, p.Exited(), grepLines(got, "slurm_collector"), p.Output)
 				}
 				time.Sleep(250 * time.Millisecond)
 			}

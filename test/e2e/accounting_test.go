@@ -101,13 +101,13 @@ processes:
 	promConfig := filepath.Join(dir, "prometheus.yml")
 	writeFile(t, promConfig, fmt.Sprintf("global:\n  scrape_interval: 10s\n  scrape_timeout: 5s\nscrape_configs:\n  - job_name: gpuwatch\n    static_configs:\n      - targets: [%q]\n", addr))
 	promURL := fmt.Sprintf("http://127.0.0.1:%d", promPort)
-	startProcess(t, promBin, "--config.file="+promConfig, "--storage.tsdb.path="+filepath.Join(dir, "tsdb"), "--web.listen-address="+promURL[len("http://"):])
+	testenv.StartProcess(t, nil, promBin, "--config.file="+promConfig, "--storage.tsdb.path="+filepath.Join(dir, "tsdb"), "--web.listen-address="+promURL[len("http://"):])
 	testenv.WaitFor(t, 60*time.Second, "Prometheus to scrape its (still absent) target", func() bool {
 		return len(promVectorAt(t, promURL, `up{job="gpuwatch"}`, "", "job")) > 0
 	})
-	gw := startProcess(t, gpuwatchBin, "--web.listen-address="+addr, "--backend=sim", "--sim.config="+simConfig,
+	gw := testenv.StartProcess(t, nil, gpuwatchBin, "--web.listen-address="+addr, "--backend=sim", "--sim.config="+simConfig,
 		"--accounting.interval=1s", "--accounting.new-owner-hold=15s", "--accounting.retention=10m")
-	waitForHealthz(t, gw, "http://"+addr)
+	testenv.WaitHealthy(t, gw, "http://"+addr)
 
 	// Wait until Prometheus holds the short job's held time after the hold.
 	var pod, namespace, user string
@@ -181,7 +181,7 @@ processes:
 	base, p, ok := startWithEnv(t, env, append(isolated(t), "--backend=nvml",
 		"--accounting.interval=1s", "--accounting.new-owner-hold=1s", "--accounting.retention=1m")...)
 	if !ok {
-		t.Fatalf("gpuwatch exited:\n%s", p.output.String())
+		t.Fatalf("gpuwatch exited:\n%s", p.Output.String())
 	}
 	var held, sm, ticks, tickCPU float64
 	var okTicks, okCPU bool
@@ -190,12 +190,12 @@ processes:
 		if err != nil {
 			return false
 		}
-		fams := parseMetrics(t, text)
+		fams := testenv.ParseMetrics(t, text)
 		var ok1, ok2 bool
-		held, ok1 = sample(fams, "gpu_process_seconds_total", map[string]string{"gpu": "0"})
-		sm, ok2 = sample(fams, "gpu_process_sm_seconds_total", map[string]string{"gpu": "0"})
-		ticks, okTicks = sample(fams, "gpuwatch_accounting_ticks_total", nil)
-		tickCPU, okCPU = sample(fams, "gpuwatch_accounting_cpu_seconds_total", nil)
+		held, ok1 = testenv.Sample(fams, "gpu_process_seconds_total", map[string]string{"gpu": "0"})
+		sm, ok2 = testenv.Sample(fams, "gpu_process_sm_seconds_total", map[string]string{"gpu": "0"})
+		ticks, okTicks = testenv.Sample(fams, "gpuwatch_accounting_ticks_total", nil)
+		tickCPU, okCPU = testenv.Sample(fams, "gpuwatch_accounting_cpu_seconds_total", nil)
 		return ok1 && ok2 && held >= 8
 	})
 	// The first and the last tick's sampling differ by at most a tick.
@@ -226,7 +226,7 @@ processes:
 	base, p, ok := startWithEnv(t, env, append(isolated(t), "--backend=nvml",
 		"--accounting.interval=1s", "--accounting.new-owner-hold=1s", "--accounting.retention=1m")...)
 	if !ok {
-		t.Fatalf("gpuwatch exited:\n%s", p.output.String())
+		t.Fatalf("gpuwatch exited:\n%s", p.Output.String())
 	}
 	var sm float64
 	testenv.WaitFor(t, 60*time.Second, "the job's SM time, after it ended", func() bool {
@@ -235,7 +235,7 @@ processes:
 			return false
 		}
 		var ok bool
-		sm, ok = sample(parseMetrics(t, text), "gpu_process_sm_seconds_total", map[string]string{"gpu": "0"})
+		sm, ok = testenv.Sample(testenv.ParseMetrics(t, text), "gpu_process_sm_seconds_total", map[string]string{"gpu": "0"})
 		// The simulated clock starts with the library, after started:
 		// 16 s on, the job (8 s to 12 s) is over and its last tick read.
 		return ok && time.Since(started) > 16*time.Second
@@ -292,15 +292,15 @@ func TestTimeSlicedPodsAccountedByMeasuredUse(t *testing.T) {
 		if err != nil {
 			return false
 		}
-		fams := parseMetrics(t, text)
+		fams := testenv.ParseMetrics(t, text)
 		for _, p := range pods {
 			on := map[string]string{"gpu": "1", "pod": p}
 			var ok [5]bool
-			held[p], ok[0] = sample(fams, "gpu_process_seconds_total", on)
-			sm[p], ok[1] = sample(fams, "gpu_process_sm_seconds_total", on)
-			energy[p], ok[2] = sample(fams, "gpu_process_energy_joules_total", on)
-			alloc[p], ok[3] = sample(fams, "gpu_allocation_seconds_total", on)
-			idle[p], ok[4] = sample(fams, "gpu_allocation_idle_seconds_total", on)
+			held[p], ok[0] = testenv.Sample(fams, "gpu_process_seconds_total", on)
+			sm[p], ok[1] = testenv.Sample(fams, "gpu_process_sm_seconds_total", on)
+			energy[p], ok[2] = testenv.Sample(fams, "gpu_process_energy_joules_total", on)
+			alloc[p], ok[3] = testenv.Sample(fams, "gpu_allocation_seconds_total", on)
+			idle[p], ok[4] = testenv.Sample(fams, "gpu_allocation_idle_seconds_total", on)
 			if ok != [5]bool{true, true, true, true, true} || held[p] < 8 {
 				return false
 			}

@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"strconv"
 	"testing"
+
+	"github.com/gpuwatch/gpuwatch/internal/testenv"
 )
 
 // The attribution package's fixture /proc holds one process per runtime,
@@ -94,10 +96,10 @@ func TestPsAndMetricsShowOwners(t *testing.T) {
 	}
 
 	base, _ := startGpuwatch(t, common...)
-	fams := parseMetrics(t, httpGet(t, base+"/metrics"))
+	fams := testenv.ParseMetrics(t, httpGet(t, base+"/metrics"))
 	for _, want := range attributedProcesses {
 		labels := map[string]string{"gpu": itoa(want.gpu), "user": want.user, "container": want.containerLabel, "slurm_job": want.slurmJob}
-		if v, ok := sample(fams, "gpu_process_memory_used_bytes", labels); !ok || v != 1<<30 {
+		if v, ok := testenv.Sample(fams, "gpu_process_memory_used_bytes", labels); !ok || v != 1<<30 {
 			t.Errorf("gpu_process_memory_used_bytes%v = %v (present %v)", labels, v, ok)
 		}
 	}

@@ -97,10 +97,10 @@ func TestFakeNVMLDCGMVGPULicense(t *testing.T) {
 			env := fakeEnv(t, variant, h100Config)
 			base, p, up := startWithEnv(t, env, append([]string{"--backend=nvml", "--compat=dcgm"}, isolated(t)...)...)
 			if !up {
-				t.Fatalf("gpuwatch exited:\n%s", p.output.String())
+				t.Fatalf("gpuwatch exited:\n%s", p.Output.String())
 			}
 			settle(t, base)
-			fams := parseMetrics(t, httpGet(t, base+"/metrics"))
+			fams := testenv.ParseMetrics(t, httpGet(t, base+"/metrics"))
 			mf, got := fams["DCGM_FI_DEV_VGPU_LICENSE_STATUS"]
 			if got != want {
 				t.Fatalf("DCGM_FI_DEV_VGPU_LICENSE_STATUS present %v, want %v", got, want)
@@ -163,7 +163,7 @@ func TestDCGMDefaultCounterTable(t *testing.T) {
 			base, _ := startGpuwatch(t, "--backend=sim", "--sim.profile="+c.profile, "--compat=dcgm,native",
 				"--path.procfs="+t.TempDir(), "--slurm.jobs=false", "--docker.socket=", "--cri.socket=", "--kubelet.pod-resources-socket=")
 			settle(t, base)
-			fams := parseMetrics(t, httpGet(t, base+"/metrics"))
+			fams := testenv.ParseMetrics(t, httpGet(t, base+"/metrics"))
 			wholeGPU := map[string]bool{} // GPUs not in MIG mode
 			for _, m := range fams["gpu_info"].GetMetric() {
 				l := labelMap(m.GetLabel())
@@ -225,7 +225,7 @@ func TestDCGMHostnameLabelFlag(t *testing.T) {
 			args = append(args, flag)
 		}
 		base, _ := startGpuwatch(t, args...)
-		fams := parseMetrics(t, httpGet(t, base+"/metrics"))
+		fams := testenv.ParseMetrics(t, httpGet(t, base+"/metrics"))
 		mf := fams["DCGM_FI_DEV_GPU_TEMP"]
 		if mf == nil || len(mf.GetMetric()) == 0 {
 			t.Fatalf("%q: no DCGM_FI_DEV_GPU_TEMP", flag)

@@ -106,7 +106,7 @@ func TestDCGMDashboard410Queries(t *testing.T) {
 	promConfig := filepath.Join(dir, "prometheus.yml")
 	writeFile(t, promConfig, string(cfg))
 	promURL := fmt.Sprintf("http://127.0.0.1:%d", testenv.FreePort(t))
-	startProcess(t, promBin, "--config.file="+promConfig, "--storage.tsdb.path="+filepath.Join(dir, "tsdb"),
+	testenv.StartProcess(t, nil, promBin, "--config.file="+promConfig, "--storage.tsdb.path="+filepath.Join(dir, "tsdb"),
 		"--web.listen-address="+promURL[len("http://"):])
 	testenv.WaitFor(t, 60*time.Second, "Prometheus to scrape the three gpuwatch", func() bool {
 		v, ok := promQuery(t, promURL, `count(up{job="gpuwatch"} == 1)`)

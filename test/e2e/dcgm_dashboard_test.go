@@ -220,7 +220,7 @@ func TestDCGMDashboardAndAdapterQueries(t *testing.T) {
 	promConfig := filepath.Join(dir, "prometheus.yml")
 	writeFile(t, promConfig, string(cfg))
 	promURL := fmt.Sprintf("http://127.0.0.1:%d", testenv.FreePort(t))
-	startProcess(t, promBin, "--config.file="+promConfig, "--storage.tsdb.path="+filepath.Join(dir, "tsdb"),
+	testenv.StartProcess(t, nil, promBin, "--config.file="+promConfig, "--storage.tsdb.path="+filepath.Join(dir, "tsdb"),
 		"--web.listen-address="+promURL[len("http://"):])
 	testenv.WaitFor(t, 60*time.Second, "Prometheus to scrape the three gpuwatch", func() bool {
 		v, ok := promQuery(t, promURL, `count(up{job="gpuwatch"} == 1)`)
@@ -360,7 +360,7 @@ func migUUID(t *testing.T, profile, gpu, gpuInstance string) string {
 		t.Fatalf("textfile: %s", msg)
 	}
 	data, _ := os.ReadFile(out)
-	for _, m := range parseMetrics(t, string(data))["gpu_mig_info"].GetMetric() {
+	for _, m := range testenv.ParseMetrics(t, string(data))["gpu_mig_info"].GetMetric() {
 		l := map[string]string{}
 		for _, lp := range m.GetLabel() {
 			l[lp.GetName()] = lp.GetValue()

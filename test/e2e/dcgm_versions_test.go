@@ -94,11 +94,11 @@ func dcgmVersionPages(t *testing.T, profile string, fake bool) map[string]string
 		args := append([]string{"--compat=dcgm", "--compat.dcgm-version=" + v, "--compat.hostname=golden-host"}, isolated(t)...)
 		var base string
 		if fake {
-			var p *process
+			var p *testenv.Process
 			var up bool
 			base, p, up = startWithEnv(t, fakeEnv(t, nvmlbranch.Newest().Name, config), append(args, "--backend=nvml")...)
 			if !up {
-				t.Fatalf("gpuwatch exited:\n%s", p.output.String())
+				t.Fatalf("gpuwatch exited:\n%s", p.Output.String())
 			}
 		} else {
 			path := filepath.Join(t.TempDir(), "sim.yaml")
@@ -124,9 +124,9 @@ func TestDCGMVersionsE2E(t *testing.T) {
 			t.Run(door+"/"+profile, func(t *testing.T) {
 				t.Parallel()
 				pages := dcgmVersionPages(t, profile, door == "fakenvml")
-				old := dcgmSeriesKeys(t, parseMetrics(t, pages["4.8"]), "4.8")
+				old := dcgmSeriesKeys(t, testenv.ParseMetrics(t, pages["4.8"]), "4.8")
 				for _, v := range []string{"4.9", "4.10"} {
-					fams := parseMetrics(t, pages[v])
+					fams := testenv.ParseMetrics(t, pages[v])
 					got := dcgmSeriesKeys(t, fams, v)
 					checkDCGMVersionPage(t, v, rows, old, got, fams)
 					checkPromtool(t, promtool, v, pages[v])
@@ -229,14 +229,14 @@ func TestDCGMTransitionRules(t *testing.T) {
 				Values string `json:"values"`
 			}
 			var input []series
-			for name, mf := range parseMetrics(t, pages["4.10"]) {
+			for name, mf := range testenv.ParseMetrics(t, pages["4.10"]) {
 				if strings.HasPrefix(name, "DCGM_") {
 					for _, m := range mf.GetMetric() {
 						input = append(input, series{Series: seriesText(name, m), Values: strconv.FormatFloat(m.GetGauge().GetValue()+m.GetCounter().GetValue(), 'g', -1, 64) + "x5"})
 					}
 				}
 			}
-			old := parseMetrics(t, pages["4.8"])
+			old := testenv.ParseMetrics(t, pages["4.8"])
 			var tests []exprTest
 			for _, r := range rows {
 				mf, ok := old[r.before]

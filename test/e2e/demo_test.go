@@ -73,10 +73,10 @@ func TestDemoShowsEveryOwnerKind(t *testing.T) {
 	// the next scrape.
 	var fams map[string]*dto.MetricFamily
 	testenv.WaitFor(t, 20*time.Second, "owners of every kind on /metrics", func() bool {
-		fams = parseMetrics(t, httpGet(t, base+"/metrics"))
+		fams = testenv.ParseMetrics(t, httpGet(t, base+"/metrics"))
 		return len(ownerKinds(fams)) == 4
 	})
-	if _, ok := sample(fams, "gpu_kubernetes_allocation_info", map[string]string{"gpu": "6", "namespace": "inference"}); !ok {
+	if _, ok := testenv.Sample(fams, "gpu_kubernetes_allocation_info", map[string]string{"gpu": "6", "namespace": "inference"}); !ok {
 		t.Error("no kubelet allocation of GPU 6")
 	}
 	// An idle pod holds GPU 7's idle 2g.20gb MIG instance through a DRA
@@ -87,14 +87,14 @@ func TestDemoShowsEveryOwnerKind(t *testing.T) {
 			migs[l["profile"]] = l["mig_uuid"]
 		}
 	}
-	if _, ok := sample(fams, "gpu_kubernetes_allocation_info", map[string]string{"gpu": "7", "mig_uuid": migs["2g.20gb"], "pod": "embedder-0"}); !ok || migs["2g.20gb"] == "" {
+	if _, ok := testenv.Sample(fams, "gpu_kubernetes_allocation_info", map[string]string{"gpu": "7", "mig_uuid": migs["2g.20gb"], "pod": "embedder-0"}); !ok || migs["2g.20gb"] == "" {
 		t.Errorf("no DRA allocation of GPU 7's 2g.20gb (%q) to the embedder pod", migs["2g.20gb"])
 	}
-	if _, ok := sample(fams, "gpu_slurm_job_info", map[string]string{"gpu": "5"}); !ok {
+	if _, ok := testenv.Sample(fams, "gpu_slurm_job_info", map[string]string{"gpu": "5"}); !ok {
 		t.Error("the idle GPU 5 is not held by a Slurm job")
 	}
 	for _, source := range []string{"procfs", "docker", "cri", "kubelet", "slurm"} {
-		if v, ok := sample(fams, "gpuwatch_attribution_errors_total", map[string]string{"source": source}); !ok || v != 0 {
+		if v, ok := testenv.Sample(fams, "gpuwatch_attribution_errors_total", map[string]string{"source": source}); !ok || v != 0 {
 			t.Errorf("%s errors = %v (present %v)", source, v, ok)
 		}
 	}
@@ -133,10 +133,10 @@ func TestLogsSpeakUp(t *testing.T) {
 	// may log the failure first: wait for both.
 	testenv.WaitFor(t, 15*time.Second, "the kubelet failure warning and the start summary", func() bool {
 		_, _ = httpGetNoFail(base + "/metrics")
-		out := proc.output.String()
+		out := proc.Output.String()
 		return strings.Contains(out, `msg="attribution source failing`) && strings.Contains(out, `msg="gpuwatch started"`)
 	})
-	out := proc.output.String()
+	out := proc.Output.String()
 	for _, want := range []string{
 		`level=WARN source=attribution.go`, `msg="socket not found; its owner labels stay empty until it appears" flag=--kubelet.pod-resources-socket socket=` + missing,
 		`owner_source=kubelet failures=`, `check="--kubelet.pod-resources-socket=` + missing + `"`,
@@ -155,9 +155,9 @@ func TestLogsSpeakUp(t *testing.T) {
 	// The demo: every source on, Slurm named once.
 	_, demo := startGpuwatch(t, "--backend=sim", "--sim.profile=dgx-h100")
 	testenv.WaitFor(t, 15*time.Second, "the start summary", func() bool {
-		return strings.Contains(demo.output.String(), `msg="gpuwatch started"`)
+		return strings.Contains(demo.Output.String(), `msg="gpuwatch started"`)
 	})
-	out = demo.output.String()
+	out = demo.Output.String()
 	if !strings.Contains(out, "owner_sources=procfs,docker,cri,kubelet,slurm absent=none") ||
 		!strings.Contains(out, "attribution sources [procfs cri docker kubelet slurm]") || !strings.Contains(out, "owners=\"demo") {
 		t.Errorf("demo start summary:\n%s", out)

@@ -194,7 +194,7 @@ func runDocServe(t *testing.T, s *docSandbox, c testenv.DocCommand) {
 	addr := fmt.Sprintf("127.0.0.1:%d", testenv.FreePort(t))
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	out := &syncBuffer{}
+	out := &testenv.SyncBuffer{}
 	cmd := s.command(ctx, c, nil, append(demoEnv(c), "DOC_LISTEN="+addr)...)
 	cmd.Stdout, cmd.Stderr = out, out
 	if err := cmd.Start(); err != nil {
@@ -228,7 +228,7 @@ func runDocServe(t *testing.T, s *docSandbox, c testenv.DocCommand) {
 		return err == nil
 	})
 	metrics := httpGet(t, "http://"+addr+"/metrics")
-	if _, ok := sample(parseMetrics(t, metrics), "gpu_up", map[string]string{"gpu": "0"}); !ok {
+	if _, ok := testenv.Sample(testenv.ParseMetrics(t, metrics), "gpu_up", map[string]string{"gpu": "0"}); !ok {
 		t.Errorf("%s: serves no gpu_up for GPU 0:\n%.2000s", c, metrics)
 	}
 	if c.Program() == "./scripts/run.sh" && !c.HasFlag("backend") && !strings.Contains(out.String(), "DEMO") {
@@ -317,7 +317,7 @@ func startDocPrometheus(t *testing.T, s *docSandbox, gpuwatchAddr string) *docPr
 		"scrape_configs:\n  - job_name: gpuwatch\n    static_configs: [{targets: [%q]}]\n",
 		filepath.Join(root, "deploy/prometheus/recording.yml"), filepath.Join(root, "deploy/prometheus/alerts.yml"), gpuwatchAddr))
 	addr := fmt.Sprintf("127.0.0.1:%d", testenv.FreePort(t))
-	startProcess(t, promBin, "--config.file="+cfg, "--storage.tsdb.path="+filepath.Join(dir, "data"), "--web.listen-address="+addr)
+	testenv.StartProcess(t, nil, promBin, "--config.file="+cfg, "--storage.tsdb.path="+filepath.Join(dir, "data"), "--web.listen-address="+addr)
 	promURL := "http://" + addr
 
 	// HTTPS in front of it, with the CA in the client.yml the docs name.
@@ -371,7 +371,7 @@ func slurmGpuwatch(t *testing.T) string {
 	cluster.WaitJob(t, job, "RUNNING", "None")
 	base, _ := startGpuwatch(t, append(args, "--slurm.poll-interval=1s")...)
 	testenv.WaitFor(t, 30*time.Second, "slurm_jobs for the running job", func() bool {
-		_, ok := sample(parseMetrics(t, httpGet(t, base+"/metrics")), "slurm_jobs", map[string]string{"state": "running"})
+		_, ok := testenv.Sample(testenv.ParseMetrics(t, httpGet(t, base+"/metrics")), "slurm_jobs", map[string]string{"state": "running"})
 		return ok
 	})
 	return strings.TrimPrefix(base, "http://")

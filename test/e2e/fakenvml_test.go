@@ -97,13 +97,13 @@ func isolated(t *testing.T) []string {
 
 // startWithEnv starts gpuwatch with env and waits until it answers
 // /healthz or exits; ok is false when it exited.
-func startWithEnv(t *testing.T, env []string, args ...string) (base string, p *process, ok bool) {
+func startWithEnv(t *testing.T, env []string, args ...string) (base string, p *testenv.Process, ok bool) {
 	t.Helper()
 	addr := fmt.Sprintf("127.0.0.1:%d", testenv.FreePort(t))
-	p = startProcessEnv(t, env, gpuwatchBin, append([]string{"--web.listen-address=" + addr}, args...)...)
+	p = testenv.StartProcess(t, env, gpuwatchBin, append([]string{"--web.listen-address=" + addr}, args...)...)
 	base = "http://" + addr
 	testenv.WaitFor(t, 20*time.Second, "gpuwatch to answer /healthz or exit", func() bool {
-		if p.exited() {
+		if p.Exited() {
 			return true
 		}
 		resp, err := http.Get(base + "/healthz")
@@ -113,7 +113,7 @@ func startWithEnv(t *testing.T, env []string, args ...string) (base string, p *p
 		resp.Body.Close()
 		return resp.StatusCode == 200
 	})
-	return base, p, !p.exited()
+	return base, p, !p.Exited()
 }
 
 // runWithEnv runs a gpuwatch command to completion.
@@ -203,7 +203,7 @@ func checkPage(t *testing.T, variant string, fams map[string]*dto.MetricFamily) 
 	if !slices.Equal(limited, sortedWant) {
 		t.Errorf("gpuwatch_driver_limited_group groups %v, want %v", limited, sortedWant)
 	}
-	has := func(name string) bool { _, ok := sample(fams, name, map[string]string{"gpu": "0"}); return ok }
+	has := func(name string) bool { _, ok := testenv.Sample(fams, name, map[string]string{"gpu": "0"}); return ok }
 	b, isBranch := nvmlbranch.Lookup(variant)
 	expect := map[string]bool{
 		// every variant has the twenty basic functions
@@ -223,7 +223,7 @@ func checkPage(t *testing.T, variant string, fams map[string]*dto.MetricFamily) 
 	if isBranch {
 		driver = b.DriverVersion
 	}
-	if _, ok := sample(fams, "gpuwatch_driver_info", map[string]string{"version": driver, "branch": "R" + strings.Split(driver, ".")[0]}); !ok {
+	if _, ok := testenv.Sample(fams, "gpuwatch_driver_info", map[string]string{"version": driver, "branch": "R" + strings.Split(driver, ".")[0]}); !ok {
 		t.Errorf("gpuwatch_driver_info does not say version %s", driver)
 	}
 }
@@ -251,22 +251,22 @@ func TestDriverBranchMatrix(t *testing.T) {
 			t.Run("serve", func(t *testing.T) {
 				base, p, up := startWithEnv(t, env, append([]string{"--backend=nvml"}, isolated(t)...)...)
 				if !up {
-					t.Fatalf("gpuwatch exited on the %s library:\n%s", v.Name, p.output.String())
+					t.Fatalf("gpuwatch exited on the %s library:\n%s", v.Name, p.Output.String())
 				}
 				var page string
 				for range 2 { // a second scrape runs the collectors again (GPM, events)
 					page = httpGet(t, base+"/metrics")
 				}
-				if p.exited() {
-					t.Fatalf("gpuwatch died after serving:\n%s", p.output.String())
+				if p.Exited() {
+					t.Fatalf("gpuwatch died after serving:\n%s", p.Output.String())
 				}
 				cmd := exec.Command(promtool, "check", "metrics")
 				cmd.Stdin = strings.NewReader(page)
 				if out, err := cmd.CombinedOutput(); err != nil {
 					t.Fatalf("promtool check metrics: %v\n%s", err, out)
 				}
-				checkPage(t, v.Name, parseMetrics(t, page))
-				checkLog(t, v.Name, p.output.String(), false)
+				checkPage(t, v.Name, testenv.ParseMetrics(t, page))
+				checkLog(t, v.Name, p.Output.String(), false)
 			})
 
 			t.Run("textfile", func(t *testing.T) {
@@ -279,7 +279,7 @@ func TestDriverBranchMatrix(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				checkPage(t, v.Name, parseMetrics(t, string(data)))
+				checkPage(t, v.Name, testenv.ParseMetrics(t, string(data)))
 				checkLog(t, v.Name, output, false)
 			})
 
@@ -316,7 +316,7 @@ func TestFakeNVMLMatchesSimulator(t *testing.T) {
 			env := fakeEnv(t, newest, config)
 			base, p, up := startWithEnv(t, env, append([]string{"--backend=nvml"}, isolated(t)...)...)
 			if !up {
-				t.Fatalf("gpuwatch exited:\n%s", p.output.String())
+				t.Fatalf("gpuwatch exited:\n%s", p.Output.String())
 			}
 			simConfig := filepath.Join(t.TempDir(), "sim.yaml")
 			if err := os.WriteFile(simConfig, []byte(config), 0o644); err != nil {
@@ -345,7 +345,7 @@ func TestGoldenFakeNVML(t *testing.T) {
 			env := fakeEnv(t, name, h100Config)
 			base, p, up := startWithEnv(t, env, append([]string{"--backend=nvml"}, isolated(t)...)...)
 			if !up {
-				t.Fatalf("gpuwatch exited:\n%s", p.output.String())
+				t.Fatalf("gpuwatch exited:\n%s", p.Output.String())
 			}
 			settle(t, base)
 			// The library's path depends on where the build put it.

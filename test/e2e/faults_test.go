@@ -28,38 +28,38 @@ faults:
 	base, proc := startGpuwatch(t, "--backend=sim", "--sim.config="+cfg)
 
 	// Unsupported reads are absent, never zero; the rest of GPU 1 is there.
-	fams := parseMetrics(t, httpGet(t, base+"/metrics"))
-	if _, ok := sample(fams, "gpu_power_usage_watts", map[string]string{"gpu": "1"}); ok {
+	fams := testenv.ParseMetrics(t, httpGet(t, base+"/metrics"))
+	if _, ok := testenv.Sample(fams, "gpu_power_usage_watts", map[string]string{"gpu": "1"}); ok {
 		t.Error("gpu_power_usage_watts{gpu=1} exported although power is unsupported")
 	}
-	if _, ok := sample(fams, "gpu_fan_speed_ratio", map[string]string{"gpu": "1"}); ok {
+	if _, ok := testenv.Sample(fams, "gpu_fan_speed_ratio", map[string]string{"gpu": "1"}); ok {
 		t.Error("gpu_fan_speed_ratio{gpu=1} exported although fan speed is unsupported")
 	}
-	if _, ok := sample(fams, "gpu_temperature_celsius", map[string]string{"gpu": "1"}); !ok {
+	if _, ok := testenv.Sample(fams, "gpu_temperature_celsius", map[string]string{"gpu": "1"}); !ok {
 		t.Error("gpu_temperature_celsius{gpu=1} missing: only power and fan were made unsupported")
 	}
-	if _, ok := sample(fams, "gpu_power_usage_watts", map[string]string{"gpu": "0"}); !ok {
+	if _, ok := testenv.Sample(fams, "gpu_power_usage_watts", map[string]string{"gpu": "0"}); !ok {
 		t.Error("gpu_power_usage_watts{gpu=0} missing")
 	}
 
 	// The XID arrives through the event goroutine.
 	testenv.WaitFor(t, 15*time.Second, "gpu_xid_errors_total{gpu=2,xid=79} = 1", func() bool {
-		v, ok := sample(parseMetrics(t, httpGet(t, base+"/metrics")), "gpu_xid_errors_total", map[string]string{"gpu": "2", "xid": "79"})
+		v, ok := testenv.Sample(testenv.ParseMetrics(t, httpGet(t, base+"/metrics")), "gpu_xid_errors_total", map[string]string{"gpu": "2", "xid": "79"})
 		return ok && v == 1
 	})
 
 	// GPU 3 falls off the bus: gpu_up goes to 0, its readings vanish, the
 	// other seven keep reporting, and the process stays up.
 	testenv.WaitFor(t, 15*time.Second, "gpu_up{gpu=3} = 0", func() bool {
-		v, ok := sample(parseMetrics(t, httpGet(t, base+"/metrics")), "gpu_up", map[string]string{"gpu": "3"})
+		v, ok := testenv.Sample(testenv.ParseMetrics(t, httpGet(t, base+"/metrics")), "gpu_up", map[string]string{"gpu": "3"})
 		return ok && v == 0
 	})
-	fams = parseMetrics(t, httpGet(t, base+"/metrics"))
-	if _, ok := sample(fams, "gpu_utilization_ratio", map[string]string{"gpu": "3"}); ok {
+	fams = testenv.ParseMetrics(t, httpGet(t, base+"/metrics"))
+	if _, ok := testenv.Sample(fams, "gpu_utilization_ratio", map[string]string{"gpu": "3"}); ok {
 		t.Error("lost GPU 3 still exports gpu_utilization_ratio")
 	}
 	for _, gpu := range []string{"0", "1", "2", "4", "5", "6", "7"} {
-		if v, ok := sample(fams, "gpu_up", map[string]string{"gpu": gpu}); !ok || v != 1 {
+		if v, ok := testenv.Sample(fams, "gpu_up", map[string]string{"gpu": gpu}); !ok || v != 1 {
 			t.Errorf("gpu_up{gpu=%s} = %v (present %v) after GPU 3 was lost", gpu, v, ok)
 		}
 		// GPU 7 runs in MIG mode, where NVML reports memory per instance
@@ -68,22 +68,22 @@ faults:
 		if gpu == "7" {
 			reading = "gpu_mig_memory_used_bytes"
 		}
-		if _, ok := sample(fams, reading, map[string]string{"gpu": gpu}); !ok {
+		if _, ok := testenv.Sample(fams, reading, map[string]string{"gpu": gpu}); !ok {
 			t.Errorf("%s{gpu=%s} missing after GPU 3 was lost", reading, gpu)
 		}
 	}
-	if proc.exited() {
+	if proc.Exited() {
 		t.Fatal("gpuwatch exited after losing a GPU")
 	}
 	// The log says so, once each.
 	testenv.WaitFor(t, 10*time.Second, "warnings about the lost GPU and the XID", func() bool {
-		out := proc.output.String()
+		out := proc.Output.String()
 		return strings.Contains(out, `level=WARN source=healthlog.go`) &&
 			strings.Contains(out, `msg="GPU is down" gpu=3`) && strings.Contains(out, "reason=gpu_is_lost") &&
 			strings.Contains(out, `gpu=2`) && strings.Contains(out, `since_start=1×79`)
 	})
-	if n := strings.Count(proc.output.String(), `msg="GPU is down" gpu=3`); n != 1 {
-		t.Errorf("lost GPU warned about %d times, want once:\n%s", n, proc.output.String())
+	if n := strings.Count(proc.Output.String(), `msg="GPU is down" gpu=3`); n != 1 {
+		t.Errorf("lost GPU warned about %d times, want once:\n%s", n, proc.Output.String())
 	}
 }
 
@@ -101,14 +101,14 @@ func TestHungGPU(t *testing.T) {
 
 	scrape := func() map[string]*dto.MetricFamily {
 		start := time.Now()
-		fams := parseMetrics(t, httpGet(t, base+"/metrics"))
+		fams := testenv.ParseMetrics(t, httpGet(t, base+"/metrics"))
 		if took := time.Since(start); took > 4*time.Second {
 			t.Errorf("a scrape took %v with a 2s collection timeout", took)
 		}
 		return fams
 	}
 	up := func(fams map[string]*dto.MetricFamily, gpu string) float64 {
-		v, _ := sample(fams, "gpu_up", map[string]string{"gpu": gpu})
+		v, _ := testenv.Sample(fams, "gpu_up", map[string]string{"gpu": gpu})
 		return v
 	}
 	testenv.WaitFor(t, 20*time.Second, "gpu_up{gpu=4} = 0 while it hangs", func() bool {
@@ -124,13 +124,13 @@ func TestHungGPU(t *testing.T) {
 		return true
 	})
 	testenv.WaitFor(t, 25*time.Second, "gpu_up{gpu=4} = 1 after the hang", func() bool { return up(scrape(), "4") == 1 })
-	if proc.exited() {
+	if proc.Exited() {
 		t.Fatal("gpuwatch exited")
 	}
 	// The log line may follow the scrape that saw the GPU back: the
 	// collection's answer goes out before its health is logged.
 	logged := func() bool {
-		out := proc.output.String()
+		out := proc.Output.String()
 		return strings.Contains(out, `msg="GPU did not answer for three --collection.timeout; reported down (gpu_up 0) until it does" gpu=4`) &&
 			strings.Contains(out, `msg="GPU is back" gpu=4`)
 	}
@@ -139,7 +139,7 @@ func TestHungGPU(t *testing.T) {
 		time.Sleep(50 * time.Millisecond)
 	}
 	if !logged() {
-		t.Errorf("the log does not tell of GPU 4's timeout and return:\n%s", proc.output.String())
+		t.Errorf("the log does not tell of GPU 4's timeout and return:\n%s", proc.Output.String())
 	}
 }
 

@@ -45,17 +45,17 @@ func TestHangingRuntimeSocket(t *testing.T) {
 
 	for i := range 3 {
 		start := time.Now()
-		fams := parseMetrics(t, httpGet(t, base+"/metrics"))
+		fams := testenv.ParseMetrics(t, httpGet(t, base+"/metrics"))
 		if took := time.Since(start); took > 3*time.Second {
 			t.Errorf("scrape %d took %v with a 500ms attribution timeout", i, took)
 		}
 		// procfs still names the user and the container id.
-		if _, ok := sample(fams, "gpu_process_memory_used_bytes", map[string]string{"gpu": "0", "user": "alice", "container": "f4f0b3caffa8"}); !ok {
+		if _, ok := testenv.Sample(fams, "gpu_process_memory_used_bytes", map[string]string{"gpu": "0", "user": "alice", "container": "f4f0b3caffa8"}); !ok {
 			t.Errorf("scrape %d: the owner procfs gives is missing", i)
 		}
 	}
 	testenv.WaitFor(t, 10*time.Second, "docker errors counted", func() bool {
-		v, ok := sample(parseMetrics(t, httpGet(t, base+"/metrics")), "gpuwatch_attribution_errors_total", map[string]string{"source": "docker"})
+		v, ok := testenv.Sample(testenv.ParseMetrics(t, httpGet(t, base+"/metrics")), "gpuwatch_attribution_errors_total", map[string]string{"source": "docker"})
 		return ok && v > 0
 	})
 }

@@ -93,19 +93,19 @@ faults:
 	if r.Status != "fail" {
 		t.Errorf("node status = %s", r.Status)
 	}
-	fams := parseMetrics(t, httpGet(t, base+"/metrics"))
+	fams := testenv.ParseMetrics(t, httpGet(t, base+"/metrics"))
 	for gpu, want := range map[string]float64{"0": 1, "2": 0, "3": 1, "4": 0} {
-		if v, ok := sample(fams, "gpu_health_status", map[string]string{"gpu": gpu}); !ok || v != want {
+		if v, ok := testenv.Sample(fams, "gpu_health_status", map[string]string{"gpu": gpu}); !ok || v != want {
 			t.Errorf("gpu_health_status{gpu=%s} = %v (present %v), want %v", gpu, v, ok, want)
 		}
 	}
-	if _, ok := sample(fams, "gpu_health_status", map[string]string{"gpu": "5"}); ok {
+	if _, ok := testenv.Sample(fams, "gpu_health_status", map[string]string{"gpu": "5"}); ok {
 		t.Errorf("gpu_health_status of the hung GPU 5 is present; unknown must be absent")
 	}
-	if v, ok := sample(fams, "gpu_health_check_failing", map[string]string{"gpu": "2", "check": "xid"}); !ok || v != 1 {
+	if v, ok := testenv.Sample(fams, "gpu_health_check_failing", map[string]string{"gpu": "2", "check": "xid"}); !ok || v != 1 {
 		t.Errorf("gpu_health_check_failing{gpu=2,check=xid} = %v %v", v, ok)
 	}
-	if v, ok := sample(fams, "gpu_health_check_failing", map[string]string{"gpu": "5", "check": "responding"}); !ok || v != 1 {
+	if v, ok := testenv.Sample(fams, "gpu_health_check_failing", map[string]string{"gpu": "5", "check": "responding"}); !ok || v != 1 {
 		t.Errorf("gpu_health_check_failing{gpu=5,check=responding} = %v %v", v, ok)
 	}
 	resp, err := http.Get(base + "/readyz")
@@ -127,7 +127,7 @@ func TestHealthThroughFakeNVML(t *testing.T) {
 	env := fakeEnv(t, "R580", "profile: dgx-h100\nfaults:\n  - {gpu: 1, xid: 79, at: 1s}\n")
 	base, p, ok := startWithEnv(t, env, isolated(t)...)
 	if !ok {
-		t.Fatalf("gpuwatch exited:\n%s", p.output.String())
+		t.Fatalf("gpuwatch exited:\n%s", p.Output.String())
 	}
 	var r health.Report
 	testenv.WaitFor(t, 30*time.Second, "GPU 1 failed in /api/v1/health", func() bool {
@@ -137,8 +137,8 @@ func TestHealthThroughFakeNVML(t *testing.T) {
 	if !strings.Contains(r.GPUs[1].Reason, "XID 79") || r.GPUs[0].Status != "ok" {
 		t.Errorf("verdicts = %+v", r.GPUs[:2])
 	}
-	fams := parseMetrics(t, httpGet(t, base+"/metrics"))
-	if v, ok := sample(fams, "gpu_health_status", map[string]string{"gpu": "1"}); !ok || v != 0 {
+	fams := testenv.ParseMetrics(t, httpGet(t, base+"/metrics"))
+	if v, ok := testenv.Sample(fams, "gpu_health_status", map[string]string{"gpu": "1"}); !ok || v != 0 {
 		t.Errorf("gpu_health_status{gpu=1} = %v %v", v, ok)
 	}
 	if _, err := httpGetNoFail(base + "/readyz"); err != nil {

@@ -81,10 +81,10 @@ func TestJobRecordsSurviveSIGKILL(t *testing.T) {
 		return ok1 && !job.Running && ok2 && pod.Running && pod.GPUs[0].ProcessSeconds >= 10
 	})
 	served := pod.GPUs[0].ProcessSeconds
-	if err := gw.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+	if err := gw.Cmd.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
-	<-gw.done
+	<-gw.Done
 
 	recs, skipped, err := jobs.ReadJournal(acctDir)
 	if err != nil || skipped != 0 || len(recs) != 1 {
@@ -161,7 +161,7 @@ func TestJobRecordCountsTheXIDsOfItsGPU(t *testing.T) {
 	if len(job.GPUs) != 1 || job.GPUs[0].XIDErrors == nil || *job.GPUs[0].XIDErrors != 1 {
 		t.Errorf("the Slurm job's record: %+v, want one XID on its GPU", job.GPUs)
 	}
-	if v, ok := sample(parseMetrics(t, httpGet(t, base+"/metrics")), "gpu_xid_errors_total", map[string]string{"gpu": "0", "xid": "79"}); !ok || v != 1 {
+	if v, ok := testenv.Sample(testenv.ParseMetrics(t, httpGet(t, base+"/metrics")), "gpu_xid_errors_total", map[string]string{"gpu": "0", "xid": "79"}); !ok || v != 1 {
 		t.Errorf("gpu_xid_errors_total{gpu=0,xid=79} = %v (present %v), want 1", v, ok)
 	}
 }
@@ -187,10 +187,10 @@ func TestJobCommandAsksEveryNode(t *testing.T) {
 	// (all of 127/8 is loopback), so the node names are host names.
 	nodes := []string{"127.0.0.1", "127.0.0.2"}
 	port := testenv.FreePort(t)
-	var procs []*process
+	var procs []*testenv.Process
 	for i, seed := range []string{"node-a", "node-b"} {
 		addr := fmt.Sprintf("%s:%d", nodes[i], port)
-		procs = append(procs, startProcess(t, gpuwatchBin, "--web.listen-address="+addr, "--web.config.file="+webConfig,
+		procs = append(procs, testenv.StartProcess(t, nil, gpuwatchBin, "--web.listen-address="+addr, "--web.config.file="+webConfig,
 			"--backend=sim", "--sim.config="+simConfig, "--sim.seed="+seed,
 			"--accounting.dir="+filepath.Join(dir, fmt.Sprint("acct", i)), "--accounting.interval=1s", "--slurm.poll-interval=1s"))
 	}
@@ -209,8 +209,8 @@ func TestJobCommandAsksEveryNode(t *testing.T) {
 	jobID := ""
 	testenv.WaitFor(t, 60*time.Second, "both nodes to journal the Slurm job", func() bool {
 		for i, p := range procs {
-			if p.exited() {
-				t.Fatalf("gpuwatch exited:\n%s", p.output.String())
+			if p.Exited() {
+				t.Fatalf("gpuwatch exited:\n%s", p.Output.String())
 			}
 			recs, _, _ := jobs.ReadJournal(filepath.Join(dir, fmt.Sprint("acct", i)))
 			r, ok := recordOf(recs, jobs.KindSlurm)
@@ -286,16 +286,16 @@ func TestJobCommandFromPrometheus(t *testing.T) {
 	promConfig := filepath.Join(dir, "prometheus.yml")
 	writeFile(t, promConfig, fmt.Sprintf("global:\n  scrape_interval: 1s\n  scrape_timeout: 1s\nscrape_configs:\n  - job_name: gpuwatch\n    static_configs:\n      - targets: [%q]\n", addr))
 	promURL := fmt.Sprintf("http://127.0.0.1:%d", testenv.FreePort(t))
-	startProcess(t, promBin, "--config.file="+promConfig, "--storage.tsdb.path="+filepath.Join(dir, "tsdb"), "--web.listen-address="+promURL[len("http://"):])
+	testenv.StartProcess(t, nil, promBin, "--config.file="+promConfig, "--storage.tsdb.path="+filepath.Join(dir, "tsdb"), "--web.listen-address="+promURL[len("http://"):])
 	// Prometheus scrapes before gpuwatch starts, so it stores the job's
 	// counters' first 0 within their hold.
 	testenv.WaitFor(t, 60*time.Second, "Prometheus to scrape its (still absent) target", func() bool {
 		return len(promVectorAt(t, promURL, `up{job="gpuwatch"}`, "", "job")) > 0
 	})
 	acctDir := filepath.Join(dir, "acct")
-	gw := startProcess(t, gpuwatchBin, "--web.listen-address="+addr, "--backend=sim", "--sim.config="+simConfig, "--accounting.dir="+acctDir,
+	gw := testenv.StartProcess(t, nil, gpuwatchBin, "--web.listen-address="+addr, "--backend=sim", "--sim.config="+simConfig, "--accounting.dir="+acctDir,
 		"--accounting.interval=1s", "--slurm.poll-interval=1s", "--accounting.new-owner-hold=5s", "--accounting.retention=10m")
-	waitForHealthz(t, gw, "http://"+addr)
+	testenv.WaitHealthy(t, gw, "http://"+addr)
 
 	var job jobs.Record
 	testenv.WaitFor(t, 60*time.Second, "the Slurm job's record", func() bool {

@@ -15,6 +15,8 @@ import (
 	podresourcesv1 "k8s.io/kubelet/pkg/apis/podresources/v1"
 
 	"github.com/gpuwatch/gpuwatch/internal/fakedriver/nvmlbranch"
+
+	"github.com/gpuwatch/gpuwatch/internal/testenv"
 )
 
 // fakeKubelet and fakeCRI answer with the real protobuf types, over unix
@@ -73,7 +75,7 @@ func gpuUUIDs(t *testing.T, profile string) []string {
 		t.Fatalf("textfile: %s", msg)
 	}
 	data, _ := os.ReadFile(out)
-	fams := parseMetrics(t, string(data))
+	fams := testenv.ParseMetrics(t, string(data))
 	var uuids []string
 	for i := 0; ; i++ {
 		found := ""
@@ -158,19 +160,19 @@ func TestKubernetesOwners(t *testing.T) {
 
 	base, _ := startGpuwatch(t, common...)
 	page := httpGet(t, base+"/metrics")
-	fams := parseMetrics(t, page)
-	if v, ok := sample(fams, "gpu_process_memory_used_bytes", map[string]string{"gpu": "2", "namespace": "inference \"prod\"", "pod": "vllm-7d9f"}); !ok || v != 2<<30 {
+	fams := testenv.ParseMetrics(t, page)
+	if v, ok := testenv.Sample(fams, "gpu_process_memory_used_bytes", map[string]string{"gpu": "2", "namespace": "inference \"prod\"", "pod": "vllm-7d9f"}); !ok || v != 2<<30 {
 		t.Errorf("pod memory series = %v (present %v)", v, ok)
 	}
 	for gpu, pod := range map[int]string{1: "trainer-0", 5: "idle-notebook"} {
-		if _, ok := sample(fams, "gpu_kubernetes_allocation_info", map[string]string{"gpu": itoa(gpu), "uuid": uuids[gpu], "pod": pod}); !ok {
+		if _, ok := testenv.Sample(fams, "gpu_kubernetes_allocation_info", map[string]string{"gpu": itoa(gpu), "uuid": uuids[gpu], "pod": pod}); !ok {
 			t.Errorf("no gpu_kubernetes_allocation_info for %s on GPU %d", pod, gpu)
 		}
 	}
 	if n := strings.Count(page, "gpu_kubernetes_allocation_info{"); n != 2 {
 		t.Errorf("%d allocation series, want 2 (time-sliced replicas collapse)", n)
 	}
-	if v, ok := sample(fams, "gpuwatch_attribution_errors_total", map[string]string{"source": "cri"}); !ok || v != 0 {
+	if v, ok := testenv.Sample(fams, "gpuwatch_attribution_errors_total", map[string]string{"source": "cri"}); !ok || v != 0 {
 		t.Errorf("cri errors = %v (present %v)", v, ok)
 	}
 }
@@ -266,7 +268,7 @@ func TestKubernetesDRAOwners(t *testing.T) {
 			newest := nvmlbranch.Newest().Name
 			base, p, up := startWithEnv(t, fakeEnv(t, newest, config+"driver: "+newest+"\n"), append([]string{"--backend=nvml"}, common...)...)
 			if !up {
-				t.Fatalf("gpuwatch exited:\n%s", p.output.String())
+				t.Fatalf("gpuwatch exited:\n%s", p.Output.String())
 			}
 			checkDRAPage(t, httpGet(t, base+"/metrics"), privileged)
 		})
@@ -276,7 +278,7 @@ func TestKubernetesDRAOwners(t *testing.T) {
 // checkDRAPage checks TestKubernetesDRAOwners' page.
 func checkDRAPage(t *testing.T, page string, privileged bool) {
 	t.Helper()
-	fams := parseMetrics(t, page)
+	fams := testenv.ParseMetrics(t, page)
 	uuids := map[string]string{}
 	for _, l := range labelsOf(fams, "gpu_up") {
 		uuids[l["gpu"]] = l["uuid"]
@@ -291,7 +293,7 @@ func checkDRAPage(t *testing.T, page string, privileged bool) {
 		t.Fatalf("dgx-h100: GPU UUIDs %v, GPU 7 MIG UUIDs %v", uuids, migs)
 	}
 	for gpu, w := range map[string][2]string{"1": {"research", "trainer-0"}, "7": {"inference", "embedder-5c9d"}} {
-		if _, ok := sample(fams, "gpu_process_memory_used_bytes", map[string]string{"gpu": gpu, "namespace": w[0], "pod": w[1]}); !ok {
+		if _, ok := testenv.Sample(fams, "gpu_process_memory_used_bytes", map[string]string{"gpu": gpu, "namespace": w[0], "pod": w[1]}); !ok {
 			t.Errorf("no gpu_process_memory_used_bytes of pod %s/%s on GPU %s:\n%s", w[0], w[1], gpu, linesWith(page, "gpu_process_memory_used_bytes"))
 		}
 	}
@@ -307,14 +309,14 @@ func checkDRAPage(t *testing.T, page string, privileged bool) {
 		{"gpu": "5", "uuid": uuids["5"], "mig_uuid": "", "namespace": "team", "pod": "notebook-b", "container": "jupyter"},
 	}
 	for _, w := range wantAllocs {
-		if v, ok := sample(fams, "gpu_kubernetes_allocation_info", w); !ok || v != 1 {
+		if v, ok := testenv.Sample(fams, "gpu_kubernetes_allocation_info", w); !ok || v != 1 {
 			t.Errorf("no gpu_kubernetes_allocation_info %v:\n%s", w, linesWith(page, "gpu_kubernetes_allocation_info"))
 		}
 	}
 	if n := strings.Count(page, "gpu_kubernetes_allocation_info{"); n != len(wantAllocs) {
 		t.Errorf("%d allocation series, want %d:\n%s", n, len(wantAllocs), linesWith(page, "gpu_kubernetes_allocation_info"))
 	}
-	if v, ok := sample(fams, "gpuwatch_attribution_errors_total", map[string]string{"source": "kubelet"}); !ok || v != 0 {
+	if v, ok := testenv.Sample(fams, "gpuwatch_attribution_errors_total", map[string]string{"source": "kubelet"}); !ok || v != 0 {
 		t.Errorf("kubelet errors = %v (present %v)", v, ok)
 	}
 }

@@ -28,15 +28,15 @@ func TestLocalStack(t *testing.T) {
 	}
 	gport, pport := testenv.FreePort(t), testenv.FreePort(t)
 	dir := t.TempDir()
-	p := startProcessEnv(t, append(runScriptEnv(""),
+	p := testenv.StartProcess(t, append(runScriptEnv(""),
 		fmt.Sprintf("GPUWATCH_PORT=%d", gport), fmt.Sprintf("PROMETHEUS_PORT=%d", pport), "STACK_DIR="+dir),
 		filepath.Join("..", "..", "scripts", "stack.sh"))
 	var report string
 	testenv.WaitFor(t, 90*time.Second, "stack.sh to print its URLs", func() bool {
-		if p.exited() {
-			t.Fatalf("stack.sh exited:\n%s", p.output.String())
+		if p.Exited() {
+			t.Fatalf("stack.sh exited:\n%s", p.Output.String())
 		}
-		for l := range strings.SplitSeq(p.output.String(), "\n") {
+		for l := range strings.SplitSeq(p.Output.String(), "\n") {
 			if cmd, ok := strings.CutPrefix(l, "Report:"); ok {
 				report = strings.TrimSpace(cmd)
 			}
@@ -44,7 +44,7 @@ func TestLocalStack(t *testing.T) {
 		return report != ""
 	})
 	promURL := fmt.Sprintf("http://127.0.0.1:%d", pport)
-	out := p.output.String()
+	out := p.Output.String()
 	for _, want := range []string{fmt.Sprintf("http://127.0.0.1:%d/", gport), promURL + "/", "Ctrl-C stops"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("stack.sh does not print %s:\n%s", want, out)
@@ -70,14 +70,14 @@ func TestLocalStack(t *testing.T) {
 	// The printed job command, as a user pastes it: the demo's Slurm job
 	// 4211, from the records in the stack's accounting directory.
 	var job string
-	for l := range strings.SplitSeq(p.output.String(), "\n") {
+	for l := range strings.SplitSeq(p.Output.String(), "\n") {
 		if cmd, ok := strings.CutPrefix(l, "Job:"); ok {
 			job = strings.TrimSpace(cmd)
 		}
 	}
 	jobArgs := strings.Fields(job)
 	if len(jobArgs) < 3 || jobArgs[1] != "job" || jobArgs[2] != "4211" {
-		t.Fatalf("stack.sh prints no job command for the demo's job 4211 (%q):\n%s", job, p.output.String())
+		t.Fatalf("stack.sh prints no job command for the demo's job 4211 (%q):\n%s", job, p.Output.String())
 	}
 	acct := strings.TrimPrefix(jobArgs[len(jobArgs)-1], "--accounting.dir=")
 	testenv.WaitFor(t, 90*time.Second, "the printed job command to succeed", func() bool {
@@ -90,10 +90,10 @@ func TestLocalStack(t *testing.T) {
 	}
 
 	// Ctrl-C (SIGINT to the script) stops gpuwatch and Prometheus too.
-	if err := p.cmd.Process.Signal(syscall.SIGINT); err != nil {
+	if err := p.Cmd.Process.Signal(syscall.SIGINT); err != nil {
 		t.Fatal(err)
 	}
-	testenv.WaitFor(t, 30*time.Second, "stack.sh to exit on SIGINT", p.exited)
+	testenv.WaitFor(t, 30*time.Second, "stack.sh to exit on SIGINT", p.Exited)
 	testenv.WaitFor(t, 30*time.Second, "gpuwatch and Prometheus to stop", func() bool {
 		_, gerr := httpGetNoFail(fmt.Sprintf("http://127.0.0.1:%d/healthz", gport))
 		_, perr := httpGetNoFail(promURL + "/-/ready")

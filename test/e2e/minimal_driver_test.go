@@ -68,13 +68,13 @@ func TestMinimalDriverLibrary(t *testing.T) {
 	t.Run("serve", func(t *testing.T) {
 		port := testenv.FreePort(t)
 		addr := "127.0.0.1:" + itoa(port)
-		p := startProcessEnv(t, withLibraryPath(dir), gpuwatchBin, "--web.listen-address="+addr)
-		waitForHealthz(t, p, "http://"+addr)
+		p := testenv.StartProcess(t, withLibraryPath(dir), gpuwatchBin, "--web.listen-address="+addr)
+		testenv.WaitHealthy(t, p, "http://"+addr)
 		for range 3 { // several scrapes: the process stays up
 			checkMinimalDriverMetrics(t, httpGet(t, "http://"+addr+"/metrics"), filepath.Join(dir, "libnvidia-ml.so.1"))
 		}
-		if p.exited() {
-			t.Fatalf("gpuwatch exited:\n%s", p.output.String())
+		if p.Exited() {
+			t.Fatalf("gpuwatch exited:\n%s", p.Output.String())
 		}
 	})
 
@@ -106,7 +106,7 @@ func TestMinimalDriverLibrary(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		families := parseMetrics(t, string(text))
+		families := testenv.ParseMetrics(t, string(text))
 		for _, c := range []struct {
 			name   string
 			labels map[string]string
@@ -116,11 +116,11 @@ func TestMinimalDriverLibrary(t *testing.T) {
 			{"gpu_temperature_celsius", map[string]string{"gpu": "1"}, 42},
 			{"gpuwatch_collector_success", map[string]string{"collector": "power"}, 0},
 		} {
-			if got, ok := sample(families, c.name, c.labels); !ok || got != c.want {
+			if got, ok := testenv.Sample(families, c.name, c.labels); !ok || got != c.want {
 				t.Errorf("%s%v = %v (present %v), want %v", c.name, c.labels, got, ok, c.want)
 			}
 		}
-		if _, ok := sample(families, "gpu_power_usage_watts", map[string]string{"gpu": "1"}); ok {
+		if _, ok := testenv.Sample(families, "gpu_power_usage_watts", map[string]string{"gpu": "1"}); ok {
 			t.Errorf("GPU 1's failed power reading is present")
 		}
 	})
@@ -157,7 +157,7 @@ func TestMinimalDriverLibrary(t *testing.T) {
 
 func checkMinimalDriverMetrics(t *testing.T, text, libPath string) {
 	t.Helper()
-	families := parseMetrics(t, text)
+	families := testenv.ParseMetrics(t, text)
 	uuid0 := map[string]string{"gpu": "0", "uuid": "GPU-00000000-1111-2222-3333-000000000000"}
 	uuid1 := map[string]string{"gpu": "1", "uuid": "GPU-00000000-1111-2222-3333-000000000001"}
 	for _, c := range []struct {
@@ -179,7 +179,7 @@ func checkMinimalDriverMetrics(t *testing.T, text, libPath string) {
 		{"gpuwatch_collector_success", map[string]string{"collector": "power"}, 1},
 		{"gpuwatch_collector_success", map[string]string{"collector": "processes"}, 1},
 	} {
-		if got, ok := sample(families, c.name, c.labels); !ok || got != c.want {
+		if got, ok := testenv.Sample(families, c.name, c.labels); !ok || got != c.want {
 			t.Errorf("%s%v = %v (present %v), want %v", c.name, c.labels, got, ok, c.want)
 		}
 	}

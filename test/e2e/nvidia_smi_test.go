@@ -87,12 +87,12 @@ func (h *smiHost) setMode(t *testing.T, mode string) {
 }
 
 // serve starts gpuwatch serve with the host's environment.
-func (h *smiHost) serve(t *testing.T, args ...string) (string, *process) {
+func (h *smiHost) serve(t *testing.T, args ...string) (string, *testenv.Process) {
 	t.Helper()
 	addr := "127.0.0.1:" + strconv.Itoa(testenv.FreePort(t))
-	p := startProcessEnv(t, h.env, gpuwatchBin, append([]string{"--web.listen-address=" + addr, "--backend=nvidia-smi"}, args...)...)
+	p := testenv.StartProcess(t, h.env, gpuwatchBin, append([]string{"--web.listen-address=" + addr, "--backend=nvidia-smi"}, args...)...)
 	base := "http://" + addr
-	waitForHealthz(t, p, base)
+	testenv.WaitHealthy(t, p, base)
 	return base, p
 }
 
@@ -110,9 +110,9 @@ func gpuUp(t *testing.T, base string, want float64) map[string]string {
 		if page, err = httpGetNoFail(base + "/metrics"); err != nil {
 			return false
 		}
-		fams := parseMetrics(t, page)
+		fams := testenv.ParseMetrics(t, page)
 		for _, gpu := range []string{"0", "1"} {
-			if v, ok := sample(fams, "gpu_up", map[string]string{"gpu": gpu}); !ok || v != want {
+			if v, ok := testenv.Sample(fams, "gpu_up", map[string]string{"gpu": gpu}); !ok || v != want {
 				return false
 			}
 		}
@@ -130,7 +130,7 @@ func TestNvidiaSMIServe(t *testing.T) {
 	base, p := h.serve(t)
 	page := gpuUp(t, base, 1)["page"]
 	smiPromtool(t, page)
-	fams := parseMetrics(t, page)
+	fams := testenv.ParseMetrics(t, page)
 	me, err := user.Current()
 	if err != nil {
 		t.Fatal(err)
@@ -149,7 +149,7 @@ func TestNvidiaSMIServe(t *testing.T) {
 		{"gpuwatch_driver_limited_group", map[string]string{"group": "xid"}, 1},
 	}
 	for _, c := range checks {
-		if v, ok := sample(fams, c.name, c.labels); !ok || v != c.want {
+		if v, ok := testenv.Sample(fams, c.name, c.labels); !ok || v != c.want {
 			t.Errorf("%s%v = %v (present %v), want %v", c.name, c.labels, v, ok, c.want)
 		}
 	}
@@ -165,8 +165,8 @@ func TestNvidiaSMIServe(t *testing.T) {
 	for range 3 {
 		httpGet(t, base+"/metrics")
 	}
-	if n := strings.Count(p.output.String(), "nvidia-smi gave no reading"); n != 1 {
-		t.Errorf("the failure is logged %d times, want once:\n%s", n, p.output.String())
+	if n := strings.Count(p.Output.String(), "nvidia-smi gave no reading"); n != 1 {
+		t.Errorf("the failure is logged %d times, want once:\n%s", n, p.Output.String())
 	}
 	h.setMode(t, "")
 	gpuUp(t, base, 1)
@@ -255,11 +255,11 @@ SSH_ORIGINAL_COMMAND="$*" exec "` + only + `"
 	base, p := h.serve(t, "--nvidia-smi.command="+command, "--nvidia-smi.host=gpu-box")
 	page := gpuUp(t, base, 1)["page"]
 	smiPromtool(t, page)
-	fams := parseMetrics(t, page)
-	if _, ok := sample(fams, "gpuwatch_driver_info", map[string]string{"library": "nvidia-smi on gpu-box"}); !ok {
+	fams := testenv.ParseMetrics(t, page)
+	if _, ok := testenv.Sample(fams, "gpuwatch_driver_info", map[string]string{"library": "nvidia-smi on gpu-box"}); !ok {
 		t.Errorf("gpuwatch_driver_info does not name the host")
 	}
-	if v, ok := sample(fams, "gpu_process_memory_used_bytes", map[string]string{"gpu": "0", "user": ""}); !ok || v != (20480+512)<<20 {
+	if v, ok := testenv.Sample(fams, "gpu_process_memory_used_bytes", map[string]string{"gpu": "0", "user": ""}); !ok || v != (20480+512)<<20 {
 		t.Errorf("remote processes: %v (present %v), want their memory without an owner from this host", v, ok)
 	}
 
@@ -268,7 +268,7 @@ SSH_ORIGINAL_COMMAND="$*" exec "` + only + `"
 	}
 	page = gpuUp(t, base, 0)["page"]
 	smiPromtool(t, page)
-	logged := p.output.String()
+	logged := p.Output.String()
 	if n := strings.Count(logged, "nvidia-smi gave no reading"); n != 1 || !strings.Contains(logged, "exit status 255: ssh: connect to host gpuwatch@gpu-box port 22: Connection refused") {
 		t.Errorf("want one line with ssh's message; log:\n%s", logged)
 	}
@@ -286,7 +286,7 @@ func TestNvidiaSMIHung(t *testing.T) {
 	base, _ := h.serve(t, "--collection.timeout=1s")
 	page := httpGet(t, base+"/metrics")
 	smiPromtool(t, page)
-	if v, ok := sample(parseMetrics(t, page), "gpuwatch_collector_success", map[string]string{"collector": "power"}); !ok || v != 0 {
+	if v, ok := testenv.Sample(testenv.ParseMetrics(t, page), "gpuwatch_collector_success", map[string]string{"collector": "power"}); !ok || v != 0 {
 		t.Errorf("gpuwatch_collector_success{collector=power} = %v (present %v), want 0", v, ok)
 	}
 	h.setMode(t, "")

@@ -58,13 +58,13 @@ func TestPodmanContainerNames(t *testing.T) {
 	}
 
 	base, _ := startGpuwatch(t, common...)
-	fams := parseMetrics(t, httpGet(t, base+"/metrics"))
+	fams := testenv.ParseMetrics(t, httpGet(t, base+"/metrics"))
 	// The compose labels reach the series, so PromQL can sum per compose service.
 	owner := map[string]string{"gpu": "0", "container": "gpuwatch-trainer", "compose_project": "vision", "compose_service": name}
-	if v, ok := sample(fams, "gpu_process_memory_used_bytes", owner); !ok || v != 1<<30 {
+	if v, ok := testenv.Sample(fams, "gpu_process_memory_used_bytes", owner); !ok || v != 1<<30 {
 		t.Errorf("gpu_process_memory_used_bytes%v = %v (present %v)", owner, v, ok)
 	}
-	if v, ok := sample(fams, "gpuwatch_attribution_errors_total", map[string]string{"source": "docker"}); !ok || v != 0 {
+	if v, ok := testenv.Sample(fams, "gpuwatch_attribution_errors_total", map[string]string{"source": "docker"}); !ok || v != 0 {
 		t.Errorf("docker errors = %v (present %v)", v, ok)
 	}
 }

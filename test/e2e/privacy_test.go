@@ -109,13 +109,13 @@ func TestCommandLinesArePrivateByDefault(t *testing.T) {
 				t.Fatalf("/api/v1/processes: %v\n%s", err, processes)
 			}
 			got := doc.Processes[0].Command
-			fams := parseMetrics(t, outputs["/metrics"])
+			fams := testenv.ParseMetrics(t, outputs["/metrics"])
 			if full {
 				want := "/bin/sh -c sleep 300; : train.py --api-key=" + secretToken
 				if got != want {
 					t.Errorf("API command %q, want %q", got, want)
 				}
-				if _, ok := sample(fams, "gpu_process_memory_used_bytes", map[string]string{"pid": itoa(pid), "command": want}); !ok {
+				if _, ok := testenv.Sample(fams, "gpu_process_memory_used_bytes", map[string]string{"pid": itoa(pid), "command": want}); !ok {
 					t.Errorf("no gpu_process_memory_used_bytes with command=%q", want)
 				}
 				for where, out := range outputs {
@@ -128,7 +128,7 @@ func TestCommandLinesArePrivateByDefault(t *testing.T) {
 			if got != exe {
 				t.Errorf("API command %q, want the executable's name %q", got, exe)
 			}
-			if _, ok := sample(fams, "gpu_process_memory_used_bytes", map[string]string{"pid": itoa(pid), "command": exe}); !ok {
+			if _, ok := testenv.Sample(fams, "gpu_process_memory_used_bytes", map[string]string{"pid": itoa(pid), "command": exe}); !ok {
 				t.Errorf("no gpu_process_memory_used_bytes with command=%q:\n%s", exe, outputs["/metrics"])
 			}
 			if !strings.Contains(page, exe) {

@@ -66,14 +66,14 @@ func TestPrometheusScrapesSimulatedDGX(t *testing.T) {
 	// and until the first GPM window (a second) has closed.
 	var exposed map[string]float64
 	testenv.WaitFor(t, 15*time.Second, "gpu_xid_errors_total and GPM on /metrics", func() bool {
-		fams := parseMetrics(t, httpGet(t, base+"/metrics"))
-		_, ok := sample(fams, "gpu_xid_errors_total", map[string]string{"gpu": "2", "xid": "79"})
-		if _, gpm := sample(fams, "gpu_gpm_sm_active_ratio", map[string]string{"gpu": "0"}); !ok || !gpm {
+		fams := testenv.ParseMetrics(t, httpGet(t, base+"/metrics"))
+		_, ok := testenv.Sample(fams, "gpu_xid_errors_total", map[string]string{"gpu": "2", "xid": "79"})
+		if _, gpm := testenv.Sample(fams, "gpu_gpm_sm_active_ratio", map[string]string{"gpu": "0"}); !ok || !gpm {
 			return false
 		}
 		exposed = map[string]float64{}
 		for _, g := range everyGroup {
-			v, ok := sample(fams, g.name, g.labels)
+			v, ok := testenv.Sample(fams, g.name, g.labels)
 			if !ok {
 				t.Fatalf("/metrics lacks %s%v", g.name, g.labels)
 			}
@@ -93,7 +93,7 @@ scrape_configs:
       - targets: [%q]
 `, base[len("http://"):]))
 	promURL := fmt.Sprintf("http://127.0.0.1:%d", promPort)
-	startProcess(t, promBin,
+	testenv.StartProcess(t, nil, promBin,
 		"--config.file="+promConfig,
 		"--storage.tsdb.path="+filepath.Join(dir, "tsdb"),
 		"--web.listen-address="+promURL[len("http://"):],

@@ -94,7 +94,7 @@ func TestREADMEQueriesAgainstTheDemo(t *testing.T) {
 	promConfig := filepath.Join(dir, "prometheus.yml")
 	writeFile(t, promConfig, fmt.Sprintf("global:\n  scrape_interval: 1s\n  scrape_timeout: 1s\nscrape_configs:\n  - job_name: gpuwatch\n    static_configs:\n      - targets: [%q]\n", base[len("http://"):]))
 	promURL := fmt.Sprintf("http://127.0.0.1:%d", promPort)
-	startProcess(t, promBin, "--config.file="+promConfig, "--storage.tsdb.path="+filepath.Join(dir, "tsdb"), "--web.listen-address="+promURL[len("http://"):])
+	testenv.StartProcess(t, nil, promBin, "--config.file="+promConfig, "--storage.tsdb.path="+filepath.Join(dir, "tsdb"), "--web.listen-address="+promURL[len("http://"):])
 	testenv.WaitFor(t, 60*time.Second, "Prometheus to scrape gpuwatch", func() bool {
 		v, ok := promQuery(t, promURL, `up{job="gpuwatch"}`)
 		return ok && v == 1

@@ -128,10 +128,10 @@ func TestReportUsesCountersWhenTheyCoverTheRange(t *testing.T) {
 			continue
 		}
 		delete(want, row.Owner["user"])
-		if !near(row.Allocated, w[0], 1e-6) || !near(row.Used, w[1], 1e-6) || !near(row.Energy, w[2], 1e-6) {
+		if !testenv.Near(row.Allocated, w[0], 1e-6) || !testenv.Near(row.Used, w[1], 1e-6) || !testenv.Near(row.Energy, w[2], 1e-6) {
 			t.Errorf("%s: held %g h, SM %g h, %g kWh; want %v", row.Owner["user"], row.Allocated, row.Used, row.Energy, w)
 		}
-		if row.CO2e == nil || !near(*row.CO2e, row.Energy*0.4, 1e-9) {
+		if row.CO2e == nil || !testenv.Near(*row.CO2e, row.Energy*0.4, 1e-9) {
 			t.Errorf("%s: CO2e %v kg, want %g (400 g/kWh)", row.Owner["user"], row.CO2e, row.Energy*0.4)
 		}
 	}
@@ -139,7 +139,7 @@ func TestReportUsesCountersWhenTheyCoverTheRange(t *testing.T) {
 		t.Errorf("no row for %v", want)
 	}
 	fleetKWh := (250*7200 + 50*7200 + 1500) / 3.6e6
-	if !near(r.Fleet.Energy, fleetKWh, 1e-6) || r.Fleet.CO2e == nil {
+	if !testenv.Near(r.Fleet.Energy, fleetKWh, 1e-6) || r.Fleet.CO2e == nil {
 		t.Errorf("fleet %g kWh (CO2e %v), want %g: the owners' and the idle energy", r.Fleet.Energy, r.Fleet.CO2e, fleetKWh)
 	}
 

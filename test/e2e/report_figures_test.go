@@ -124,7 +124,7 @@ func TestReportFiguresPerGPU(t *testing.T) {
 		if err := json.Unmarshal([]byte(out), &r); err != nil {
 			t.Fatal(err)
 		}
-		if r.Fleet.GPUs != 3 || r.Fleet.Unmeasured != 1 || !near(r.Fleet.Util, 0.85, 1e-9) || !near(r.Fleet.Energy, 21.6, 1e-9) || r.Fleet.Idle != 0 {
+		if r.Fleet.GPUs != 3 || r.Fleet.Unmeasured != 1 || !testenv.Near(r.Fleet.Util, 0.85, 1e-9) || !testenv.Near(r.Fleet.Energy, 21.6, 1e-9) || r.Fleet.Idle != 0 {
 			t.Errorf("--by=%s: fleet %+v, want 3 GPUs, 1 without utilization, 85 %% per GPU, 21.6 kWh, no idle hours", by, r.Fleet)
 		}
 	}
@@ -174,7 +174,7 @@ gpu_kubernetes_allocation_info{gpu="0",uuid="GPU-0",namespace="ml",pod="p",conta
 	cfg := filepath.Join(dir, "prometheus.yml")
 	writeFile(t, cfg, fmt.Sprintf("global: {scrape_interval: 1s}\nscrape_configs:\n  - job_name: gpuwatch\n    static_configs: [{targets: [%q]}]\n", ln.Addr().String()))
 	addr := fmt.Sprintf("127.0.0.1:%d", testenv.FreePort(t))
-	startProcess(t, promBin, "--config.file="+cfg, "--storage.tsdb.path="+filepath.Join(dir, "tsdb"), "--web.listen-address="+addr)
+	testenv.StartProcess(t, nil, promBin, "--config.file="+cfg, "--storage.tsdb.path="+filepath.Join(dir, "tsdb"), "--web.listen-address="+addr)
 	url := "http://" + addr
 	// A few scrapes: the newest second of data is below the report's 1s
 	// resolution.
@@ -194,7 +194,7 @@ gpu_kubernetes_allocation_info{gpu="0",uuid="GPU-0",namespace="ml",pod="p",conta
 			t.Fatal(err)
 		}
 		ml, ok := got["ml"]
-		if !ok || ml.alloc <= 0 || !near(ml.mean, 0.5, 1e-9) || !near(ml.p95, 0.5, 1e-9) || r.Fleet.GPUs != 2 || !near(r.Fleet.Util, 0.375, 1e-9) {
+		if !ok || ml.alloc <= 0 || !testenv.Near(ml.mean, 0.5, 1e-9) || !testenv.Near(ml.p95, 0.5, 1e-9) || r.Fleet.GPUs != 2 || !testenv.Near(r.Fleet.Util, 0.375, 1e-9) {
 			t.Errorf("%v: rows %+v, fleet %+v; want ml at 50 %% per GPU, 2 GPUs at 37.5 %%\n%s", rng, got, r.Fleet, out)
 		}
 	}

@@ -71,7 +71,7 @@ func demoPrometheus(t *testing.T) (string, time.Time) {
 		"scrape_configs:\n  - job_name: gpuwatch\n    static_configs:\n      - targets: [%q]\n",
 		ruleEvaluation, rules, strings.TrimPrefix(base, "http://")))
 	addr := fmt.Sprintf("127.0.0.1:%d", testenv.FreePort(t))
-	startProcess(t, promBin, "--config.file="+cfg, "--storage.tsdb.path="+filepath.Join(dir, "tsdb"), "--web.listen-address="+addr)
+	testenv.StartProcess(t, nil, promBin, "--config.file="+cfg, "--storage.tsdb.path="+filepath.Join(dir, "tsdb"), "--web.listen-address="+addr)
 	url := "http://" + addr
 	var first time.Time
 	testenv.WaitFor(t, 60*time.Second, "Prometheus to scrape the demo", func() bool {

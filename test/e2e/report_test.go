@@ -3,7 +3,6 @@ package e2e
 import (
 	"encoding/json"
 	"fmt"
-	"math"
 	"net/http"
 	"os"
 	"os/exec"
@@ -194,7 +193,7 @@ func startPrometheusOn(t *testing.T, tsdb string, extra ...string) string {
 	cfg := filepath.Join(t.TempDir(), "prometheus.yml")
 	writeFile(t, cfg, "global: {scrape_interval: 1m}\n")
 	addr := fmt.Sprintf("127.0.0.1:%d", testenv.FreePort(t))
-	startProcess(t, promBin, append([]string{"--config.file=" + cfg, "--storage.tsdb.path=" + tsdb, "--storage.tsdb.retention.time=30d",
+	testenv.StartProcess(t, nil, promBin, append([]string{"--config.file=" + cfg, "--storage.tsdb.path=" + tsdb, "--storage.tsdb.retention.time=30d",
 		"--query.lookback-delta=4m", "--web.listen-address=" + addr}, extra...)...)
 	return addr
 }
@@ -278,8 +277,6 @@ func decodeReport(t *testing.T, out string) map[string]figures {
 	return got
 }
 
-func near(a, b, tol float64) bool { return math.Abs(a-b) <= tol*math.Max(1, math.Abs(b)) }
-
 func checkFigures(t *testing.T, by string, got map[string]figures, want map[string]figures, tol float64) {
 	t.Helper()
 	if len(got) != len(want) {
@@ -300,7 +297,7 @@ func checkFigures(t *testing.T, by string, got map[string]figures, want map[stri
 			{"kWh", g.kwh, w.kwh}, {"idle-allocated h", g.idle, w.idle}, {"duration h", g.duration, w.duration},
 			{"GPU-h without a utilization reading", g.unmeasured, w.unmeasured},
 		} {
-			if !near(c.got, c.want, tol) {
+			if !testenv.Near(c.got, c.want, tol) {
 				t.Errorf("--by=%s %s: %s = %v, want %v", by, owner, c.name, c.got, c.want)
 			}
 		}
@@ -374,10 +371,10 @@ func checkReport(t *testing.T, url string, start time.Time, tol float64) {
 	if err := json.Unmarshal([]byte(out), &r); err != nil {
 		t.Fatal(err)
 	}
-	if r.Fleet.GPUs != 4 || !near(r.Fleet.Util, (0.325+0.2+0.0625)/3, tol) || !near(r.Fleet.Idle, 192, tol) || !near(r.Fleet.Energy, 40.8, tol) {
+	if r.Fleet.GPUs != 4 || !testenv.Near(r.Fleet.Util, (0.325+0.2+0.0625)/3, tol) || !testenv.Near(r.Fleet.Idle, 192, tol) || !testenv.Near(r.Fleet.Energy, 40.8, tol) {
 		t.Errorf("fleet = %+v, want 4 GPUs, mean utilization 0.1958, 192 idle GPU-hours, 40.8 kWh", r.Fleet)
 	}
-	if !near(r.Totals.Allocated, 120, tol) || !near(r.Totals.Energy, 23.52, tol) {
+	if !testenv.Near(r.Totals.Allocated, 120, tol) || !testenv.Near(r.Totals.Energy, 23.52, tol) {
 		t.Errorf("totals = %+v, want 120 GPU-h and 23.52 kWh", r.Totals)
 	}
 }
@@ -397,7 +394,7 @@ func TestReportAgainstVictoriaMetrics(t *testing.T) {
 	url := fmt.Sprintf("http://127.0.0.1:%d", port)
 	// The staleness interval plays Prometheus's lookback: shorter than the
 	// sample interval, so a series ends at its last sample.
-	startProcess(t, vmBin, "-storageDataPath="+filepath.Join(dir, "vm"), "-httpListenAddr="+url[len("http://"):],
+	testenv.StartProcess(t, nil, vmBin, "-storageDataPath="+filepath.Join(dir, "vm"), "-httpListenAddr="+url[len("http://"):],
 		"-retentionPeriod=1y", "-search.maxStalenessInterval=4m", "-search.disableCache", "-loggerLevel=ERROR")
 	testenv.WaitFor(t, 30*time.Second, "VictoriaMetrics to answer", func() bool {
 		_, err := httpGetNoFail(url + "/health")

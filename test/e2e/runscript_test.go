@@ -39,10 +39,10 @@ func TestRunScript(t *testing.T) {
 			t.Skip("this host has a working NVIDIA driver (a GPU node): run.sh serves it, the fallback is not reachable")
 		}
 		addr := fmt.Sprintf("127.0.0.1:%d", testenv.FreePort(t))
-		p := startProcessEnv(t, runScriptEnv(t.TempDir()), runScript, "--web.listen-address="+addr)
+		p := testenv.StartProcess(t, runScriptEnv(t.TempDir()), runScript, "--web.listen-address="+addr)
 		base := "http://" + addr
-		waitForHealthz(t, p, base)
-		if out := p.output.String(); !strings.Contains(out, "gpuwatch DEMO: no NVIDIA driver") {
+		testenv.WaitHealthy(t, p, base)
+		if out := p.Output.String(); !strings.Contains(out, "gpuwatch DEMO: no NVIDIA driver") {
 			t.Errorf("no demo banner on the console:\n%s", out)
 		}
 		if snap := httpGet(t, base+"/api/v1/snapshot"); !strings.Contains(snap, `"simulated":true`) {
@@ -53,9 +53,9 @@ func TestRunScript(t *testing.T) {
 		}
 		// The demo keeps job records in a temporary directory, says how to
 		// read them, and removes the directory when it stops.
-		printed := regexp.MustCompile(`(\S+) (job 4211 --accounting.dir=(\S+))`).FindStringSubmatch(p.output.String())
+		printed := regexp.MustCompile(`(\S+) (job 4211 --accounting.dir=(\S+))`).FindStringSubmatch(p.Output.String())
 		if printed == nil {
-			t.Fatalf("the banner prints no `gpuwatch job 4211` command:\n%s", p.output.String())
+			t.Fatalf("the banner prints no `gpuwatch job 4211` command:\n%s", p.Output.String())
 		}
 		// The printed command works as printed: the running job, at once
 		// (a job is checkpointed when it starts), marked running.
@@ -75,10 +75,10 @@ func TestRunScript(t *testing.T) {
 		if entries, _ := os.ReadDir(acct); len(entries) == 0 {
 			t.Errorf("the demo keeps no records in %s", acct)
 		}
-		if err := p.cmd.Process.Signal(os.Interrupt); err != nil {
+		if err := p.Cmd.Process.Signal(os.Interrupt); err != nil {
 			t.Fatal(err)
 		}
-		testenv.WaitFor(t, 30*time.Second, "run.sh to stop on SIGINT", p.exited)
+		testenv.WaitFor(t, 30*time.Second, "run.sh to stop on SIGINT", p.Exited)
 		if _, err := os.Stat(acct); !os.IsNotExist(err) {
 			t.Errorf("the demo's accounting directory %s is still there after it stopped (%v)", acct, err)
 		}
@@ -115,13 +115,13 @@ func TestRunScript(t *testing.T) {
 	t.Run("a driver: its GPUs, no demo", func(t *testing.T) {
 		lib := filepath.Join(fakeNVMLDir(t), "R580")
 		addr := fmt.Sprintf("127.0.0.1:%d", testenv.FreePort(t))
-		p := startProcessEnv(t, runScriptEnv(lib, "GPUWATCH_SIM_PROFILE=h100"), runScript, "--web.listen-address="+addr)
+		p := testenv.StartProcess(t, runScriptEnv(lib, "GPUWATCH_SIM_PROFILE=h100"), runScript, "--web.listen-address="+addr)
 		base := "http://" + addr
-		waitForHealthz(t, p, base)
+		testenv.WaitHealthy(t, p, base)
 		if snap := httpGet(t, base+"/api/v1/snapshot"); !strings.Contains(snap, `"simulated":false`) {
 			t.Errorf("run.sh with a driver did not serve it through NVML:\n%.300s", snap)
 		}
-		if out := p.output.String(); strings.Contains(out, "DEMO") {
+		if out := p.Output.String(); strings.Contains(out, "DEMO") {
 			t.Errorf("demo banner with a driver present:\n%s", out)
 		}
 	})

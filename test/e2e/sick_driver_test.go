@@ -73,16 +73,16 @@ type sickCase struct {
 func TestSickDriverMatrix(t *testing.T) {
 	promtool := testenv.RequireTool(t, "promtool", "prometheus")
 	processesAbsentOnGPU1 := func(fams map[string]*dto.MetricFamily) error {
-		if v, ok := sample(fams, "gpu_processes", map[string]string{"gpu": "1"}); ok {
+		if v, ok := testenv.Sample(fams, "gpu_processes", map[string]string{"gpu": "1"}); ok {
 			return fmt.Errorf("gpu_processes{gpu=1} = %v; its process list could not be read, so it must be absent", v)
 		}
-		if v, ok := sample(fams, "gpu_up", map[string]string{"gpu": "1"}); !ok || v != 1 {
+		if v, ok := testenv.Sample(fams, "gpu_up", map[string]string{"gpu": "1"}); !ok || v != 1 {
 			return fmt.Errorf("gpu_up{gpu=1} = %v (present %v): the rest of the GPU must still be served", v, ok)
 		}
-		if _, ok := sample(fams, "gpu_temperature_celsius", map[string]string{"gpu": "1"}); !ok {
+		if _, ok := testenv.Sample(fams, "gpu_temperature_celsius", map[string]string{"gpu": "1"}); !ok {
 			return errors.New("gpu_temperature_celsius{gpu=1} absent: the rest of the GPU must still be served")
 		}
-		if v, ok := sample(fams, "gpu_processes", map[string]string{"gpu": "0"}); !ok || v != 1 {
+		if v, ok := testenv.Sample(fams, "gpu_processes", map[string]string{"gpu": "0"}); !ok || v != 1 {
 			return fmt.Errorf("gpu_processes{gpu=0} = %v (present %v), want 1", v, ok)
 		}
 		return nil
@@ -91,22 +91,22 @@ func TestSickDriverMatrix(t *testing.T) {
 	// fit; the rest of its ECC readings and of the GPU are served.
 	retiredPagesUnknownOnGPU0 := func(fams map[string]*dto.MetricFamily) error {
 		for _, cause := range []string{"multiple_single_bit", "double_bit"} {
-			if v, ok := sample(fams, "gpu_retired_pages", map[string]string{"gpu": "0", "cause": cause}); ok {
+			if v, ok := testenv.Sample(fams, "gpu_retired_pages", map[string]string{"gpu": "0", "cause": cause}); ok {
 				return fmt.Errorf("gpu_retired_pages{gpu=0,cause=%s} = %v; the driver never let the count fit, so it must be absent", cause, v)
 			}
 		}
 		for _, name := range []string{"gpu_retired_pages_pending", "gpu_temperature_celsius", "gpu_power_usage_watts"} {
-			if _, ok := sample(fams, name, map[string]string{"gpu": "0"}); !ok {
+			if _, ok := testenv.Sample(fams, name, map[string]string{"gpu": "0"}); !ok {
 				return fmt.Errorf("%s{gpu=0} absent: the rest of the GPU must still be served", name)
 			}
 		}
-		if _, ok := sample(fams, "gpu_ecc_errors_total", map[string]string{"gpu": "0", "type": "corrected", "counter": "volatile"}); !ok {
+		if _, ok := testenv.Sample(fams, "gpu_ecc_errors_total", map[string]string{"gpu": "0", "type": "corrected", "counter": "volatile"}); !ok {
 			return errors.New("gpu_ecc_errors_total{gpu=0} absent: the rest of the GPU's ECC readings must still be served")
 		}
-		if v, ok := sample(fams, "gpuwatch_collector_success", map[string]string{"collector": "ecc"}); !ok || v != 0 {
+		if v, ok := testenv.Sample(fams, "gpuwatch_collector_success", map[string]string{"collector": "ecc"}); !ok || v != 0 {
 			return fmt.Errorf("gpuwatch_collector_success{collector=ecc} = %v (present %v), want 0", v, ok)
 		}
-		if v, ok := sample(fams, "gpuwatch_collector_success", map[string]string{"collector": "processes"}); !ok || v != 1 {
+		if v, ok := testenv.Sample(fams, "gpuwatch_collector_success", map[string]string{"collector": "processes"}); !ok || v != 1 {
 			return fmt.Errorf("gpuwatch_collector_success{collector=processes} = %v (present %v), want 1", v, ok)
 		}
 		return nil
@@ -173,17 +173,17 @@ func TestSickDriverMatrix(t *testing.T) {
 				if uuid1 == "" {
 					return errors.New("gpu 1's uuid was not seen before the loss")
 				}
-				if v, ok := sample(fams, "gpu_up", map[string]string{"gpu": "1", "uuid": uuid1}); !ok || v != 0 {
+				if v, ok := testenv.Sample(fams, "gpu_up", map[string]string{"gpu": "1", "uuid": uuid1}); !ok || v != 0 {
 					return fmt.Errorf("gpu_up{gpu=1,uuid=%s} = %v (present %v), want 0: down, with its last known uuid", uuid1, v, ok)
 				}
-				if v, ok := sample(fams, "gpu_xid_errors_total", map[string]string{"gpu": "1", "uuid": uuid1, "xid": "79"}); !ok || v != 1 {
+				if v, ok := testenv.Sample(fams, "gpu_xid_errors_total", map[string]string{"gpu": "1", "uuid": uuid1, "xid": "79"}); !ok || v != 1 {
 					return fmt.Errorf("gpu_xid_errors_total{gpu=1,xid=79} = %v (present %v), want 1 after the loss", v, ok)
 				}
 				return nil
 			},
 			pinAt: "10s",
 			oneShot: func(fams map[string]*dto.MetricFamily) error {
-				if v, ok := sample(fams, "gpu_up", map[string]string{"gpu": "1"}); !ok || v != 0 {
+				if v, ok := testenv.Sample(fams, "gpu_up", map[string]string{"gpu": "1"}); !ok || v != 0 {
 					return fmt.Errorf("gpu_up{gpu=1} = %v (present %v), want 0", v, ok)
 				}
 				return nil
@@ -200,11 +200,11 @@ func TestSickDriverMatrix(t *testing.T) {
 			faults:   "  - {gpu: 3, lost_after: 6s}\n  - {gpu: 2, xid: 79, at: 6s}\n  - {gpu: 0, xid: 48, at: 6s}\n",
 			healthy:  []int{0, 1, 2},
 			serve: func(fams map[string]*dto.MetricFamily) error {
-				if v, _ := sample(fams, "gpu_up", map[string]string{"gpu": "3"}); v != 0 {
+				if v, _ := testenv.Sample(fams, "gpu_up", map[string]string{"gpu": "3"}); v != 0 {
 					return errors.New("gpu 3 not down yet")
 				}
 				for gpu, xid := range map[string]string{"2": "79", "0": "48"} {
-					if v, ok := sample(fams, "gpu_xid_errors_total", map[string]string{"gpu": gpu, "xid": xid}); !ok || v != 1 {
+					if v, ok := testenv.Sample(fams, "gpu_xid_errors_total", map[string]string{"gpu": gpu, "xid": xid}); !ok || v != 1 {
 						return fmt.Errorf("gpu_xid_errors_total{gpu=%s,xid=%s} = %v (present %v), want 1", gpu, xid, v, ok)
 					}
 				}
@@ -212,7 +212,7 @@ func TestSickDriverMatrix(t *testing.T) {
 			},
 			pinAt: "10s",
 			oneShot: func(fams map[string]*dto.MetricFamily) error {
-				if v, ok := sample(fams, "gpu_up", map[string]string{"gpu": "3"}); !ok || v != 0 {
+				if v, ok := testenv.Sample(fams, "gpu_up", map[string]string{"gpu": "3"}); !ok || v != 0 {
 					return fmt.Errorf("gpu_up{gpu=3} = %v (present %v), want 0", v, ok)
 				}
 				return nil
@@ -233,7 +233,7 @@ func TestSickDriverMatrix(t *testing.T) {
 					env := fakeEnv(t, variant, config)
 					base, p, up := startWithEnv(t, env, sickArgs("--backend=nvml", "--collection.timeout="+sickTimeout.String())...)
 					if !up {
-						t.Fatalf("gpuwatch exited at start:\n%s", p.output.String())
+						t.Fatalf("gpuwatch exited at start:\n%s", p.Output.String())
 					}
 					scrape := func() map[string]*dto.MetricFamily {
 						start := time.Now()
@@ -241,7 +241,7 @@ func TestSickDriverMatrix(t *testing.T) {
 						if took := time.Since(start); took > sickTimeout+sickMargin {
 							t.Errorf("a scrape took %v, over --collection.timeout plus %v", took.Round(time.Millisecond), sickMargin)
 						}
-						return parseMetrics(t, page)
+						return testenv.ParseMetrics(t, page)
 					}
 					first := scrape()
 					if c.name == "handle lost after XID 79" {
@@ -252,9 +252,9 @@ func TestSickDriverMatrix(t *testing.T) {
 					}
 					text := httpGet(t, base+"/metrics")
 					promtoolCheck(t, promtool, text)
-					healthyWithOwners(t, parseMetrics(t, text), c.healthy)
-					if p.exited() {
-						t.Fatalf("gpuwatch died:\n%s", p.output.String())
+					healthyWithOwners(t, testenv.ParseMetrics(t, text), c.healthy)
+					if p.Exited() {
+						t.Fatalf("gpuwatch died:\n%s", p.Output.String())
 					}
 				})
 
@@ -274,7 +274,7 @@ func TestSickDriverMatrix(t *testing.T) {
 						t.Fatal(err)
 					}
 					promtoolCheck(t, promtool, string(data))
-					fams := parseMetrics(t, string(data))
+					fams := testenv.ParseMetrics(t, string(data))
 					healthyWithOwners(t, fams, c.healthy)
 					if err := c.oneShot(fams); err != nil {
 						t.Error(err)
@@ -375,10 +375,10 @@ func healthyWithOwners(t *testing.T, fams map[string]*dto.MetricFamily, gpus []i
 	t.Helper()
 	for _, gpu := range gpus {
 		g := fmt.Sprint(gpu)
-		if v, ok := sample(fams, "gpu_up", map[string]string{"gpu": g}); !ok || v != 1 {
+		if v, ok := testenv.Sample(fams, "gpu_up", map[string]string{"gpu": g}); !ok || v != 1 {
 			t.Errorf("healthy gpu_up{gpu=%s} = %v (present %v), want 1", g, v, ok)
 		}
-		if v, ok := sample(fams, "gpu_process_memory_used_bytes", map[string]string{"gpu": g, "user": sickOwners[gpu]}); !ok || v != 1<<30 {
+		if v, ok := testenv.Sample(fams, "gpu_process_memory_used_bytes", map[string]string{"gpu": g, "user": sickOwners[gpu]}); !ok || v != 1<<30 {
 			t.Errorf("gpu_process_memory_used_bytes{gpu=%s,user=%s} = %v (present %v), want 1 GiB", g, sickOwners[gpu], v, ok)
 		}
 	}

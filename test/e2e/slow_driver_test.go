@@ -136,11 +136,11 @@ func checkHealthyOwned(t *testing.T, fams map[string]*dto.MetricFamily, healthy 
 	t.Helper()
 	for _, gpu := range healthy {
 		g := strconv.Itoa(gpu)
-		if v, ok := sample(fams, "gpu_up", map[string]string{"gpu": g}); !ok || v != 1 {
+		if v, ok := testenv.Sample(fams, "gpu_up", map[string]string{"gpu": g}); !ok || v != 1 {
 			t.Errorf("healthy GPU %d: gpu_up %v (present %v)", gpu, v, ok)
 		}
 		if o, has := slowOwnerOf[gpu]; has {
-			if _, ok := sample(fams, "gpu_process_memory_used_bytes", map[string]string{"gpu": g, "user": o.user}); !ok {
+			if _, ok := testenv.Sample(fams, "gpu_process_memory_used_bytes", map[string]string{"gpu": g, "user": o.user}); !ok {
 				t.Errorf("healthy GPU %d: no gpu_process_memory_used_bytes with user %q (its owner was stripped)", gpu, o.user)
 			}
 		}
@@ -172,13 +172,13 @@ func TestSlowAndBogusDriverMatrix(t *testing.T) {
 		healthy: []int{0, 1, 2, 4, 5, 6, 7},
 		late:    []int{3},
 		eventually: func(fams map[string]*dto.MetricFamily) error {
-			if v, _ := sample(fams, "gpu_up", gpu(3)); v != 1 {
+			if v, _ := testenv.Sample(fams, "gpu_up", gpu(3)); v != 1 {
 				return errors.New("the slow GPU 3 is still down")
 			}
-			if age, ok := sample(fams, "gpu_reading_age_seconds", gpu(3)); !ok || age < 3 {
+			if age, ok := testenv.Sample(fams, "gpu_reading_age_seconds", gpu(3)); !ok || age < 3 {
 				return fmt.Errorf("GPU 3's reading age %v (present %v), want its late reading, over 3s old", age, ok)
 			}
-			if _, ok := sample(fams, "gpu_process_memory_used_bytes", map[string]string{"gpu": "3", "user": "alice"}); !ok {
+			if _, ok := testenv.Sample(fams, "gpu_process_memory_used_bytes", map[string]string{"gpu": "3", "user": "alice"}); !ok {
 				return errors.New("the slow GPU's late reading has no owned process")
 			}
 			return nil
@@ -191,7 +191,7 @@ func TestSlowAndBogusDriverMatrix(t *testing.T) {
 		timeout: 3 * time.Second,
 		late:    []int{0},
 		eventually: func(fams map[string]*dto.MetricFamily) error {
-			if v, _ := sample(fams, "gpu_up", gpu(0)); v != 1 {
+			if v, _ := testenv.Sample(fams, "gpu_up", gpu(0)); v != 1 {
 				return errors.New("the only GPU, slow, is still down")
 			}
 			return nil
@@ -204,21 +204,21 @@ func TestSlowAndBogusDriverMatrix(t *testing.T) {
 		healthy: []int{0, 2, 3},
 		page: func(t *testing.T, fams map[string]*dto.MetricFamily, _ bool) {
 			for _, m := range []string{"gpu_temperature_celsius", "gpu_power_usage_watts", "gpu_utilization_ratio", "gpu_memory_used_bytes", "gpu_memory_free_bytes", "gpu_performance_state"} {
-				if v, ok := sample(fams, m, gpu(1)); ok {
+				if v, ok := testenv.Sample(fams, m, gpu(1)); ok {
 					t.Errorf("%s{gpu=1} = %g exported from a sentinel or impossible value", m, v)
 				}
-				if _, ok := sample(fams, m, gpu(0)); !ok {
+				if _, ok := testenv.Sample(fams, m, gpu(0)); !ok {
 					t.Errorf("%s{gpu=0} missing on the healthy GPU", m)
 				}
 			}
-			if v, ok := sample(fams, "gpu_clock_hertz", map[string]string{"gpu": "1", "clock": "sm"}); ok {
+			if v, ok := testenv.Sample(fams, "gpu_clock_hertz", map[string]string{"gpu": "1", "clock": "sm"}); ok {
 				t.Errorf("gpu_clock_hertz{gpu=1,clock=sm} = %g", v)
 			}
-			if v, ok := sample(fams, "gpu_process_memory_used_bytes", gpu(1)); ok {
+			if v, ok := testenv.Sample(fams, "gpu_process_memory_used_bytes", gpu(1)); ok {
 				t.Errorf("gpu_process_memory_used_bytes{gpu=1} = %g from 2^63 bytes a process", v)
 			}
 			for _, field := range []string{"temperature", "power", "clock", "utilization", "memory", "performance_state", "process_memory"} {
-				if v, _ := sample(fams, "gpuwatch_readings_dropped_total", map[string]string{"field": field}); v < 1 {
+				if v, _ := testenv.Sample(fams, "gpuwatch_readings_dropped_total", map[string]string{"field": field}); v < 1 {
 					t.Errorf("gpuwatch_readings_dropped_total{field=%q} = %v, want counted", field, v)
 				}
 			}
@@ -236,7 +236,7 @@ func TestSlowAndBogusDriverMatrix(t *testing.T) {
 			t.Run("serve", func(t *testing.T) {
 				base, p, up := startWithEnv(t, env, slowDriverArgs(c)...)
 				if !up {
-					t.Fatalf("gpuwatch exited:\n%s", p.output.String())
+					t.Fatalf("gpuwatch exited:\n%s", p.Output.String())
 				}
 				scrape := func() (string, map[string]*dto.MetricFamily) {
 					t.Helper()
@@ -245,7 +245,7 @@ func TestSlowAndBogusDriverMatrix(t *testing.T) {
 					if took := time.Since(start); took > budget {
 						t.Errorf("a scrape took %v, over the %v budget", took, budget)
 					}
-					return page, parseMetrics(t, page)
+					return page, testenv.ParseMetrics(t, page)
 				}
 				page, fams := scrape()
 				checkExposition(t, promtool, page)
@@ -270,8 +270,8 @@ func TestSlowAndBogusDriverMatrix(t *testing.T) {
 				if c.page != nil {
 					c.page(t, fams, false)
 				}
-				if p.exited() {
-					t.Fatalf("gpuwatch died:\n%s", p.output.String())
+				if p.Exited() {
+					t.Fatalf("gpuwatch died:\n%s", p.Output.String())
 				}
 			})
 
@@ -293,7 +293,7 @@ func TestSlowAndBogusDriverMatrix(t *testing.T) {
 					t.Fatal(err)
 				}
 				checkExposition(t, promtool, string(data))
-				fams := parseMetrics(t, string(data))
+				fams := testenv.ParseMetrics(t, string(data))
 				checkHealthyOwned(t, fams, append(slices.Clone(c.healthy), c.late...))
 				if c.page != nil {
 					c.page(t, fams, true)
@@ -348,11 +348,11 @@ func TestSickDriverEnergyReset(t *testing.T) {
 	env := fakeEnv(t, "R580", "profile: h100\nfaults:\n  - {gpu: 0, energy_reset_at: 4s}\n")
 	base, p, up := startWithEnv(t, env, append([]string{"--backend=nvml"}, isolated(t)...)...)
 	if !up {
-		t.Fatalf("gpuwatch exited:\n%s", p.output.String())
+		t.Fatalf("gpuwatch exited:\n%s", p.Output.String())
 	}
 	energy := func() float64 {
 		t.Helper()
-		v, ok := sample(parseMetrics(t, httpGet(t, base+"/metrics")), "gpu_energy_joules_total", map[string]string{"gpu": "0"})
+		v, ok := testenv.Sample(testenv.ParseMetrics(t, httpGet(t, base+"/metrics")), "gpu_energy_joules_total", map[string]string{"gpu": "0"})
 		if !ok {
 			t.Fatal("no gpu_energy_joules_total")
 		}

@@ -50,10 +50,10 @@ func TestSlurmEpilogsStoreTheSummary(t *testing.T) {
 
 	simConfig := filepath.Join(dir, "sim.yaml")
 	writeFile(t, simConfig, "profile: h100\nprocesses: []\n")
-	gw := startProcess(t, gpuwatchBin, fmt.Sprintf("--web.listen-address=127.0.0.1:%d", port), "--backend=sim", "--sim.config="+simConfig,
+	gw := testenv.StartProcess(t, nil, gpuwatchBin, fmt.Sprintf("--web.listen-address=127.0.0.1:%d", port), "--backend=sim", "--sim.config="+simConfig,
 		"--slurm.jobs=true", "--slurm.node-name="+cluster.Node, "--slurm.poll-interval=1s",
 		"--accounting.dir="+acctDir, "--accounting.epilog-dir="+marks, "--accounting.interval=1s")
-	waitForHealthz(t, gw, fmt.Sprintf("http://127.0.0.1:%d", port))
+	testenv.WaitHealthy(t, gw, fmt.Sprintf("http://127.0.0.1:%d", port))
 
 	id := cluster.Sbatch(t, "--gres=gpu:1", "--wrap", "sleep 15")
 	testenv.WaitFor(t, 60*time.Second, "gpuwatch to list job "+id+" as running", func() bool {

@@ -100,21 +100,21 @@ exec sleep 300
 				p.Slurm.User == "root" && p.Slurm.Account == "physics" && p.Slurm.Partition == "gpu" && p.Slurm.JobName == "train"
 		})
 		testenv.WaitFor(t, 30*time.Second, node+": job "+job+" in /metrics on GPU "+gpu, func() bool {
-			fams := parseMetrics(t, nodeGet(t, base+"/metrics"))
-			_, info := sample(fams, "gpu_slurm_job_info", map[string]string{"gpu": gpu, "job_id": job, "user": "root", "account": "physics", "partition": "gpu"})
-			mem, proc := sample(fams, "gpu_process_memory_used_bytes", map[string]string{"gpu": gpu, "slurm_job": job, "user": "root"})
+			fams := testenv.ParseMetrics(t, nodeGet(t, base+"/metrics"))
+			_, info := testenv.Sample(fams, "gpu_slurm_job_info", map[string]string{"gpu": gpu, "job_id": job, "user": "root", "account": "physics", "partition": "gpu"})
+			mem, proc := testenv.Sample(fams, "gpu_process_memory_used_bytes", map[string]string{"gpu": gpu, "slurm_job": job, "user": "root"})
 			return info && proc && mem == 1<<30
 		})
-		fams := parseMetrics(t, nodeGet(t, base+"/metrics"))
-		if _, ok := sample(fams, "gpu_slurm_job_info", map[string]string{"gpu": other, "job_id": job}); ok {
+		fams := testenv.ParseMetrics(t, nodeGet(t, base+"/metrics"))
+		if _, ok := testenv.Sample(fams, "gpu_slurm_job_info", map[string]string{"gpu": other, "job_id": job}); ok {
 			t.Errorf("%s: gpu_slurm_job_info puts job %s on GPU %s too; scontrol gives it GPU %s only", node, job, other, gpu)
 		}
 	}
 	testenv.WaitFor(t, 30*time.Second, "node1: the other job on GPU 0", func() bool {
-		_, ok := sample(parseMetrics(t, nodeGet(t, urls["node1"]+"/metrics")), "gpu_slurm_job_info", map[string]string{"gpu": "0", "job_id": blocker, "account": "chem"})
+		_, ok := testenv.Sample(testenv.ParseMetrics(t, nodeGet(t, urls["node1"]+"/metrics")), "gpu_slurm_job_info", map[string]string{"gpu": "0", "job_id": blocker, "account": "chem"})
 		return ok
 	})
-	if named := seriesNamingJob(parseMetrics(t, nodeGet(t, urls["node3"]+"/metrics")), job, blocker); len(named) > 0 {
+	if named := seriesNamingJob(testenv.ParseMetrics(t, nodeGet(t, urls["node3"]+"/metrics")), job, blocker); len(named) > 0 {
 		t.Errorf("node3 runs no job, yet its /metrics names one:\n%s", strings.Join(named, "\n"))
 	}
 
@@ -132,10 +132,10 @@ exec sleep 300
 			if _, ok := apiProcess(t, base, pid); ok {
 				return false
 			}
-			return len(seriesNamingJob(parseMetrics(t, nodeGet(t, base+"/metrics")), job)) == 0
+			return len(seriesNamingJob(testenv.ParseMetrics(t, nodeGet(t, base+"/metrics")), job)) == 0
 		})
 	}
-	if _, ok := sample(parseMetrics(t, nodeGet(t, urls["node1"]+"/metrics")), "gpu_slurm_job_info", map[string]string{"gpu": "0", "job_id": blocker}); !ok {
+	if _, ok := testenv.Sample(testenv.ParseMetrics(t, nodeGet(t, urls["node1"]+"/metrics")), "gpu_slurm_job_info", map[string]string{"gpu": "0", "job_id": blocker}); !ok {
 		t.Errorf("node1: the other job %s vanished from gpu_slurm_job_info with job %s", blocker, job)
 	}
 	checkEndedJobSummary(t, cluster, job, gpus)

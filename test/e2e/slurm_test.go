@@ -85,20 +85,20 @@ func TestSlurmJobOwners(t *testing.T) {
 
 	base, _ := startGpuwatch(t, append(common, "--collector.slurm", "--slurm.poll-interval=1s")...)
 	// Job lookups run in the background on the first scrape; poll.
-	var fams = parseMetrics(t, httpGet(t, base+"/metrics"))
+	var fams = testenv.ParseMetrics(t, httpGet(t, base+"/metrics"))
 	testenv.WaitFor(t, 20*time.Second, "gpu_slurm_job_info for both jobs", func() bool {
-		fams = parseMetrics(t, httpGet(t, base+"/metrics"))
-		_, a := sample(fams, "gpu_slurm_job_info", map[string]string{"gpu": "0", "job_id": busy, "user": "root", "account": "physics", "partition": "gpu"})
-		_, b := sample(fams, "gpu_slurm_job_info", map[string]string{"gpu": "1", "job_id": idle, "user": "root", "account": "chem", "partition": "gpu"})
+		fams = testenv.ParseMetrics(t, httpGet(t, base+"/metrics"))
+		_, a := testenv.Sample(fams, "gpu_slurm_job_info", map[string]string{"gpu": "0", "job_id": busy, "user": "root", "account": "physics", "partition": "gpu"})
+		_, b := testenv.Sample(fams, "gpu_slurm_job_info", map[string]string{"gpu": "1", "job_id": idle, "user": "root", "account": "chem", "partition": "gpu"})
 		return a && b
 	})
-	if v, ok := sample(fams, "gpu_process_memory_used_bytes", map[string]string{"gpu": "0", "slurm_job": busy}); !ok || v != 1<<30 {
+	if v, ok := testenv.Sample(fams, "gpu_process_memory_used_bytes", map[string]string{"gpu": "0", "slurm_job": busy}); !ok || v != 1<<30 {
 		t.Errorf("gpu_process_memory_used_bytes{slurm_job=%s} = %v (present %v)", busy, v, ok)
 	}
-	if v, ok := sample(fams, "slurm_jobs", map[string]string{"state": "running", "partition": "gpu", "user": "root", "account": "physics"}); !ok || v != 1 {
+	if v, ok := testenv.Sample(fams, "slurm_jobs", map[string]string{"state": "running", "partition": "gpu", "user": "root", "account": "physics"}); !ok || v != 1 {
 		t.Errorf("slurm_jobs{running,physics} = %v (present %v)", v, ok)
 	}
-	if v, ok := sample(fams, "gpuwatch_attribution_errors_total", map[string]string{"source": "slurm"}); !ok || v != 0 {
+	if v, ok := testenv.Sample(fams, "gpuwatch_attribution_errors_total", map[string]string{"source": "slurm"}); !ok || v != 0 {
 		t.Errorf("slurm attribution errors = %v (present %v)", v, ok)
 	}
 }

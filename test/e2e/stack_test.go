@@ -58,7 +58,7 @@ func TestStackDashboardsReturnData(t *testing.T) {
 	dir := t.TempDir()
 
 	nodePort := testenv.FreePort(t)
-	startProcess(t, nodeBin, fmt.Sprintf("--web.listen-address=127.0.0.1:%d", nodePort),
+	testenv.StartProcess(t, nil, nodeBin, fmt.Sprintf("--web.listen-address=127.0.0.1:%d", nodePort),
 		"--collector.disable-defaults", "--collector.cpu", "--collector.meminfo", "--collector.loadavg")
 	hosts := startSimulatedFleet(t, root, dir)
 
@@ -78,10 +78,10 @@ func TestStackDashboardsReturnData(t *testing.T) {
 
 	promConfig := stackPrometheusConfig(t, root, targets, filepath.Join(dir, "prometheus.yml"))
 	promURL := fmt.Sprintf("http://127.0.0.1:%d", testenv.FreePort(t))
-	prom := startProcess(t, promBin, "--config.file="+promConfig, "--storage.tsdb.path="+filepath.Join(dir, "tsdb"),
+	prom := testenv.StartProcess(t, nil, promBin, "--config.file="+promConfig, "--storage.tsdb.path="+filepath.Join(dir, "tsdb"),
 		"--web.listen-address="+strings.TrimPrefix(promURL, "http://"))
 	vmURL := fmt.Sprintf("http://127.0.0.1:%d", testenv.FreePort(t))
-	vm := startProcess(t, vmBin, "-promscrape.config="+promConfig, "-storageDataPath="+filepath.Join(dir, "vm"),
+	vm := testenv.StartProcess(t, nil, vmBin, "-promscrape.config="+promConfig, "-storageDataPath="+filepath.Join(dir, "vm"),
 		"-httpListenAddr="+strings.TrimPrefix(vmURL, "http://"), "-search.latencyOffset=0s", "-loggerLevel=ERROR",
 		// The same file as Prometheus; rule_files and evaluation_interval are
 		// for Prometheus's rule engine, which VictoriaMetrics does not have.
@@ -98,7 +98,7 @@ func TestStackDashboardsReturnData(t *testing.T) {
 
 	for _, engine := range []struct {
 		name, url string
-		proc      *process
+		proc      *testenv.Process
 		// skip says why a query cannot return data on this engine.
 		skip func(deploycheck.Query, []deploycheck.Selector) string
 	}{
@@ -284,12 +284,12 @@ func writeJSON(t *testing.T, path string, v any) {
 
 // waitForFleet waits until the engine has scraped every gpuwatch target and
 // holds enough samples for the dashboards' rate() windows.
-func waitForFleet(t *testing.T, base string, engine *process, hosts int) {
+func waitForFleet(t *testing.T, base string, engine *testenv.Process, hosts int) {
 	t.Helper()
 	deadline := time.Now().Add(90 * time.Second)
 	for {
-		if engine.exited() {
-			t.Fatalf("%s exited:\n%s", base, engine.output.String())
+		if engine.Exited() {
+			t.Fatalf("%s exited:\n%s", base, engine.Output.String())
 		}
 		v, ok := promQuery(t, base, `count(count_over_time(up{job="gpuwatch"}[1m]) >= 4)`)
 		if ok && int(v) == hosts {

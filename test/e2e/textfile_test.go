@@ -18,14 +18,14 @@ import (
 func TestTextfileInterval(t *testing.T) {
 	dir := t.TempDir()
 	out := filepath.Join(dir, "gpu.prom")
-	p := startProcess(t, gpuwatchBin, "textfile", "--backend=sim", "--sim.profile=h100", "--output="+out, "--interval=1s", "--log.level=warn")
+	p := testenv.StartProcess(t, nil, gpuwatchBin, "textfile", "--backend=sim", "--sim.profile=h100", "--output="+out, "--interval=1s", "--log.level=warn")
 
 	energy := func() float64 {
 		data, err := os.ReadFile(out)
 		if err != nil {
 			return -1
 		}
-		v, ok := sample(parseMetrics(t, string(data)), "gpu_energy_joules_total", map[string]string{"gpu": "0"})
+		v, ok := testenv.Sample(testenv.ParseMetrics(t, string(data)), "gpu_energy_joules_total", map[string]string{"gpu": "0"})
 		if !ok {
 			t.Fatalf("a complete write lacks gpu_energy_joules_total:\n%s", data)
 		}
@@ -41,16 +41,16 @@ func TestTextfileInterval(t *testing.T) {
 			t.Errorf("unexpected file %s", e.Name())
 		}
 	}
-	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+	if err := p.Cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
 	select {
-	case <-p.done:
+	case <-p.Done:
 	case <-time.After(10 * time.Second):
 		t.Fatal("textfile loop did not stop on SIGTERM")
 	}
-	if code := p.cmd.ProcessState.ExitCode(); code != 0 {
-		t.Errorf("exit code %d after SIGTERM\n%s", code, p.output.String())
+	if code := p.Cmd.ProcessState.ExitCode(); code != 0 {
+		t.Errorf("exit code %d after SIGTERM\n%s", code, p.Output.String())
 	}
 	entries, _ = os.ReadDir(dir)
 	if len(entries) != 1 {

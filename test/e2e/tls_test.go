@@ -38,7 +38,7 @@ func TestTLSAndBasicAuth(t *testing.T) {
 
 	port := testenv.FreePort(t)
 	addr := fmt.Sprintf("127.0.0.1:%d", port)
-	proc := startProcess(t, gpuwatchBin, "--backend=sim", "--sim.profile=h100", "--web.listen-address="+addr, "--web.config.file="+webConfig)
+	proc := testenv.StartProcess(t, nil, gpuwatchBin, "--backend=sim", "--sim.profile=h100", "--web.listen-address="+addr, "--web.config.file="+webConfig)
 	client := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}}}
 
 	do := func(user, pass, scheme string) (int, string, error) {
@@ -55,8 +55,8 @@ func TestTLSAndBasicAuth(t *testing.T) {
 		return resp.StatusCode, string(body), nil
 	}
 	testenv.WaitFor(t, 15*time.Second, "gpuwatch to serve TLS", func() bool {
-		if proc.exited() {
-			t.Fatalf("gpuwatch exited:\n%s", proc.output.String())
+		if proc.Exited() {
+			t.Fatalf("gpuwatch exited:\n%s", proc.Output.String())
 		}
 		_, _, err := do("", "", "https")
 		return err == nil

@@ -22,7 +22,7 @@ func TestLivePageNeedsCredentials(t *testing.T) {
 	webConfig := filepath.Join(t.TempDir(), "web.yml")
 	writeFile(t, webConfig, fmt.Sprintf("basic_auth_users:\n  viewer: %s\n", hash))
 	addr := fmt.Sprintf("127.0.0.1:%d", testenv.FreePort(t))
-	proc := startProcess(t, gpuwatchBin, "--backend=sim", "--sim.profile=h100", "--web.listen-address="+addr, "--web.config.file="+webConfig, "--ui.interval=1s")
+	proc := testenv.StartProcess(t, nil, gpuwatchBin, "--backend=sim", "--sim.profile=h100", "--web.listen-address="+addr, "--web.config.file="+webConfig, "--ui.interval=1s")
 	base := "http://" + addr
 
 	status := func(path, user, pass string) int {
@@ -41,8 +41,8 @@ func TestLivePageNeedsCredentials(t *testing.T) {
 		return resp.StatusCode
 	}
 	testenv.WaitFor(t, 15*time.Second, "gpuwatch to answer with credentials", func() bool {
-		if proc.exited() {
-			t.Fatalf("gpuwatch exited:\n%s", proc.output.String())
+		if proc.Exited() {
+			t.Fatalf("gpuwatch exited:\n%s", proc.Output.String())
 		}
 		return status("/api/v1/snapshot", "viewer", "s3cret") == http.StatusOK
 	})

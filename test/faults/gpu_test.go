@@ -13,12 +13,12 @@ import (
 // unchanged against GPUs that are lost, hang, answer NOT_SUPPORTED or
 // raise XIDs.
 
-func gpuUp(page string, gpu int) (float64, bool) {
-	return value(page, "gpu_up", map[string]string{"gpu": fmt.Sprint(gpu)})
+func gpuUp(page testenv.Metrics, gpu int) (float64, bool) {
+	return testenv.Sample(page, "gpu_up", map[string]string{"gpu": fmt.Sprint(gpu)})
 }
 
 // upGPUs lists gpu_up per index for the first n GPUs.
-func upGPUs(page string, n int) []int {
+func upGPUs(page testenv.Metrics, n int) []int {
 	var up []int
 	for i := range n {
 		v, _ := gpuUp(page, i)
@@ -32,12 +32,12 @@ func TestGPULost(t *testing.T) {
 	record(t, "gpu", "dgx-h100, GPU 3 lost after 2s: gpu_up 0 for it only, its readings absent")
 	h := start(t, "--backend=sim", "--sim.config="+simConfig(t, "profile: dgx-h100\nfaults:\n  - {gpu: 3, lost_after: 2s}\n"))
 	h.baseline()
-	testenv.WaitFor(t, 20*time.Second, "GPU 3 down", func() bool { v, _ := gpuUp(h.scrape(), 3); return v == 0 })
-	page := h.scrape()
+	testenv.WaitFor(t, 20*time.Second, "GPU 3 down", func() bool { v, _ := gpuUp(h.metrics(), 3); return v == 0 })
+	page := h.metrics()
 	if got := upGPUs(page, 8); fmt.Sprint(got) != "[1 1 1 0 1 1 1 1]" {
 		t.Errorf("gpu_up = %v", got)
 	}
-	if _, ok := value(page, "gpu_temperature_celsius", map[string]string{"gpu": "3"}); ok {
+	if _, ok := testenv.Sample(page, "gpu_temperature_celsius", map[string]string{"gpu": "3"}); ok {
 		t.Error("a lost GPU still reports a temperature")
 	}
 	h.noLeak()
@@ -49,11 +49,11 @@ func TestGPUHungThenRecovered(t *testing.T) {
 	h := start(t, "--backend=sim", "--collection.timeout=1s",
 		"--sim.config="+simConfig(t, "profile: dgx-h100\nfaults:\n  - {gpu: 2, hang_after: 2s, hang_for: 10s}\n"))
 	h.baseline()
-	testenv.WaitFor(t, 20*time.Second, "GPU 2 reported down while hung", func() bool { v, _ := gpuUp(h.scrape(), 2); return v == 0 })
-	if got := upGPUs(h.scrape(), 8); fmt.Sprint(got) != "[1 1 0 1 1 1 1 1]" {
+	testenv.WaitFor(t, 20*time.Second, "GPU 2 reported down while hung", func() bool { v, _ := gpuUp(h.metrics(), 2); return v == 0 })
+	if got := upGPUs(h.metrics(), 8); fmt.Sprint(got) != "[1 1 0 1 1 1 1 1]" {
 		t.Errorf("while GPU 2 hangs: gpu_up = %v", got)
 	}
-	testenv.WaitFor(t, 30*time.Second, "GPU 2 back up", func() bool { v, _ := gpuUp(h.scrape(), 2); return v == 1 })
+	testenv.WaitFor(t, 30*time.Second, "GPU 2 back up", func() bool { v, _ := gpuUp(h.metrics(), 2); return v == 1 })
 	h.noLeak()
 }
 
@@ -67,19 +67,19 @@ func TestAccountingGoesOnPastAHungGPU(t *testing.T) {
 		"--sim.config="+simConfig(t, "profile: dgx-h100\nprocesses:\n  - {gpu: 0, pid: 4242, used_memory_bytes: 1073741824, sm_utilization: 0.5}\nfaults:\n  - {gpu: 2, hang_after: 4s, hang_for: 20s}\n"))
 	h.baseline()
 	held := func() float64 {
-		v, _ := value(h.scrape(), "gpu_process_seconds_total", map[string]string{"gpu": "0"})
+		v, _ := testenv.Sample(h.metrics(), "gpu_process_seconds_total", map[string]string{"gpu": "0"})
 		return v
 	}
-	testenv.WaitFor(t, 20*time.Second, "GPU 2 reported down while hung", func() bool { v, _ := gpuUp(h.scrape(), 2); return v == 0 })
+	testenv.WaitFor(t, 20*time.Second, "GPU 2 reported down while hung", func() bool { v, _ := gpuUp(h.metrics(), 2); return v == 0 })
 	// A tick that reached GPU 2 is left behind 3 s (1 s + 1 s of
 	// attribution + 1 s) after its call hung; the hang lasts 20 s.
 	time.Sleep(3 * time.Second)
 	before := held()
 	testenv.WaitFor(t, 10*time.Second, "GPU 0's held time going on during the hang", func() bool { return held() >= before+3 })
-	if v, _ := gpuUp(h.scrape(), 2); v != 0 {
+	if v, _ := gpuUp(h.metrics(), 2); v != 0 {
 		t.Fatalf("GPU 2 answered again before the counters were checked: the hang was too short for the check")
 	}
-	testenv.WaitFor(t, 40*time.Second, "GPU 2 back up", func() bool { v, _ := gpuUp(h.scrape(), 2); return v == 1 })
+	testenv.WaitFor(t, 40*time.Second, "GPU 2 back up", func() bool { v, _ := gpuUp(h.metrics(), 2); return v == 1 })
 	h.noLeak()
 }
 
@@ -91,16 +91,16 @@ func TestGPUHungFromStart(t *testing.T) {
 	record(t, "gpu", "dgx-h100, GPU 5 hangs from the first call for 10s, timeout 1s: gpuwatch starts, GPU 5 down and the others up, then GPU 5 back, no leak")
 	h := start(t, "--backend=sim", "--collection.timeout=1s",
 		"--sim.config="+simConfig(t, "profile: dgx-h100\nfaults:\n  - {gpu: 5, hang_after: 0s, hang_for: 10s}\n"))
-	if got := upGPUs(h.scrape(), 8); fmt.Sprint(got) != "[1 1 1 1 1 0 1 1]" {
+	if got := upGPUs(h.metrics(), 8); fmt.Sprint(got) != "[1 1 1 1 1 0 1 1]" {
 		t.Errorf("while GPU 5 hangs: gpu_up = %v\n%s", got, h.tail())
 	}
 	// Written before gpuwatch listened, but copied from its stderr pipe
 	// by another goroutine: wait for it.
 	testenv.WaitFor(t, 5*time.Second, "the start log to name the hung GPU", func() bool {
-		return strings.Contains(h.out.String(), `msg="gpu did not answer NVML at start; reported down (gpu_up 0, not_answering) until it does" gpu=5`)
+		return strings.Contains(h.Output.String(), `msg="gpu did not answer NVML at start; reported down (gpu_up 0, not_answering) until it does" gpu=5`)
 	})
 	h.baseline()
-	testenv.WaitFor(t, 30*time.Second, "GPU 5 back up", func() bool { v, _ := gpuUp(h.scrape(), 5); return v == 1 })
+	testenv.WaitFor(t, 30*time.Second, "GPU 5 back up", func() bool { v, _ := gpuUp(h.metrics(), 5); return v == 1 })
 	h.noLeak()
 }
 
@@ -120,7 +120,7 @@ func TestGPUsHungInAGroup(t *testing.T) {
 	downScrapes := 0
 	deadline := time.Now().Add(40 * time.Second)
 	for downScrapes < 3 && time.Now().Before(deadline) {
-		up := upGPUs(h.scrape(), 8)
+		up := upGPUs(h.metrics(), 8)
 		if fmt.Sprint(up[4:]) != "[1 1 1 1]" {
 			t.Fatalf("gpu_up = %v: a healthy GPU is reported down while GPUs 0-3 hang", up)
 		}
@@ -144,7 +144,7 @@ func TestGPUsAllHung(t *testing.T) {
 	}
 	h := start(t, "--backend=sim", "--collection.timeout=1s", "--sim.config="+simConfig(t, faults))
 	testenv.WaitFor(t, 30*time.Second, "every GPU down", func() bool {
-		return fmt.Sprint(upGPUs(h.scrape(), 8)) == "[0 0 0 0 0 0 0 0]"
+		return fmt.Sprint(upGPUs(h.metrics(), 8)) == "[0 0 0 0 0 0 0 0]"
 	})
 	h.baseline()
 	for range 5 {
@@ -166,7 +166,7 @@ func TestGPULargeFleetLostAndHung(t *testing.T) {
 	}
 	h := start(t, "--backend=sim", "--collection.timeout=4s", "--sim.config="+simConfig(t, faults))
 	testenv.WaitFor(t, 30*time.Second, "16 GPUs down", func() bool {
-		return strings.Count(fmt.Sprint(upGPUs(h.scrape(), 64)), "0") == 16
+		return strings.Count(fmt.Sprint(upGPUs(h.metrics(), 64)), "0") == 16
 	})
 	h.baseline()
 	h.scrape()
@@ -184,10 +184,10 @@ func TestGPUXIDStorm(t *testing.T) {
 	h := start(t, "--backend=sim", "--sim.config="+simConfig(t, cfg))
 	h.baseline()
 	total := func() float64 {
-		page, sum := h.scrape(), 0.0
+		page, sum := h.metrics(), 0.0
 		for g := range 8 {
 			for _, c := range codes {
-				v, _ := value(page, "gpu_xid_errors_total", map[string]string{"gpu": fmt.Sprint(g), "xid": fmt.Sprint(c)})
+				v, _ := testenv.Sample(page, "gpu_xid_errors_total", map[string]string{"gpu": fmt.Sprint(g), "xid": fmt.Sprint(c)})
 				sum += v
 			}
 		}
@@ -205,10 +205,10 @@ func TestGPUXIDThenLost(t *testing.T) {
 	h := start(t, "--backend=sim", "--sim.config="+simConfig(t,
 		"profile: dgx-h100\nfaults:\n  - {gpu: 5, xid: 79, at: 1s}\n  - {gpu: 5, lost_after: 2s}\n"))
 	want := map[string]string{"gpu": "5", "xid": "79"}
-	testenv.WaitFor(t, 20*time.Second, "GPU 5 lost", func() bool { v, _ := gpuUp(h.scrape(), 5); return v == 0 })
+	testenv.WaitFor(t, 20*time.Second, "GPU 5 lost", func() bool { v, _ := gpuUp(h.metrics(), 5); return v == 0 })
 	h.baseline()
 	for range 3 {
-		if v, ok := value(h.scrape(), "gpu_xid_errors_total", want); !ok || v != 1 {
+		if v, ok := testenv.Sample(h.metrics(), "gpu_xid_errors_total", want); !ok || v != 1 {
 			t.Fatalf("after the loss: gpu_xid_errors_total{gpu=5,xid=79} = %v (present %v), want 1", v, ok)
 		}
 	}
@@ -225,15 +225,15 @@ func TestGPUEveryReadUnsupported(t *testing.T) {
 	h := start(t, "--backend=sim", "--sim.config="+simConfig(t,
 		"profile: dgx-h100\nfaults:\n  - {gpu: 1, unsupported: ["+strings.Join(names, ", ")+"]}\n"))
 	h.baseline()
-	page := h.scrape()
+	page := h.metrics()
 	if v, _ := gpuUp(page, 1); v != 1 {
 		t.Errorf("gpu_up{gpu=1} = %v; a GPU that supports nothing is still up", v)
 	}
 	for _, m := range []string{"gpu_temperature_celsius", "gpu_power_usage_watts", "gpu_utilization_ratio"} {
-		if _, ok := value(page, m, map[string]string{"gpu": "1"}); ok {
+		if _, ok := testenv.Sample(page, m, map[string]string{"gpu": "1"}); ok {
 			t.Errorf("%s{gpu=1} present though unsupported", m)
 		}
-		if _, ok := value(page, m, map[string]string{"gpu": "0"}); !ok {
+		if _, ok := testenv.Sample(page, m, map[string]string{"gpu": "0"}); !ok {
 			t.Errorf("%s{gpu=0} missing", m)
 		}
 	}
@@ -246,7 +246,7 @@ func TestGPUUnsupportedEverywhere(t *testing.T) {
 	h := start(t, "--backend=sim", "--sim.config="+simConfig(t,
 		"profile: rtx4090\nfaults:\n  - {gpu: 0, unsupported: [power, clocks, processes, process_utilization, events]}\n"))
 	h.baseline()
-	if v, _ := gpuUp(h.scrape(), 0); v != 1 {
+	if v, _ := gpuUp(h.metrics(), 0); v != 1 {
 		t.Errorf("gpu_up = %v", v)
 	}
 	h.noLeak()

@@ -14,7 +14,6 @@
 package faults
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"flag"
@@ -22,11 +21,9 @@ import (
 	"io"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"sort"
-	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -106,10 +103,8 @@ func printTable(code int) {
 
 // instance is a running `gpuwatch serve`.
 type instance struct {
+	*testenv.Process
 	t      *testing.T
-	cmd    *exec.Cmd
-	out    *syncBuffer
-	done   chan struct{}
 	base   string
 	budget time.Duration // collection timeout plus margin: no scrape may take longer
 
@@ -142,31 +137,14 @@ func start(t *testing.T, args ...string) *instance {
 	}
 	addr := fmt.Sprintf("127.0.0.1:%d", testenv.FreePort(t))
 	args = append([]string{"--web.listen-address=" + addr, "--log.level=debug"}, args...)
-	h := &instance{t: t, out: &syncBuffer{}, done: make(chan struct{}), base: "http://" + addr, budget: timeout + margin}
-	h.cmd = exec.Command(gpuwatchBin, args...)
-	h.cmd.Stdout, h.cmd.Stderr = h.out, h.out
-	if err := h.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	go func() { _ = h.cmd.Wait(); close(h.done) }()
+	h := &instance{t: t, base: "http://" + addr, budget: timeout + margin}
+	h.Process = testenv.StartProcess(t, nil, gpuwatchBin, args...)
+	// Registered after StartProcess's cleanup, so it runs first and sees
+	// how gpuwatch exits on SIGTERM.
 	t.Cleanup(func() { h.stop(timeout) })
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		if h.exited() {
-			h.startFailed = true
-			t.Fatalf("gpuwatch exited at start: %v\n%s", h.cmd.ProcessState, h.out.String())
-		}
-		if resp, err := http.Get(h.base + "/healthz"); err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == 200 {
-				break
-			}
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("gpuwatch did not answer /healthz in 20s\n%s", h.out.String())
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	h.startFailed = true // until /healthz answers: the start's failure is the one to report
+	testenv.WaitHealthy(t, h.Process, h.base)
+	h.startFailed = false
 	return h
 }
 
@@ -176,26 +154,23 @@ func (h *instance) stop(collectionTimeout time.Duration) {
 	if h.startFailed {
 		return
 	}
-	if h.exited() {
-		t.Errorf("gpuwatch crashed: %v\n%s", h.cmd.ProcessState, h.tail())
+	if h.Exited() {
+		t.Errorf("gpuwatch crashed: %v\n%s", h.Cmd.ProcessState, h.tail())
 		return
 	}
-	_ = h.cmd.Process.Signal(syscall.SIGTERM)
+	_ = h.Cmd.Process.Signal(syscall.SIGTERM)
 	select {
-	case <-h.done:
-		if code := h.cmd.ProcessState.ExitCode(); code != 0 {
+	case <-h.Done:
+		if code := h.Cmd.ProcessState.ExitCode(); code != 0 {
 			t.Errorf("gpuwatch exited %d on SIGTERM, want 0\n%s", code, h.tail())
 		}
 	case <-time.After(collectionTimeout + 2*margin):
-		_ = h.cmd.Process.Kill()
-		<-h.done
+		_ = h.Cmd.Process.Kill()
+		<-h.Done
 		t.Errorf("gpuwatch did not exit within %s of SIGTERM\n%s", collectionTimeout+2*margin, h.tail())
 	}
-	if out := h.out.String(); strings.Contains(out, "panic:") || stackTrace.MatchString(out) {
+	if out := h.Output.String(); strings.Contains(out, "panic:") || stackTrace.MatchString(out) {
 		t.Errorf("gpuwatch printed a panic or a stack\n%s", h.tail())
-	}
-	if t.Failed() {
-		t.Logf("gpuwatch output (tail):\n%s", h.tail())
 	}
 }
 
@@ -203,20 +178,11 @@ func (h *instance) stop(collectionTimeout time.Duration) {
 var stackTrace = regexp.MustCompile(`(?m)^goroutine \d+ \[`)
 
 func (h *instance) tail() string {
-	s := h.out.String()
+	s := h.Output.String()
 	if len(s) > 6000 {
 		s = "..." + s[len(s)-6000:]
 	}
 	return s
-}
-
-func (h *instance) exited() bool {
-	select {
-	case <-h.done:
-		return true
-	default:
-		return false
-	}
 }
 
 // scrape GETs /metrics and fails the test when it takes longer than the
@@ -231,6 +197,12 @@ func (h *instance) scrape() string {
 		h.t.Errorf("scrape took %v, over the collection timeout plus margin (%v)", took.Round(time.Millisecond), h.budget)
 	}
 	return body
+}
+
+// metrics scrapes (checking the time, as scrape does) and parses the page.
+func (h *instance) metrics() testenv.Metrics {
+	h.t.Helper()
+	return testenv.ParseMetrics(h.t, h.scrape())
 }
 
 func (h *instance) get(path string, limit time.Duration) (string, time.Duration, error) {
@@ -289,7 +261,7 @@ func (h *instance) noLeak() {
 // goroutines reads go_goroutines from a scrape (which checks its time).
 func (h *instance) goroutines() int {
 	h.t.Helper()
-	v, ok := value(h.scrape(), "go_goroutines", nil)
+	v, ok := testenv.Sample(h.metrics(), "go_goroutines", nil)
 	if !ok {
 		h.t.Fatal("no go_goroutines in the scrape")
 	}
@@ -299,43 +271,17 @@ func (h *instance) goroutines() int {
 // fds counts gpuwatch's open file descriptors.
 func (h *instance) fds() int {
 	h.t.Helper()
-	entries, err := os.ReadDir(fmt.Sprintf("/proc/%d/fd", h.cmd.Process.Pid))
+	entries, err := os.ReadDir(fmt.Sprintf("/proc/%d/fd", h.Cmd.Process.Pid))
 	if err != nil {
 		h.t.Fatalf("reading gpuwatch's fds: %v", err)
 	}
 	return len(entries)
 }
 
-// value finds the series of name whose labels include want in a text
-// exposition.
-func value(page, name string, want map[string]string) (float64, bool) {
-	sc := bufio.NewScanner(strings.NewReader(page))
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-next:
-	for sc.Scan() {
-		line := sc.Text()
-		rest, ok := strings.CutPrefix(line, name)
-		if !ok || (rest != "" && rest[0] != '{' && rest[0] != ' ') {
-			continue
-		}
-		for k, v := range want {
-			if !strings.Contains(rest, k+`="`+v+`"`) {
-				continue next
-			}
-		}
-		f, err := strconv.ParseFloat(line[strings.LastIndexByte(line, ' ')+1:], 64)
-		return f, err == nil
-	}
-	return 0, false
-}
-
 func firstLine(s string) string {
 	s, _, _ = strings.Cut(s, "\n")
 	return s
 }
-
-// syncBuffer collects a child's output.
-type syncBuffer = testenv.SyncBuffer
 
 // writeFile writes a fixture file, failing the test on error.
 func writeFile(t *testing.T, path, content string) string {

@@ -151,7 +151,7 @@ func TestProcVanishedPIDs(t *testing.T) {
 	}
 	h := start(t, attributionArgs(procTree(t, 1001), ownedSim(t, pids...))...)
 	h.baseline()
-	if v, ok := value(h.scrape(), "gpu_processes", map[string]string{"gpu": "0"}); !ok || v != 3 {
+	if v, ok := testenv.Sample(h.metrics(), "gpu_processes", map[string]string{"gpu": "0"}); !ok || v != 3 {
 		t.Errorf("gpu_processes{gpu=0} = %v, want 3", v)
 	}
 	h.noLeak()

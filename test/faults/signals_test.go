@@ -18,9 +18,9 @@ func TestSignalHangupServe(t *testing.T) {
 	h := start(t, "--backend=sim", "--sim.profile=dgx-h100")
 	h.baseline()
 	for range 3 {
-		_ = h.cmd.Process.Signal(syscall.SIGHUP)
+		_ = h.Cmd.Process.Signal(syscall.SIGHUP)
 	}
-	testenv.WaitFor(t, 10*time.Second, "the SIGHUP to be logged", func() bool { return strings.Contains(h.out.String(), "SIGHUP") })
+	testenv.WaitFor(t, 10*time.Second, "the SIGHUP to be logged", func() bool { return strings.Contains(h.Output.String(), "SIGHUP") })
 	h.scrape()
 	h.noLeak()
 }
@@ -38,15 +38,15 @@ func TestSignalTermDuringSlowScrape(t *testing.T) {
 	go func() { _, _, _ = h.get("/metrics", 30*time.Second) }()
 	time.Sleep(500 * time.Millisecond)
 	start := time.Now()
-	_ = h.cmd.Process.Signal(syscall.SIGTERM)
+	_ = h.Cmd.Process.Signal(syscall.SIGTERM)
 	select {
-	case <-h.done:
+	case <-h.Done:
 	case <-time.After(8*time.Second + 2*margin):
-		_ = h.cmd.Process.Kill()
-		<-h.done
+		_ = h.Cmd.Process.Kill()
+		<-h.Done
 		t.Fatalf("no exit %v after SIGTERM", time.Since(start))
 	}
-	if code := h.cmd.ProcessState.ExitCode(); code != 0 {
+	if code := h.Cmd.ProcessState.ExitCode(); code != 0 {
 		t.Errorf("exit status %d after SIGTERM, want 0\n%s", code, h.tail())
 	}
 }
@@ -56,7 +56,7 @@ func TestSignalHangupTextfile(t *testing.T) {
 	record(t, "signals", "SIGHUP to textfile --interval=1s: logged and ignored; SIGTERM then exits 0 leaving a complete file")
 	out := filepath.Join(t.TempDir(), "gpu.prom")
 	cmd := exec.Command(gpuwatchBin, "textfile", "--backend=sim", "--sim.profile=h100", "--interval=1s", "--output="+out)
-	buf := &syncBuffer{}
+	buf := &testenv.SyncBuffer{}
 	cmd.Stdout, cmd.Stderr = buf, buf
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)

@@ -50,7 +50,7 @@ func (h *instance) children() int {
 		}
 		s := string(b)
 		fields := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
-		if len(fields) > 1 && fields[1] == strconv.Itoa(h.cmd.Process.Pid) {
+		if len(fields) > 1 && fields[1] == strconv.Itoa(h.Cmd.Process.Pid) {
 			n++
 		}
 	}

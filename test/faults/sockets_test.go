@@ -92,7 +92,7 @@ func TestDockerHung(t *testing.T) {
 	t.Parallel()
 	record(t, "docker", "Docker socket accepts and never answers: scrapes bounded by the attribution timeout, owners from /proc")
 	h := socketCase(t, "--docker.socket=unix://"+hostileSocket(t, silent))
-	if _, ok := value(h.scrape(), "gpu_process_memory_used_bytes", map[string]string{"container": "f4f0b3caffa8"}); !ok {
+	if _, ok := testenv.Sample(h.metrics(), "gpu_process_memory_used_bytes", map[string]string{"container": "f4f0b3caffa8"}); !ok {
 		t.Error("the container id from the cgroup is missing")
 	}
 	h.noLeak()
@@ -155,7 +155,7 @@ func TestDockerHugeAnswer(t *testing.T) {
 			t.Fatalf("a %d-byte series line: %.200s...", len(line), line)
 		}
 	}
-	if rss, ok := value(h.scrape(), "process_resident_memory_bytes", nil); ok && rss > 200<<20 {
+	if rss, ok := testenv.Sample(h.metrics(), "process_resident_memory_bytes", nil); ok && rss > 200<<20 {
 		t.Errorf("resident memory %.0f MB after huge answers", rss/(1<<20))
 	}
 	h.noLeak()
