@@ -273,16 +273,10 @@ func (l *JobLookup) CachedAllocations(node string) (allocs []GPUAllocation, vers
 // another (CachedAllocations).
 type CacheVersion struct{ running, jobs uint64 }
 
-// CachedVersion is the version CachedAllocations would answer with, without
-// building the answer; ok is false when it would not answer.
-func (l *JobLookup) CachedVersion(node string) (version CacheVersion, ok bool) {
-	version, _, ok = l.cachedVersionUntil(node)
-	return version, ok
-}
-
-// cachedVersionUntil is CachedVersion, and until when it stands unless
-// the caches change (changeCount): the first of the running jobs' list and
-// their answers to expire.
+// cachedVersionUntil is the version CachedAllocations would answer with,
+// without building the answer (ok is false when it would not answer), and
+// until when it stands unless the caches change (changeCount): the first of
+// the running jobs' list and their answers to expire.
 func (l *JobLookup) cachedVersionUntil(node string) (version CacheVersion, until time.Time, ok bool) {
 	ids, version, until, ok := l.cachedRunning(node)
 	if !ok {

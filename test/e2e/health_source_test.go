@@ -73,15 +73,15 @@ func TestHealthCommandAsksTheServe(t *testing.T) {
 	simConfig := filepath.Join(dir, "sim.yaml")
 	writeFile(t, simConfig, "profile: dgx-h100\nfaults:\n  - {gpu: 2, xid: 79, at: 1s}\n")
 	addr := fmt.Sprintf("127.0.0.1:%d", testenv.FreePort(t))
-	p := startProcess(t, gpuwatchBin, "--web.listen-address="+addr, "--web.config.file="+webConfig, "--backend=sim", "--sim.config="+simConfig, "--no-web.ui")
+	p := testenv.StartProcess(t, nil, gpuwatchBin, "--web.listen-address="+addr, "--web.config.file="+webConfig, "--backend=sim", "--sim.config="+simConfig, "--no-web.ui")
 
 	// The command's own backend: the same GPUs without the fault, so that
 	// only the serve can know of the XID.
 	common := []string{"--web.listen-address=" + addr, "--web.config.file=" + webConfig, "--backend=sim", "--sim.profile=dgx-h100", "-o", "json"}
 	var r health.Report
 	testenv.WaitFor(t, 30*time.Second, "the serve's verdict on GPU 2 through gpuwatch health", func() bool {
-		if p.exited() {
-			t.Fatalf("serve exited:\n%s", p.output.String())
+		if p.Exited() {
+			t.Fatalf("serve exited:\n%s", p.Output.String())
 		}
 		out, _, code := runHealth(t, append(common, "--health.http-config="+client)...)
 		r = decodeHealth(t, out)
@@ -175,7 +175,7 @@ func TestHealthCommandReadsTheKernelLog(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	fams := parseMetrics(t, string(text))
+	fams := testenv.ParseMetrics(t, string(text))
 	busOf := map[string]string{}
 	for _, m := range fams["gpu_info"].GetMetric() {
 		labels := map[string]string{}

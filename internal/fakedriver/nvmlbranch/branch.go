@@ -14,7 +14,6 @@
 //	nvmlbranch.Newest()                the newest branch
 //	b.HasFunction("nvmlGpmSampleGet")  does that branch's library export the C symbol?
 //	b.KnowsField(197)                  does that branch know field ID 197?
-//	b.HasMethod("Device.GetName")      can go-nvml's method run on that branch?
 //	b.MissingSymbol("Device.GetName")  "" or the first C symbol it lacks
 //	nvmlbranch.MethodSymbols(method)   the C symbols a go-nvml method calls
 //
@@ -102,9 +101,6 @@ func (b *Branch) KnowsField(id uint32) bool {
 	return ok
 }
 
-// FieldIDs lists the field IDs the branch defines, sorted.
-func (b *Branch) FieldIDs() []uint32 { return slices.Clone(b.fields) }
-
 // FieldMax is the branch's NVML_FI_MAX, one more than its largest field ID.
 func (b *Branch) FieldMax() uint32 { return b.fieldMax }
 
@@ -125,9 +121,6 @@ type methodSymbol struct {
 	symbols [][]string
 }
 
-// GoNVMLVersion is the go-nvml whose source the method table was read from.
-func GoNVMLVersion() string { return goNVMLVersion }
-
 // MissingSymbol returns the first C symbol that go-nvml's method needs and
 // the branch lacks ("" when the method can run on the branch). For a
 // method with alternatives it names the oldest one. An unknown method name
@@ -144,7 +137,3 @@ func (b *Branch) MissingSymbol(method string) string {
 	}
 	return ""
 }
-
-// HasMethod says whether go-nvml's method can run on the branch: every C
-// symbol it calls, or one of each set of alternatives, is exported.
-func (b *Branch) HasMethod(method string) bool { return b.MissingSymbol(method) == "" }

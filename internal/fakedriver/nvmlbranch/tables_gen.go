@@ -2837,9 +2837,8 @@ var branches = []*Branch{
 	},
 }
 
-// goNVMLVersion is the go-nvml whose source methodSymbols was read from.
-const goNVMLVersion = "v0.13.3-0"
-
+// methodSymbols was read from go-nvml v0.13.3-0.
+//
 // methodSymbols: per method of go-nvml's interfaces, sorted by name, the C symbols
 // it calls; each inner list holds alternatives (go-nvml uses the newest one the
 // library has). A slice, not a map: the linker lays it out as data, where a map

@@ -106,17 +106,6 @@ func UnsupportedNames() []string {
 	return names
 }
 
-// UnsupportedNameCalls returns, for documentation, the NVML calls each
-// unsupported name turns into ERROR_NOT_SUPPORTED.
-func UnsupportedNameCalls(name string) (string, bool) {
-	for _, d := range featureDoc {
-		if d.name == name {
-			return d.calls, true
-		}
-	}
-	return "", false
-}
-
 func featureByName(name string) (feature, error) {
 	for f := range numFeatures {
 		if featureDoc[f].name == name {

@@ -171,7 +171,7 @@ func Source() ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("go-nvml %s: %w", version, err)
 	}
-	fmt.Fprintf(&b, "// goNVMLVersion is the go-nvml whose source methodSymbols was read from.\nconst goNVMLVersion = %q\n\n", version)
+	fmt.Fprintf(&b, "// methodSymbols was read from go-nvml %s.\n//\n", version)
 	b.WriteString("// methodSymbols: per method of go-nvml's interfaces, sorted by name, the C symbols\n")
 	b.WriteString("// it calls; each inner list holds alternatives (go-nvml uses the newest one the\n")
 	b.WriteString("// library has). A slice, not a map: the linker lays it out as data, where a map\n")
