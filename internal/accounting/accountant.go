@@ -64,7 +64,7 @@ const (
 	AllocationMaxAge = 30 * time.Second
 )
 
-// ListProcessesEvery is the reader's nvmlbackend.Options.ListProcessesEvery
+// ListProcessesEvery is the reader's nvmlbackend.AccountingOptions.ListProcessesEvery
 // for ticks of interval: a list at least every ListInterval.
 func ListProcessesEvery(interval time.Duration) int {
 	if interval <= 0 {
@@ -74,7 +74,7 @@ func ListProcessesEvery(interval time.Duration) int {
 }
 
 // ListProcessesSteadyEvery is the reader's
-// nvmlbackend.Options.ListProcessesSteadyEvery for ticks of interval:
+// nvmlbackend.AccountingOptions.ListProcessesSteadyEvery for ticks of interval:
 // every GPU listed at least every SteadyListInterval.
 func ListProcessesSteadyEvery(interval time.Duration) int {
 	if interval <= 0 {

@@ -86,6 +86,17 @@ func benchReader(b *testing.B, s *sim.Sim, opts nvmlbackend.Options) *nvmlbacken
 	return r
 }
 
+// benchAccountingReader is benchReader for the accounting's reader.
+func benchAccountingReader(b *testing.B, s *sim.Sim, opts nvmlbackend.AccountingOptions) *nvmlbackend.Reader {
+	opts.Now, opts.Library = s.Now, "simulator"
+	r, err := nvmlbackend.NewAccountingReader(s, opts)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = r.Close() })
+	return r
+}
+
 // BenchmarkTick is one whole accounting tick: the accounting's reader
 // (processes, samples, energy, MIG and GPM) and the integration; owners
 // are set as warm attribution sets them. The simulated clock moves 2 s
@@ -127,7 +138,7 @@ func benchmarkTickOn(b *testing.B, s *sim.Sim) {
 // tick that moves the simulated clock one interval, reads, sets the owners
 // and integrates, returning the snapshot; it ticks once (the first list).
 func newBenchTicker(b *testing.B, s *sim.Sim) (*Accountant, func() *snapshot.Snapshot) {
-	r := benchReader(b, s, nvmlbackend.Options{Groups: ReaderGroups(), ProcessSamples: true, GPMOnlyMIG: true, CountersOnly: true, ReadOnCaller: true,
+	r := benchAccountingReader(b, s, nvmlbackend.AccountingOptions{Options: nvmlbackend.Options{Groups: ReaderGroups()}, GPMOnlyMIG: true,
 		ListProcessesEvery: ListProcessesEvery(DefaultInterval), ListProcessesSteadyEvery: ListProcessesSteadyEvery(DefaultInterval)})
 	a, _ := New(Options{})
 	ctx := context.Background()
@@ -271,7 +282,7 @@ func BenchmarkObserve(b *testing.B) {
 
 func benchmarkObserve(b *testing.B, listEvery int) {
 	s := benchSim(b, false)
-	r := benchReader(b, s, nvmlbackend.Options{Groups: ReaderGroups(), ProcessSamples: true, GPMOnlyMIG: true, CountersOnly: true, ReadOnCaller: true, ListProcessesEvery: listEvery})
+	r := benchAccountingReader(b, s, nvmlbackend.AccountingOptions{Options: nvmlbackend.Options{Groups: ReaderGroups()}, GPMOnlyMIG: true, ListProcessesEvery: listEvery})
 	var snaps []*snapshot.Snapshot
 	for i := range 2 {
 		s.SetElapsed(time.Duration(i+1) * DefaultInterval)

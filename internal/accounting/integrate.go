@@ -137,7 +137,7 @@ func isMIG(d *snapshot.Device) bool {
 // tickDevice works out who held device d in the interval and their SM time.
 // Who held it is the last process list's owners: the reader lists a GPU's
 // processes only every few ticks, and at once when its samples show a
-// process that started or ended (nvmlbackend.Options.ListProcessesEvery).
+// process that started or ended (nvmlbackend.AccountingOptions.ListProcessesEvery).
 func (st *state) tickDevice(d *snapshot.Device, tr *deviceTrack, dt float64) *deviceTick {
 	tk := &tr.tick
 	if tk.ended == nil {

@@ -32,7 +32,7 @@ func newRig(t *testing.T, cfg sim.Config, owners map[uint32]snapshot.Owner, opts
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, err := nvmlbackend.New(s, nvmlbackend.Options{Groups: ReaderGroups(), Now: s.Now, ProcessSamples: true, GPMOnlyMIG: true, Library: "simulator",
+	r, err := nvmlbackend.NewAccountingReader(s, nvmlbackend.AccountingOptions{Options: nvmlbackend.Options{Groups: ReaderGroups(), Now: s.Now, Library: "simulator"}, GPMOnlyMIG: true,
 		ListProcessesEvery: ListProcessesEvery(DefaultInterval), ListProcessesSteadyEvery: ListProcessesSteadyEvery(DefaultInterval)})
 	if err != nil {
 		t.Fatal(err)

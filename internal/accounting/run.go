@@ -25,7 +25,7 @@ const maxLeftBehind = 8
 // counter and the driver's sample buffer carry them over).
 //
 // The accounting's reader reads the GPUs on the tick's own goroutine
-// (nvmlbackend.Options.ReadOnCaller: no hand-offs to other goroutines, a
+// (nvmlbackend.NewAccountingReader: no hand-offs to other goroutines, a
 // third of a tick's cost), so a GPU that hangs in a driver call holds the
 // tick. A tick that has not returned within Options.TickTimeout is left
 // behind: the ticks go on from a new goroutine (whose reads serve the

@@ -44,7 +44,7 @@ func newRig(t *testing.T, cfg sim.Config, owners map[uint32]snapshot.Owner, allo
 	for g := range JournalGroups() {
 		groups[g] = true
 	}
-	r, err := nvmlbackend.New(s, nvmlbackend.Options{Groups: groups, Now: s.Now, ProcessSamples: true, Library: "simulator",
+	r, err := nvmlbackend.NewAccountingReader(s, nvmlbackend.AccountingOptions{Options: nvmlbackend.Options{Groups: groups, Now: s.Now, Library: "simulator"},
 		ListProcessesEvery: accounting.ListProcessesEvery(accounting.DefaultInterval), ListProcessesSteadyEvery: accounting.ListProcessesSteadyEvery(accounting.DefaultInterval)})
 	if err != nil {
 		t.Fatal(err)
@@ -121,7 +121,7 @@ func (r *rig) crashAndRestart(opts Options) {
 	for g := range JournalGroups() {
 		groups[g] = true
 	}
-	reader, err := nvmlbackend.New(r.sim, nvmlbackend.Options{Groups: groups, Now: r.sim.Now, ProcessSamples: true, Library: "simulator",
+	reader, err := nvmlbackend.NewAccountingReader(r.sim, nvmlbackend.AccountingOptions{Options: nvmlbackend.Options{Groups: groups, Now: r.sim.Now, Library: "simulator"},
 		ListProcessesEvery: accounting.ListProcessesEvery(accounting.DefaultInterval), ListProcessesSteadyEvery: accounting.ListProcessesSteadyEvery(accounting.DefaultInterval)})
 	if err != nil {
 		r.t.Fatal(err)

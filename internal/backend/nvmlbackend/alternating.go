@@ -2,7 +2,7 @@
 
 package nvmlbackend
 
-// The accounting's reader (Options.ProcessSamples) reads at every tick
+// The accounting's reader (readMode.processSamples) reads at every tick
 // for one consumer, which is done with a snapshot before it reads the
 // next. Its per-process slices (the samples, the process lists) go into
 // two buffers that take turns instead of new ones: what a read hands out

@@ -28,7 +28,7 @@ func TestAccountingReadersBuffersStandUntilTheReadAfterNext(t *testing.T) {
 		{GPU: 0, PID: 200, SMUtilization: 0.2, Start: new(sim.Duration(3 * time.Second)), End: new(sim.Duration(5 * time.Second))},
 		{GPU: 0, PID: 300}, // idle: listed, never sampled
 	}}, 0)
-	r := newReaderWith(t, s, Options{Groups: map[string]bool{snapshot.GroupProcesses: true}, Now: s.Now, ProcessSamples: true})
+	r := newModeReader(t, s, Options{Groups: map[string]bool{snapshot.GroupProcesses: true}, Now: s.Now}, readMode{processSamples: true})
 	var snaps []*snapshot.Snapshot
 	var copies [][]snapshot.ProcessSample
 	var procCopies [][]snapshot.Process
@@ -88,7 +88,7 @@ func TestAccountingReadersLateReadingsKeepTheirBuffers(t *testing.T) {
 		t.Fatal(err)
 	}
 	groups := map[string]bool{snapshot.GroupInfo: true, snapshot.GroupPower: true, snapshot.GroupProcesses: true, snapshot.GroupMIG: true, snapshot.GroupGPM: true}
-	r := newReaderWith(t, s, Options{Groups: groups, Now: s.Now, ProcessSamples: true, GPMOnlyMIG: true, StartTimeout: 5 * time.Second, DownAfter: time.Minute})
+	r := newModeReader(t, s, Options{Groups: groups, Now: s.Now, StartTimeout: 5 * time.Second, DownAfter: time.Minute}, readMode{processSamples: true, gpmOnlyMIG: true})
 	type kept struct {
 		snap    *snapshot.Snapshot
 		procs   []snapshot.Process
@@ -160,7 +160,7 @@ func TestAccountingReadersMIGInstancesStandUntilTheReadAfterNext(t *testing.T) {
 		{GPU: 7, PID: 701, UsedMemoryBytes: 1 << 30, SMUtilization: 0.6, GPUInstance: new(1), ComputeInstance: new(0)},
 		{GPU: 7, PID: 702, UsedMemoryBytes: 2 << 30, GPUInstance: new(5), ComputeInstance: new(0), Start: durationPtr(5 * time.Second)},
 	}}, 0)
-	r := newReaderWith(t, s, Options{Groups: groups(snapshot.GroupMIG, snapshot.GroupProcesses), Now: s.Now, ProcessSamples: true})
+	r := newModeReader(t, s, Options{Groups: groups(snapshot.GroupMIG, snapshot.GroupProcesses), Now: s.Now}, readMode{processSamples: true})
 	var prev *snapshot.Snapshot
 	var prevCopy []snapshot.MIGInstance
 	var used []uint64

@@ -21,7 +21,7 @@ func TestCountersOnlyReadsWhatTheCountersUse(t *testing.T) {
 		h := newFakeHost()
 		dev := newFakeH100(h, 0)
 		h.devices = append(h.devices, dev)
-		r := newReaderWith(t, h, Options{Groups: groups, Now: steppingClock(), CountersOnly: countersOnly})
+		r := newModeReader(t, h, Options{Groups: groups, Now: steppingClock()}, readMode{countersOnly: countersOnly})
 		calls := func(d *mock.Device) map[string]int {
 			return map[string]int{
 				"GetPowerUsage": len(d.GetPowerUsageCalls()), "GetEnforcedPowerLimit": len(d.GetEnforcedPowerLimitCalls()),
@@ -69,8 +69,7 @@ func TestAccountingReaderReadsTheFramebufferOnce(t *testing.T) {
 		dev.GetProcessUtilizationFunc = func(uint64) ([]nvml.ProcessUtilizationSample, nvml.Return) { return nil, nvml.ERROR_NOT_FOUND }
 		h.devices = append(h.devices, dev)
 		groups := map[string]bool{snapshot.GroupProcesses: true, snapshot.GroupMemory: memoryGroup}
-		r := newReaderWith(t, h, Options{Groups: groups, Now: steppingClock(), ProcessSamples: true, CountersOnly: true,
-			ListProcessesEvery: 8, ListProcessesSteadyEvery: 32})
+		r := newModeReader(t, h, Options{Groups: groups, Now: steppingClock()}, readMode{processSamples: true, countersOnly: true, listEvery: 8, listSteady: 32})
 		for i := range 3 {
 			before := len(dev.GetMemoryInfo_v2Calls())
 			noGroupErrors(t, read(t, r))

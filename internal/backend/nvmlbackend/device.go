@@ -57,7 +57,7 @@ type deviceState struct {
 	newestSample map[uint32]int32
 	onMIG        map[processKey]bool // migProcesses' processes seen on MIG devices
 	// samples hold Device.ProcessSamples, and processes the lists, of the
-	// accounting's reader (Options.ProcessSamples; alternating.go).
+	// accounting's reader (readMode.processSamples; alternating.go).
 	samples      alternating[snapshot.ProcessSample]
 	processes    alternating[snapshot.Process]
 	migInstances alternating[snapshot.MIGInstance]
@@ -82,7 +82,7 @@ type deviceState struct {
 	nvlinkTraffic counterSample
 	// energy carries the driver's energy counter over its resets (validate.go).
 	energy validate.Counter
-	// listing decides which reads list the processes (Options.ListProcessesEvery).
+	// listing decides which reads list the processes (AccountingOptions.ListProcessesEvery).
 	listing processListing
 }
 
@@ -97,7 +97,7 @@ type deviceReader struct {
 	// gone is set when a call reported the GPU lost mid-read; reading stops
 	// and the device is reported down with this reason.
 	gone string
-	// listAll: this read lists the processes (Options.ListProcessesEvery).
+	// listAll: this read lists the processes (AccountingOptions.ListProcessesEvery).
 	listAll bool
 
 	fields fieldBatch

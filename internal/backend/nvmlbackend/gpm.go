@@ -51,7 +51,7 @@ var gpmMetrics = [...]struct {
 }
 
 // asksGPM says whether a read asks the driver for metric id: a metric of
-// the whole GPU only of a whole GPU, and with Options.GPMOnlyMIG the SM
+// the whole GPU only of a whole GPU, and with AccountingOptions.GPMOnlyMIG the SM
 // activity alone.
 func (r *Reader) asksGPM(id nvml.GpmMetricId, ofWholeGPU, wholeGPU bool) bool {
 	if r.gpmOnlyMIG {

@@ -115,7 +115,7 @@ func (d *deviceReader) reusesMIGList() bool {
 
 // migListReuse is how many reads one list of MIG devices serves: the
 // reads between two lists of a GPU whose memory moved
-// (Options.ListProcessesEvery).
+// (AccountingOptions.ListProcessesEvery).
 func (r *Reader) migListReuse() int { return max(r.listEvery, 1) }
 
 // keepMIGList says, at the end of a read, whether the next may take this

@@ -105,8 +105,7 @@ func TestAccountingReaderListsMIGDevicesEveryFewReads(t *testing.T) {
 	g, parent := newReconfigurableMIG(h)
 	h.devices = []nvml.Device{parent}
 	groups := map[string]bool{snapshot.GroupInfo: true, snapshot.GroupMIG: true, snapshot.GroupGPM: true, snapshot.GroupProcesses: true}
-	r := newReaderWith(t, h, Options{Groups: groups, ProcessSamples: true, GPMOnlyMIG: true, CountersOnly: true,
-		ListProcessesEvery: 8, ListProcessesSteadyEvery: 32, Now: steppingClock()})
+	r := newModeReader(t, h, Options{Groups: groups, Now: steppingClock()}, readMode{processSamples: true, gpmOnlyMIG: true, countersOnly: true, listEvery: 8, listSteady: 32})
 	// Counted from here: New lists them too, to prime GPM.
 	primed := h.log.count("Device.GetMaxMigDeviceCount")
 	lists := func() int { return h.log.count("Device.GetMaxMigDeviceCount") - primed }

@@ -202,7 +202,7 @@ func TestGPMOnlyMIGAsksForSMActivityAlone(t *testing.T) {
 		return answer(req)
 	}
 	groups := map[string]bool{snapshot.GroupInfo: true, snapshot.GroupMIG: true, snapshot.GroupGPM: true}
-	r := newReaderWith(t, h, Options{Groups: groups, GPMOnlyMIG: true, Now: steppingClock()})
+	r := newModeReader(t, h, Options{Groups: groups, Now: steppingClock()}, readMode{gpmOnlyMIG: true})
 	snap := read(t, r)
 	noGroupErrors(t, snap)
 	d := snap.Devices[0]

@@ -7,7 +7,7 @@ import "github.com/gpuwatch/gpuwatch/internal/snapshot"
 // readPower reads power draw, the enforced limit, the default limit and
 // the range an administrator may set it in (NVML: milliwatts), and the
 // energy counter (NVML: millijoules since the driver was loaded); with
-// Options.CountersOnly, the energy counter alone.
+// readMode.countersOnly, the energy counter alone.
 func (d *deviceReader) readPower(p *snapshot.Power) {
 	if !d.r.countersOnly {
 		d.readPowerDraw(p)

@@ -10,7 +10,7 @@ import (
 )
 
 // processListing decides, for the accounting's reader, which reads of one
-// GPU list its processes (Options.ListProcessesEvery): every so many reads
+// GPU list its processes (AccountingOptions.ListProcessesEvery): every so many reads
 // the reader lists every GPU's (Reader.listsAll), and in between a GPU's
 // when what the read measured says they may have changed. A list costs
 // the three list calls per GPU and MIG device, and then the attribution of
@@ -31,7 +31,7 @@ import (
 // misses, a process that starts or ends while idle, is noticed at the next
 // one.
 //
-// With Options.ListProcessesSteadyEvery, that periodic list is made only
+// With AccountingOptions.ListProcessesSteadyEvery, that periodic list is made only
 // when the GPU's used memory moved since its last list: a process that
 // starts or ends, idle or not, allocates or frees memory (a CUDA context
 // alone holds hundreds of MiB), and so does one that grows or shrinks.

@@ -28,8 +28,7 @@ func listingReadsEvery(t *testing.T, cfg sim.Config, gpu int, end time.Duration,
 	t.Helper()
 	s := newSim(t, cfg, 0)
 	groups := map[string]bool{snapshot.GroupProcesses: true, snapshot.GroupMIG: true, snapshot.GroupGPM: true}
-	r := newReaderWith(t, s, Options{Groups: groups, Now: s.Now, ProcessSamples: true, GPMOnlyMIG: true,
-		ListProcessesEvery: 8, ListProcessesSteadyEvery: steady})
+	r := newModeReader(t, s, Options{Groups: groups, Now: s.Now}, readMode{processSamples: true, gpmOnlyMIG: true, listEvery: 8, listSteady: steady})
 	out := map[int][]uint32{}
 	for e := 2 * time.Second; e <= end; e += 2 * time.Second {
 		s.SetElapsed(e)

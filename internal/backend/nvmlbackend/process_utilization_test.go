@@ -80,7 +80,7 @@ func TestProcessUtilizationIsReadIntoTheKeptBuffer(t *testing.T) {
 	s := newSim(t, busyProcesses(processes), time.Hour)
 	calls := newSizedCalls()
 	lib := wrappedSim{s, func(d nvml.Device) nvml.Device { c := *calls; c.Device = d; return c }}
-	r := newReaderWith(t, lib, Options{Groups: groups(snapshot.GroupProcesses), Now: s.Now, ProcessSamples: true})
+	r := newModeReader(t, lib, Options{Groups: groups(snapshot.GroupProcesses), Now: s.Now}, readMode{processSamples: true})
 
 	var kept *nvml.ProcessUtilizationSample
 	for i := range 4 {
@@ -132,7 +132,7 @@ func TestProcessUtilizationExchangeIsBounded(t *testing.T) {
 		c.Device = d
 		return c
 	}}
-	r := newReaderWith(t, lib, Options{Groups: groups(snapshot.GroupProcesses), Now: s.Now, ProcessSamples: true})
+	r := newModeReader(t, lib, Options{Groups: groups(snapshot.GroupProcesses), Now: s.Now}, readMode{processSamples: true})
 	snap := read(t, r)
 	capacities, _ := calls.take()
 	if len(capacities) != processUtilizationBounds.tries {
@@ -168,7 +168,7 @@ func TestSamplesAskedAgainFromTheLastAnswer(t *testing.T) {
 	s := newSim(t, cfg, time.Hour)
 	calls := newSizedCalls()
 	lib := wrappedSim{s, func(d nvml.Device) nvml.Device { c := *calls; c.Device = d; return c }}
-	r := newReaderWith(t, lib, Options{Groups: groups(snapshot.GroupProcesses), Now: s.Now, ProcessSamples: true})
+	r := newModeReader(t, lib, Options{Groups: groups(snapshot.GroupProcesses), Now: s.Now}, readMode{processSamples: true})
 	at := func(e time.Duration) (*snapshot.Device, []uint64) {
 		t.Helper()
 		s.SetElapsed(e)

@@ -8,7 +8,7 @@ import (
 	"time"
 )
 
-// Reading on the caller (Options.ReadOnCaller): the Read's own goroutine
+// Reading on the caller (readMode.onCaller): the Read's own goroutine
 // reads its GPUs one after another. Handing a GPU to another goroutine and
 // back wakes a second thread of an otherwise idle process each way: for
 // the accounting's reader, which reads every GPU at every tick and whose

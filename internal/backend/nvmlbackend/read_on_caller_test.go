@@ -35,7 +35,7 @@ func onCallerReader(t *testing.T, h *fakeHost) *Reader {
 	t.Helper()
 	groups := AllGroups()
 	delete(groups, snapshot.GroupXID) // its watcher takes half a second to stop
-	return newReaderWith(t, h, Options{Groups: groups, Now: steppingClock(), ReadOnCaller: true})
+	return newModeReader(t, h, Options{Groups: groups, Now: steppingClock()}, readMode{onCaller: true})
 }
 
 func upByIndex(t *testing.T, snap *snapshot.Snapshot) []bool {
@@ -278,7 +278,7 @@ func TestCloseWithAReadLeftBehind(t *testing.T) {
 	h.devices = []nvml.Device{newFakeH100(h, 0, hangingTemperature(release, &hung))}
 	groups := AllGroups()
 	delete(groups, snapshot.GroupXID)
-	r, err := New(h, Options{Groups: groups, Now: steppingClock(), ReadOnCaller: true})
+	r, err := openReader(h, Options{Groups: groups, Now: steppingClock()}, readMode{onCaller: true})
 	if err != nil {
 		t.Fatal(err)
 	}

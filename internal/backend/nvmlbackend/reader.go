@@ -54,37 +54,27 @@ type Options struct {
 	// and Read reports it down until its call returns. Default 5s; the
 	// commands pass --collection.timeout.
 	StartTimeout time.Duration
-	// ProcessSamples hands every per-process utilization sample newer than
-	// this reader's previous read to Device.ProcessSamples, and reads them
-	// even when no process is listed (one that ended since the last read
-	// leaves its samples). For the accounting stage, whose reader is its
-	// own: the samples are then read exactly once each. A snapshot's
-	// Devices (with their ProcessSamples) and Processes stay valid until
-	// the read after the next one begins (two buffers take turns,
-	// alternating.go): such a reader's snapshots are for one consumer
-	// that is done with each before reading the next but one.
-	ProcessSamples bool
+}
+
+// AccountingOptions configure the accounting stage's reader
+// (NewAccountingReader). Its Options are the scrape reader's, less
+// Parallel: that reader reads its GPUs one after another on its caller.
+type AccountingOptions struct {
+	Options
 	// GPMOnlyMIG reads GPM only on MIG-enabled GPUs, per instance, and of
 	// it only the SM activity: the accounting needs that alone, there
 	// alone (per-process samples measure whole GPUs), and a GPM sample of
 	// every GPU at every tick costs, as does each metric the driver
 	// computes from two samples.
 	GPMOnlyMIG bool
-	// CountersOnly reads, of the info, power and memory groups, what the
-	// accounting's counters and job records use: the identity and the
-	// MIG mode, not the persistence, compute and ECC modes; the energy
-	// counter, not the power draw and limits; the framebuffer, not BAR1.
-	// Eight calls fewer per GPU at every tick, each a round trip into the
-	// driver on a real GPU.
-	CountersOnly bool
-	// ListProcessesEvery, with ProcessSamples, lists every GPU's
-	// processes only at every this many reads (the first, and then all
-	// GPUs at the same read), and a GPU's at any read where what the read
-	// measured says they may have changed: a sample from a PID the last
-	// list did not hold, a PID sampled at the previous read and not at
-	// this one, a MIG instance turned busy with nobody listed in it or
-	// turned idle (process_listing.go). A GPU with no such measure is
-	// listed at every read. A read that does not list a GPU marks it
+	// ListProcessesEvery lists every GPU's processes only at every this
+	// many reads (the first, and then all GPUs at the same read), and a
+	// GPU's at any read where what the read measured says they may have
+	// changed: a sample from a PID the last list did not hold, a PID
+	// sampled at the previous read and not at this one, a MIG instance
+	// turned busy with nobody listed in it or turned idle
+	// (process_listing.go). A GPU with no such measure is listed at every
+	// read. A read that does not list a GPU marks it
 	// Device.ProcessesNotListed. 0 or 1: every read lists.
 	ListProcessesEvery int
 	// ListProcessesSteadyEvery, when above ListProcessesEvery, lists
@@ -96,15 +86,6 @@ type Options struct {
 	// processes and memory stand still is not listed again and again to
 	// find the same list (process_listing.go).
 	ListProcessesSteadyEvery int
-	// ReadOnCaller reads the GPUs one after another on the Read's own
-	// goroutine, not each on a worker (read_on_caller.go): no goroutine
-	// hand-offs, for a reader with one caller, called often, whose reads
-	// are short (the accounting's tick). A call that hangs holds the
-	// caller: the caller must be ready to leave it behind and Read again
-	// from another goroutine (accounting.Accountant.Run does); that Read
-	// serves the hung GPU late or as down, and the Read left behind stops,
-	// with an error, when its call returns.
-	ReadOnCaller bool
 	// XIDFrom, when that reader reads the xid group, gives this one its
 	// XID counts instead of a watcher of its own: a second reader of the same
 	// library (the accounting's, whose job records count XIDs) would
@@ -113,6 +94,43 @@ type Options struct {
 	// must be closed after this reader; closing this one leaves its
 	// watcher running.
 	XIDFrom *Reader
+}
+
+// readMode is how a reader reads beyond its Options. New's (the scrape
+// reader's) is the zero value; NewAccountingReader sets the accounting's.
+type readMode struct {
+	// processSamples hands every per-process utilization sample newer than
+	// this reader's previous read to Device.ProcessSamples, and reads them
+	// even when no process is listed (one that ended since the last read
+	// leaves its samples). For the accounting stage, whose reader is its
+	// own: the samples are then read exactly once each. A snapshot's
+	// Devices (with their ProcessSamples) and Processes stay valid until
+	// the read after the next one begins (two buffers take turns,
+	// alternating.go): such a reader's snapshots are for one consumer
+	// that is done with each before reading the next but one.
+	processSamples bool
+	gpmOnlyMIG     bool // AccountingOptions.GPMOnlyMIG
+	// countersOnly reads, of the info, power and memory groups, what the
+	// accounting's counters and job records use: the identity and the
+	// MIG mode, not the persistence, compute and ECC modes; the energy
+	// counter, not the power draw and limits; the framebuffer, not BAR1.
+	// Eight calls fewer per GPU at every tick, each a round trip into the
+	// driver on a real GPU.
+	countersOnly bool
+	listEvery    int // AccountingOptions.ListProcessesEvery
+	// listSteady is AccountingOptions.ListProcessesSteadyEvery when above
+	// listEvery; else 0.
+	listSteady int
+	// onCaller reads the GPUs one after another on the Read's own
+	// goroutine, not each on a worker (read_on_caller.go): no goroutine
+	// hand-offs, for a reader with one caller, called often, whose reads
+	// are short (the accounting's tick). A call that hangs holds the
+	// caller: the caller must be ready to leave it behind and Read again
+	// from another goroutine (accounting.Accountant.Run does); that Read
+	// serves the hung GPU late or as down, and the Read left behind stops,
+	// with an error, when its call returns.
+	onCaller bool
+	xidFrom  *Reader // AccountingOptions.XIDFrom
 }
 
 // defaultStartTimeout is Options.StartTimeout's default.
@@ -143,15 +161,10 @@ type Reader struct {
 	log      *slog.Logger
 	parallel int
 
+	readMode
+
 	// lifecycle is held for reading by Read and for writing by Close, so
 	// Close waits for in-flight reads before it frees NVML resources.
-	processSamples bool // Options.ProcessSamples
-	gpmOnlyMIG     bool // Options.GPMOnlyMIG
-	countersOnly   bool // Options.CountersOnly
-	listEvery      int  // Options.ListProcessesEvery
-	listSteady     int  // Options.ListProcessesSteadyEvery, when above listEvery; else 0
-	onCaller       bool // Options.ReadOnCaller
-
 	lifecycle sync.RWMutex
 	closed    bool
 
@@ -160,7 +173,7 @@ type Reader struct {
 	// reads counts the reads, for ListProcessesEvery.
 	reads uint64
 	// processes and devices hold the snapshots' process and device lists
-	// of the accounting's reader (Options.ProcessSamples;
+	// of the accounting's reader (readMode.processSamples;
 	// alternating.go), results its device results, by device index.
 	processes alternating[snapshot.Process]
 	devices   alternating[snapshot.Device]
@@ -189,16 +202,39 @@ type Reader struct {
 	dropped droppedReadings
 
 	xid *xidWatcher // nil when the xid group is off or no device supports it
-	// xidBorrowed says xid is Options.XIDFrom's: Close leaves it running.
+	// xidBorrowed says xid is AccountingOptions.XIDFrom's: Close leaves it running.
 	xidBorrowed bool
 	// xidSetupErr is reported in Groups["xid"].Err on every read: the
 	// watcher could not be started for a reason other than NOT_SUPPORTED.
 	xidSetupErr error
 }
 
-// New initialises NVML and returns a Reader. When the library cannot be
-// loaded the error wraps ErrLibraryNotFound.
+// New initialises NVML and returns a Reader for the scrapes. When the
+// library cannot be loaded the error wraps ErrLibraryNotFound.
 func New(lib nvml.Interface, opts Options) (*Reader, error) {
+	return openReader(lib, opts, readMode{})
+}
+
+// NewAccountingReader initialises NVML and returns the accounting stage's
+// Reader: one caller, the accounting's ticker, reading often. It hands
+// every per-process utilization sample once (Device.ProcessSamples; each
+// snapshot stays valid until the read after the next one begins), reads of
+// the info, power and memory groups only what the counters and job records
+// use, and reads on its caller (read_on_caller.go): a call that hangs
+// holds the caller, which must be ready to leave it behind and Read again
+// from another goroutine (accounting.Accountant.Run does). When the
+// library cannot be loaded the error wraps ErrLibraryNotFound.
+func NewAccountingReader(lib nvml.Interface, opts AccountingOptions) (*Reader, error) {
+	mode := readMode{processSamples: true, countersOnly: true, onCaller: true, gpmOnlyMIG: opts.GPMOnlyMIG,
+		listEvery: opts.ListProcessesEvery, xidFrom: opts.XIDFrom}
+	if opts.ListProcessesSteadyEvery > max(opts.ListProcessesEvery, 1) {
+		mode.listSteady = opts.ListProcessesSteadyEvery
+	}
+	return openReader(lib, opts.Options, mode)
+}
+
+// openReader is New and NewAccountingReader.
+func openReader(lib nvml.Interface, opts Options, mode readMode) (*Reader, error) {
 	groups, err := parseGroups(opts.Groups)
 	if err != nil {
 		return nil, err
@@ -211,15 +247,8 @@ func New(lib nvml.Interface, opts Options) (*Reader, error) {
 		parallel: opts.Parallel,
 		states:   make(map[int]*deviceState),
 
-		waitForGPM:     opts.WaitForGPM,
-		processSamples: opts.ProcessSamples,
-		gpmOnlyMIG:     opts.GPMOnlyMIG,
-		countersOnly:   opts.CountersOnly,
-		listEvery:      opts.ListProcessesEvery,
-		onCaller:       opts.ReadOnCaller,
-	}
-	if opts.ListProcessesSteadyEvery > max(opts.ListProcessesEvery, 1) {
-		r.listSteady = opts.ListProcessesSteadyEvery
+		waitForGPM: opts.WaitForGPM,
+		readMode:   mode,
 	}
 	if r.now == nil {
 		r.now = time.Now
@@ -254,7 +283,7 @@ func New(lib nvml.Interface, opts Options) (*Reader, error) {
 	if r.groups[gGPM] {
 		hung = r.primeGPM(start)
 	}
-	if from := opts.XIDFrom; r.groups[gXID] && from != nil && from.groups[gXID] {
+	if from := mode.xidFrom; r.groups[gXID] && from != nil && from.groups[gXID] {
 		r.xid, r.xidSetupErr, r.xidBorrowed = from.xid, from.xidSetupErr, true
 	} else if r.groups[gXID] && r.caps.xid() {
 		var skipped []int
@@ -278,10 +307,10 @@ func (r *Reader) logHungAtStart(hung []int, timeout time.Duration) {
 	}
 }
 
-// Close stops the XID watcher (unless it is Options.XIDFrom's), frees GPM
+// Close stops the XID watcher (unless it is AccountingOptions.XIDFrom's), frees GPM
 // samples and shuts NVML down. It waits for reads in progress, for up to
 // closeWaitsForReads: a Read on the caller left behind in a hung GPU's
-// call (Options.ReadOnCaller) may never end, and then NVML is left as it
+// call (readMode.onCaller) may never end, and then NVML is left as it
 // is. Calling it twice is harmless.
 func (r *Reader) Close() error {
 	if !lockWithin(&r.lifecycle, closeWaitsForReads) {
@@ -529,7 +558,7 @@ type deviceResult struct {
 
 // readDevices reads devices 0..count-1 with at most r.parallel at a time
 // (readSlots), or one after another on the caller for Read number read
-// (Options.ReadOnCaller). Results are indexed by device index, so the
+// (readMode.onCaller). Results are indexed by device index, so the
 // snapshot is sorted for free.
 //
 // An NVML call can block for a long time on a GPU in a bad state. When ctx

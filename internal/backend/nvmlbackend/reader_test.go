@@ -704,14 +704,14 @@ func TestSnapshotTimeUsesTheGivenClock(t *testing.T) {
 	}
 }
 
-// A reader with Options.XIDFrom waits on no GPU itself: it serves the
+// A reader with AccountingOptions.XIDFrom waits on no GPU itself: it serves the
 // other reader's counts, and closing it leaves that reader's watcher
 // running. One whose XIDFrom does not read XIDs watches on its own.
 func TestXIDFromAnotherReader(t *testing.T) {
 	h := newFakeHost()
 	h.devices = []nvml.Device{newFakeH100(h, 0), newFakeH100(h, 1)}
 	owner := newReader(t, h, groups(snapshot.GroupXID))
-	borrower := newReaderWith(t, h, Options{Groups: groups(snapshot.GroupXID), Now: steppingClock(), XIDFrom: owner})
+	borrower := newModeReader(t, h, Options{Groups: groups(snapshot.GroupXID), Now: steppingClock()}, readMode{xidFrom: owner})
 	if n, m := h.log.count("Interface.EventSetCreate"), h.log.count("Device.RegisterEvents"); n != 2 || m != 2 {
 		t.Fatalf("%d event sets created, %d registrations; want 2 and 2 (the owner's alone)", n, m)
 	}
@@ -734,10 +734,26 @@ func TestXIDFromAnotherReader(t *testing.T) {
 	h2 := newFakeHost()
 	h2.devices = []nvml.Device{newFakeH100(h2, 0)}
 	noXID := newReader(t, h2, groups(snapshot.GroupInfo))
-	own := newReaderWith(t, h2, Options{Groups: groups(snapshot.GroupXID), Now: steppingClock(), XIDFrom: noXID})
+	own := newModeReader(t, h2, Options{Groups: groups(snapshot.GroupXID), Now: steppingClock()}, readMode{xidFrom: noXID})
 	if n := h2.log.count("Device.RegisterEvents"); n != 1 {
 		t.Fatalf("RegisterEvents called %d times, want 1 (its own watcher)", n)
 	}
 	h2.events <- nvml.EventData{Device: h2.devices[0], EventType: nvml.EventTypeXidCriticalError, EventData: 13}
 	pollUntil(t, own, func(s *snapshot.Snapshot) bool { return s.Devices[0].XIDEvents.Value == 1 })
+}
+
+// newModeReader is newReaderWith for a reader with some of the accounting
+// reader's modes, each tested on its own.
+func newModeReader(t testing.TB, lib nvml.Interface, opts Options, mode readMode) *Reader {
+	t.Helper()
+	r, err := openReader(lib, opts, mode)
+	if err != nil {
+		t.Fatalf("openReader: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := r.Close(); err != nil {
+			t.Errorf("Close: %v", err)
+		}
+	})
+	return r
 }
