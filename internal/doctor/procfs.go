@@ -88,3 +88,8 @@ func checkEnviron(env Env, pids []int) Result {
 	}
 	return skip("environ", "no other user's process to try")
 }
+
+func exists(path string) bool {
+	_, err := os.Stat(path)
+	return err == nil
+}

@@ -10,9 +10,8 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"syscall"
 	"time"
-
-	"golang.org/x/sys/unix"
 )
 
 // CheckpointName is the running jobs' checkpoint in the accounting
@@ -49,10 +48,10 @@ const partialCheckpoint = "the checkpoint holding this running job was corrupt: 
 // missing checkpoint is nil.
 func loadCheckpoint(d *safeDir, logger *slog.Logger) (c *checkpoint, corrupt bool, err error) {
 	data, err := readSmall(d, CheckpointName)
-	if errors.Is(err, unix.ENOENT) {
+	if errors.Is(err, syscall.ENOENT) {
 		return nil, false, nil
 	}
-	if err != nil && !errors.Is(err, errNotRegular) && !errors.Is(err, unix.ELOOP) {
+	if err != nil && !errors.Is(err, errNotRegular) && !errors.Is(err, syscall.ELOOP) {
 		return nil, false, fmt.Errorf("%s: %w", CheckpointName, err)
 	}
 	if err == nil {
@@ -79,7 +78,7 @@ func loadCheckpoint(d *safeDir, logger *slog.Logger) (c *checkpoint, corrupt boo
 // readSmall reads a file of d up to maxCheckpointBytes, without following
 // a link.
 func readSmall(d *safeDir, name string) ([]byte, error) {
-	f, err := d.open(name, unix.O_RDONLY)
+	f, err := d.open(name, syscall.O_RDONLY)
 	if err != nil {
 		return nil, err
 	}
@@ -188,7 +187,7 @@ func ReadRunning(dir string) ([]Record, error) {
 	d := &safeDir{path: dir, f: f}
 	defer d.close()
 	data, err := readSmall(d, CheckpointName)
-	if errors.Is(err, unix.ENOENT) {
+	if errors.Is(err, syscall.ENOENT) {
 		return nil, nil
 	}
 	c, perr := parseCheckpoint(data)

@@ -5,8 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-
-	"golang.org/x/sys/unix"
+	"syscall"
 )
 
 // Diagnosis is what `gpuwatch doctor` says of an accounting directory.
@@ -43,25 +42,19 @@ func Diagnose(dir string) Diagnosis {
 		d.Untrusted = checkAncestors(filepath.Join(existing, "x"))
 		return d
 	}
-	f, err := os.OpenFile(abs, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	sd, trust, err := openTrusted(abs)
 	if err != nil {
 		d.Untrusted = err
 		return d
 	}
-	sd := &safeDir{path: abs, f: f}
 	defer sd.close()
-	var st unix.Stat_t
-	if err := unix.Fstat(int(f.Fd()), &st); err != nil {
-		d.Untrusted = err
-		return d
-	}
-	d.Untrusted = errors.Join(checkDirTrust(abs, &st, true), checkAncestors(abs))
-	names, _ := f.Readdirnames(-1)
+	d.Untrusted = errors.Join(trust, checkAncestors(abs))
+	names, _ := sd.f.Readdirnames(-1)
 	slices.Sort(names)
 	for _, name := range names {
 		_, rotated := rotatedNumber(name)
 		if name == JournalName || name == CheckpointName || rotated {
-			if k, err := sd.kind(name); err == nil && k != unix.S_IFREG {
+			if k, err := sd.kind(name); err == nil && k != syscall.S_IFREG {
 				d.Obstacles = append(d.Obstacles, name)
 			}
 		}

@@ -6,9 +6,8 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"syscall"
 	"time"
-
-	"golang.org/x/sys/unix"
 )
 
 // DefaultEpilogDir is where the Slurm node epilog
@@ -124,11 +123,11 @@ type answers struct {
 
 // prepare makes DoneDir (0750) if missing.
 func (a *answers) prepare() error {
-	err := unix.Mkdirat(int(a.d.f.Fd()), DoneDir, 0o750)
-	if err != nil && !errors.Is(err, unix.EEXIST) {
+	err := a.d.mkdir(DoneDir, 0o750)
+	if err != nil && !errors.Is(err, syscall.EEXIST) {
 		return fmt.Errorf("%s: %w", DoneDir, err)
 	}
-	if k, err := a.d.kind(DoneDir); err != nil || k != unix.S_IFDIR {
+	if k, err := a.d.kind(DoneDir); err != nil || k != syscall.S_IFDIR {
 		return fmt.Errorf("%s in the accounting directory is not a directory: move it away", DoneDir)
 	}
 	return nil
@@ -147,7 +146,7 @@ func (a *answers) done(id string, now time.Time) error {
 		return err
 	}
 	defer sub.close()
-	f, err := sub.open(id, unix.O_WRONLY|unix.O_CREAT)
+	f, err := sub.open(id, syscall.O_WRONLY|syscall.O_CREAT)
 	if err != nil {
 		return err
 	}
@@ -177,11 +176,14 @@ func (a *answers) sweep(now time.Time) {
 	defer sub.close()
 	names, _ := sub.f.Readdirnames(-1)
 	for _, name := range names {
-		var st unix.Stat_t
-		if !jobIDPattern.MatchString(name) || unix.Fstatat(int(sub.f.Fd()), name, &st, unix.AT_SYMLINK_NOFOLLOW) != nil {
+		if !jobIDPattern.MatchString(name) {
 			continue
 		}
-		if now.Sub(time.Unix(st.Mtim.Unix())) > staleMark {
+		mtime, ok := sub.mtime(name)
+		if !ok {
+			continue
+		}
+		if now.Sub(mtime) > staleMark {
 			_ = sub.remove(name)
 		}
 	}
@@ -189,9 +191,9 @@ func (a *answers) sweep(now time.Time) {
 
 // openDone opens DoneDir without following a link.
 func (a *answers) openDone() (*safeDir, error) {
-	fd, err := unix.Openat(int(a.d.f.Fd()), DoneDir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	sub, err := a.d.openSubdir(DoneDir)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", DoneDir, err)
 	}
-	return &safeDir{path: filepath.Join(a.d.path, DoneDir), f: os.NewFile(uintptr(fd), DoneDir)}, nil
+	return sub, nil
 }

@@ -126,7 +126,7 @@ func (x *journalIndex) open() (*openedJournal, error) {
 	o := &openedJournal{}
 	changed := false
 	for _, p := range journalPaths(x.dir) {
-		f, err := os.OpenFile(p, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
+		f, err := openPathNoFollow(p)
 		if errors.Is(err, os.ErrNotExist) || errors.Is(err, syscall.ELOOP) {
 			// Gone, or a link where a journal file goes: no records.
 			continue
@@ -170,8 +170,8 @@ func statKey(f *os.File) (key fileKey, size int64, regular bool) {
 	if err != nil || !fi.Mode().IsRegular() {
 		return key, 0, false
 	}
-	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
-		key = fileKey{dev: st.Dev, ino: st.Ino, head: headHash(f)}
+	if dev, ino, ok := fileIdentity(fi); ok {
+		key = fileKey{dev: dev, ino: ino, head: headHash(f)}
 	}
 	return key, fi.Size(), true
 }

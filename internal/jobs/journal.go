@@ -7,9 +7,8 @@ import (
 	"os"
 	"strconv"
 	"sync"
+	"syscall"
 	"time"
-
-	"golang.org/x/sys/unix"
 )
 
 // JournalName is the journal's file in the accounting directory; rotated
@@ -104,7 +103,7 @@ func rotatedName(n int) string {
 }
 
 func (j *Journal) open() error {
-	f, err := j.dir.open(JournalName, unix.O_RDWR|unix.O_CREAT)
+	f, err := j.dir.open(JournalName, syscall.O_RDWR|syscall.O_CREAT)
 	if err != nil {
 		return fmt.Errorf("journal: %w", err)
 	}
@@ -221,17 +220,17 @@ func (j *Journal) rotate() error {
 		if err != nil {
 			return fmt.Errorf("journal rotation: %w", err)
 		}
-		if k != 0 && k != unix.S_IFREG {
+		if k != 0 && k != syscall.S_IFREG {
 			return fmt.Errorf("journal rotation: %s is not a regular file: move it out of the accounting directory", rotatedName(n))
 		}
 	}
 	if j.files > 1 {
-		if err := j.dir.remove(rotatedName(j.files - 1)); err != nil && !errors.Is(err, unix.ENOENT) {
+		if err := j.dir.remove(rotatedName(j.files - 1)); err != nil && !errors.Is(err, syscall.ENOENT) {
 			return fmt.Errorf("journal rotation: %w", err)
 		}
 	}
 	for n := j.files - 2; n >= 1; n-- {
-		if err := j.dir.rename(rotatedName(n), rotatedName(n+1)); err != nil && !errors.Is(err, unix.ENOENT) {
+		if err := j.dir.rename(rotatedName(n), rotatedName(n+1)); err != nil && !errors.Is(err, syscall.ENOENT) {
 			return fmt.Errorf("journal rotation: %w", err)
 		}
 	}

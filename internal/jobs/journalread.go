@@ -9,9 +9,8 @@ import (
 	"io"
 	"os"
 	"slices"
+	"syscall"
 	"time"
-
-	"golang.org/x/sys/unix"
 )
 
 // MaxRecordBytes is the longest journal line read as a record: longer
@@ -135,18 +134,17 @@ func errName(err error) string {
 }
 
 func readJournalFile(d *os.File, name string, seen map[RecordIdentity]bool, out *JournalRead) error {
-	fd, err := unix.Openat(int(d.Fd()), name, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
-	if errors.Is(err, unix.ENOENT) {
+	f, err := openReadNoFollow(d, name)
+	if errors.Is(err, syscall.ENOENT) {
 		return nil
 	}
-	if errors.Is(err, unix.ELOOP) {
+	if errors.Is(err, syscall.ELOOP) {
 		out.Warnings = append(out.Warnings, name+" is a symbolic link: not read")
 		return nil
 	}
 	if err != nil {
 		return fmt.Errorf("%s: %w", name, err)
 	}
-	f := os.NewFile(uintptr(fd), name)
 	defer f.Close()
 	if err := checkOpened(f, name, false); err != nil {
 		out.Warnings = append(out.Warnings, name+" is not a regular file: not read")

@@ -32,8 +32,3 @@ func checkCgroup(env Env) []Result {
 	}
 	return []Result{ok("cgroups", version+", "+driver+" driver; gpuwatch reads container and job ids from both layouts")}
 }
-
-func exists(path string) bool {
-	_, err := os.Stat(path)
-	return err == nil
-}
