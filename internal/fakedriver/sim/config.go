@@ -172,6 +172,19 @@ type Fault struct {
 	// EnergyResetAt: the driver's energy counter starts again from 0 at
 	// this elapsed time, as after a driver reload.
 	EnergyResetAt *Duration `yaml:"energy_reset_at"`
+	// ECCUncorrectable adds this many uncorrectable (double-bit) ECC
+	// errors at elapsed time At: the volatile count (since the last GPU
+	// reset) and the aggregate count (the GPU's life) both rise.
+	ECCUncorrectable uint64 `yaml:"ecc_uncorrectable"`
+	// RowRemap marks a memory row at elapsed time At: "pending" (the
+	// remap waits for a GPU reset, which applies it) or "failure" (no
+	// spare row was left; it stays until the GPU is replaced). Needs a GPU
+	// that remaps rows (Ampere and later).
+	RowRemap string `yaml:"row_remap"`
+	// ResetAt: a GPU reset (nvidia-smi -r) at this elapsed time: the
+	// volatile ECC counts start again from 0 and pending row remaps are
+	// applied. A remap failure and the aggregate counts stay.
+	ResetAt *Duration `yaml:"reset_at"`
 
 	line int
 }
@@ -180,6 +193,12 @@ type Fault struct {
 const (
 	ProcessListDoubling = "doubling"
 	ProcessListOneMore  = "one_more"
+)
+
+// The values of Fault.RowRemap.
+const (
+	RowRemapPending = "pending"
+	RowRemapFailure = "failure"
 )
 
 // The values of Fault.RetiredPagesSize: the same as ProcessListSize's.
@@ -397,7 +416,8 @@ func (p *ProcessSpec) validate() error {
 // namesAFault says whether the entry asks for any fault at all.
 func (f *Fault) namesAFault() bool {
 	return f.LostAfter != nil || len(f.Unsupported) > 0 || f.XID != 0 || f.HangAfter != nil || f.MIGModePending ||
-		f.LostHandle || f.ProcessListSize != "" || f.RetiredPagesSize != "" || f.sick()
+		f.LostHandle || f.ProcessListSize != "" || f.RetiredPagesSize != "" || f.sick() ||
+		f.ECCUncorrectable != 0 || f.RowRemap != "" || f.ResetAt != nil
 }
 
 // validate checks one fault entry on its own: it names a fault, and the
@@ -408,12 +428,12 @@ func (f *Fault) validate() error {
 	}
 	if !f.namesAFault() {
 		if f.At != nil {
-			return errors.New("'at' needs an 'xid'")
+			return errors.New("'at' needs an 'xid', 'ecc_uncorrectable' or 'row_remap'")
 		}
 		if f.HangFor != nil {
 			return errors.New("'hang_for' needs a 'hang_after'")
 		}
-		return fmt.Errorf("a fault needs lost_after, unsupported, xid, hang_after, mig_mode_pending, process_list_size, retired_pages_size, %s", sickKeys)
+		return fmt.Errorf("a fault needs lost_after, unsupported, xid, hang_after, mig_mode_pending, process_list_size, retired_pages_size, ecc_uncorrectable, row_remap, reset_at, %s", sickKeys)
 	}
 	if f.LostHandle && f.LostAfter == nil {
 		return errors.New("'lost_handle' needs a 'lost_after'")
@@ -428,8 +448,13 @@ func (f *Fault) validate() error {
 	if f.HangFor != nil && f.HangAfter == nil {
 		return errors.New("'hang_for' needs a 'hang_after'")
 	}
-	if f.At != nil && f.XID == 0 {
-		return errors.New("'at' needs a non-zero 'xid'")
+	if f.At != nil && f.XID == 0 && f.ECCUncorrectable == 0 && f.RowRemap == "" {
+		return errors.New("'at' needs a non-zero 'xid', a non-zero 'ecc_uncorrectable' or a 'row_remap'")
+	}
+	switch f.RowRemap {
+	case "", RowRemapPending, RowRemapFailure:
+	default:
+		return fmt.Errorf("row_remap %q is not %q or %q", f.RowRemap, RowRemapPending, RowRemapFailure)
 	}
 	for _, name := range f.Unsupported {
 		if _, err := featureByName(name); err != nil {

@@ -42,6 +42,7 @@ type device struct {
 	// hangUntil (-1: never; hangUntil -1: forever).
 	hangAfter, hangUntil time.Duration
 	xids                 []scheduledXID
+	memory               memoryFaults
 	// sick: a driver in trouble (slow calls, bogus values, a counter
 	// reset; sick.go).
 	sick sickness
@@ -68,6 +69,74 @@ type device struct {
 }
 
 var _ nvml.Device = (*device)(nil)
+
+// memoryFaults are a device's injected memory errors, each at an elapsed
+// time, and its GPU resets.
+type memoryFaults struct {
+	ecc    []scheduledCount
+	remaps []scheduledRemap
+	resets []time.Duration
+}
+
+type scheduledCount struct {
+	n  uint64
+	at time.Duration
+}
+
+type scheduledRemap struct {
+	failure bool
+	at      time.Duration
+}
+
+// lastReset is the elapsed time of the last GPU reset at or before e; -1
+// when none.
+func (m *memoryFaults) lastReset(e time.Duration) time.Duration {
+	last := time.Duration(-1)
+	for _, r := range m.resets {
+		if r <= e && r > last {
+			last = r
+		}
+	}
+	return last
+}
+
+// uncorrected is the injected uncorrectable ECC errors at e: since the
+// last reset (volatile) and in all (aggregate).
+func (m *memoryFaults) uncorrected(e time.Duration) (volatile, aggregate uint64) {
+	reset := m.lastReset(e)
+	for _, c := range m.ecc {
+		if c.at > e {
+			continue
+		}
+		aggregate += c.n
+		if c.at > reset {
+			volatile += c.n
+		}
+	}
+	return volatile, aggregate
+}
+
+// remapState is the injected remaps at e: rows remapped for uncorrectable
+// errors (a pending one counts: its row is marked), whether one waits for
+// a reset, and whether one failed.
+func (m *memoryFaults) remapState(e time.Duration) (rows int, pending, failure bool) {
+	reset := m.lastReset(e)
+	for _, r := range m.remaps {
+		if r.at > e {
+			continue
+		}
+		switch {
+		case r.failure:
+			failure = true
+		case r.at > reset:
+			rows++
+			pending = true
+		default:
+			rows++
+		}
+	}
+	return rows, pending, failure
+}
 
 // scheduledXID is one XID event a fault raises at elapsed time at.
 type scheduledXID struct {

@@ -574,8 +574,11 @@ func (d *device) GetDefaultEccMode() (nvml.EnableState, nvml.Return) {
 
 // eccErrors counts ECC errors. GPU 1 of each group of four sees a corrected
 // error every 30 minutes; GPU 5 carries one old uncorrected error (and the
-// row remap that repaired it). Aggregate counts include history.
-func (d *device) eccErrors(t float64, kind nvml.MemoryErrorType, counter nvml.EccCounterType) uint64 {
+// row remap that repaired it). Aggregate counts include history. Injected
+// uncorrectable errors (faults) add to both, the volatile count only since
+// the last injected GPU reset.
+func (d *device) eccErrors(e time.Duration, kind nvml.MemoryErrorType, counter nvml.EccCounterType) uint64 {
+	t := seconds(e)
 	var volatile, history uint64
 	switch kind {
 	case nvml.MEMORY_ERROR_TYPE_CORRECTED:
@@ -587,6 +590,8 @@ func (d *device) eccErrors(t float64, kind nvml.MemoryErrorType, counter nvml.Ec
 		if d.index == 5 {
 			history = 1
 		}
+		v, all := d.memory.uncorrected(e)
+		volatile, history = volatile+v, history+all-v
 	}
 	if counter == nvml.AGGREGATE_ECC {
 		return volatile + history
@@ -602,7 +607,7 @@ func (d *device) GetTotalEccErrors(kind nvml.MemoryErrorType, counter nvml.EccCo
 	if kind >= nvml.MEMORY_ERROR_TYPE_COUNT || counter >= nvml.ECC_COUNTER_TYPE_COUNT {
 		return 0, nvml.ERROR_INVALID_ARGUMENT
 	}
-	return d.eccErrors(seconds(e), kind, counter), r
+	return d.eccErrors(e, kind, counter), r
 }
 
 // GetMemoryErrorCounter attributes every ECC error to device memory.
@@ -636,18 +641,18 @@ func (d *device) GetRetiredPagesPendingStatus() (nvml.EnableState, nvml.Return) 
 // GetRemappedRows returns correctable rows, uncorrectable rows, pending and
 // failure. NVML answers NOT_SUPPORTED in MIG mode.
 func (d *device) GetRemappedRows() (int, int, bool, bool, nvml.Return) {
-	_, r := d.begin(featRemappedRows)
+	e, r := d.begin(featRemappedRows)
 	if r != nvml.SUCCESS {
 		return 0, 0, false, false, r
 	}
 	if d.migEnabled {
 		return 0, 0, false, false, nvml.ERROR_NOT_SUPPORTED
 	}
-	unc := 0
+	unc, pending, failure := d.memory.remapState(e)
 	if d.index == 5 {
-		unc = 1
+		unc++
 	}
-	return 0, unc, false, false, r
+	return 0, unc, pending, failure, r
 }
 
 // --- NVLink ---

@@ -176,6 +176,9 @@
 //	  - {gpu: 5, slow_calls: 200ms}                # every call answers 200ms late
 //	  - {gpu: 6, bogus_values: [temperature, power]}  # sentinels, impossible values
 //	  - {gpu: 7, energy_reset_at: 1m}              # energy counter restarts (driver reload)
+//	  - {gpu: 1, ecc_uncorrectable: 2, at: 30s}     # uncorrectable ECC errors
+//	  - {gpu: 2, row_remap: pending, at: 30s}       # or failure
+//	  - {gpu: 2, reset_at: 2m}                      # a GPU reset
 //
 // slow_calls: every call on the device waits this long before it answers
 // (as a driver without persistence mode on a busy host does).
@@ -186,6 +189,12 @@
 // process_memory (2^63 bytes per process); BogusValueNames lists them.
 // energy_reset_at: the energy counter starts again from 0 at that elapsed
 // time, as after a driver reload.
+// ecc_uncorrectable: that many uncorrectable ECC errors at 'at'; the
+// volatile and aggregate counts (GetTotalEccErrors, GetMemoryErrorCounter)
+// rise. row_remap: at 'at', a row remap that is pending (waits for a GPU
+// reset) or that failed (no spare row; it stays), in GetRemappedRows.
+// reset_at: a GPU reset at that elapsed time: the volatile ECC counts
+// start again from 0 and pending remaps are applied.
 //
 // Durations are Go durations ("500ms", "30s", "1h30m"). A fault entry may
 // combine kinds. New checks the config against the profile: a GPU index

@@ -179,6 +179,34 @@ func (s *Sim) applyFaults(cfg *Config) error {
 			}
 			d.xids = append(d.xids, scheduledXID{xid: f.XID, at: at})
 		}
+		if err := d.applyMemoryFaults(&f); err != nil {
+			return fmt.Errorf("%s: %w", cfg.where("faults", i, f.line), err)
+		}
+	}
+	return nil
+}
+
+// applyMemoryFaults schedules a fault's ECC errors, row remap and GPU
+// reset on d.
+func (d *device) applyMemoryFaults(f *Fault) error {
+	var at time.Duration
+	if f.At != nil {
+		at = f.At.D()
+	}
+	if f.ECCUncorrectable != 0 {
+		if !d.model.features.has(featECC) {
+			return fmt.Errorf("ecc_uncorrectable: gpu %d (%s) has no ECC", f.GPU, d.model.name)
+		}
+		d.memory.ecc = append(d.memory.ecc, scheduledCount{n: f.ECCUncorrectable, at: at})
+	}
+	if f.RowRemap != "" {
+		if !d.model.features.has(featRemappedRows) {
+			return fmt.Errorf("row_remap: gpu %d (%s) does not remap rows (page retirement instead)", f.GPU, d.model.name)
+		}
+		d.memory.remaps = append(d.memory.remaps, scheduledRemap{failure: f.RowRemap == RowRemapFailure, at: at})
+	}
+	if f.ResetAt != nil {
+		d.memory.resets = append(d.memory.resets, f.ResetAt.D())
 	}
 	return nil
 }
