@@ -132,7 +132,7 @@ func webConfigHasTLS(path string) (bool, error) {
 		} `yaml:"tls_server_config"`
 	}
 	if err := yaml.Unmarshal(data, &cfg); err != nil {
-		return false, fmt.Errorf("%s: %v", path, err)
+		return false, fmt.Errorf("%s: %s", path, configfile.YAMLError(err, nil))
 	}
 	return cfg.TLS != nil && (cfg.TLS.CertFile != "" || cfg.TLS.Cert != ""), nil
 }

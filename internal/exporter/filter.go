@@ -32,6 +32,9 @@ type MetricFilter struct {
 	Disable []string
 }
 
+// filterKeys are the keys of a --metrics.config file.
+var filterKeys = []string{"enable", "disable"}
+
 // filterFile is the YAML schema of --metrics.config.
 type filterFile struct {
 	Enable  yaml.Node `yaml:"enable"`
@@ -54,10 +57,7 @@ func ParseMetricFilter(name string, data []byte) (*MetricFilter, error) {
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	dec.KnownFields(true)
 	if err := dec.Decode(&ff); err != nil && !errors.Is(err, io.EOF) {
-		if te, ok := errors.AsType[*yaml.TypeError](err); ok {
-			return nil, fmt.Errorf("%s: %s (known keys: enable, disable)", name, strings.Join(te.Errors, "; "))
-		}
-		return nil, fmt.Errorf("%s: %w", name, err)
+		return nil, fmt.Errorf("%s: %s", name, configfile.YAMLError(err, func(string) []string { return filterKeys }))
 	}
 	var extra yaml.Node
 	if err := dec.Decode(&extra); !errors.Is(err, io.EOF) {

@@ -12,7 +12,7 @@ func TestParseMetricFilterErrors(t *testing.T) {
 		name, doc string
 		want      []string // substrings of the error
 	}{
-		{"unknown key", "enable: [gpu_up]\ndisabled: [gpu_info]\n", []string{"m.yml", "line 2", "disabled", "known keys: enable, disable"}},
+		{"unknown key", "enable: [gpu_up]\ndisabled: [gpu_info]\n", []string{"m.yml", "line 2", "disabled", "valid keys: enable, disable"}},
 		{"unknown name", "disable:\n  - gpu_up\n  - gpu_power_watts\n", []string{"m.yml:3", `"gpu_power_watts" matches no metric`, "gpu_power_usage_watts"}},
 		{"typo", "enable: [gpu_temprature_celsius]\n", []string{"m.yml:1", "did you mean gpu_temperature_celsius"}},
 		{"glob matching nothing", "enable: [\"gpu_nvlnk_*\"]\n", []string{"m.yml:1", `"gpu_nvlnk_*" matches no metric`}},

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"regexp"
 	"slices"
 	"strings"
 	"time"
@@ -192,23 +191,13 @@ func ParsePolicy(data []byte, name string) (Policy, error) {
 	return p, nil
 }
 
-var notFoundRE = regexp.MustCompile(`^line (\d+): field (\S+) not found in type \S+$`)
+// policyKeys are the keys of a health policy file, named in an error
+// about an unknown one.
+var policyKeys = []string{"checks", "xid with fail, warn and ignore", "hw_slowdown_window", "unresponsive_window", "expect_gpus"}
 
-// yamlErrorText is yaml.v3's error on one line, an unknown key named as
-// such with the valid ones.
+// yamlErrorText is yaml.v3's error on one line, in the file's terms.
 func yamlErrorText(err error) string {
-	var te *yaml.TypeError
-	if !errors.As(err, &te) {
-		return strings.ReplaceAll(strings.TrimPrefix(err.Error(), "yaml: "), "\n", "; ")
-	}
-	msgs := make([]string, 0, len(te.Errors))
-	for _, e := range te.Errors {
-		if m := notFoundRE.FindStringSubmatch(e); m != nil {
-			e = fmt.Sprintf("line %s: unknown key %q (valid keys: checks, xid with fail, warn and ignore, hw_slowdown_window, unresponsive_window, expect_gpus)", m[1], m[2])
-		}
-		msgs = append(msgs, e)
-	}
-	return strings.Join(msgs, "; ")
+	return configfile.YAMLError(err, func(string) []string { return policyKeys })
 }
 
 func parseChecks(f *policyFile, p *Policy) error {

@@ -62,7 +62,7 @@ func TestParsePolicyErrors(t *testing.T) {
 		"checks not a map": {"checks: [xid]\n", `line 1: checks: expected a map`},
 		"xid zero":         {"xid: {fail: [0]}\n", `p.yaml: xid.fail: 0 is not an XID code (1 to 1000)`},
 		"xid huge":         {"xid: {ignore: [4000]}\n", `xid.ignore: 4000 is not an XID code`},
-		"xid negative":     {"xid: {warn: [-1]}\n", `p.yaml: line 1: cannot unmarshal !!int`},
+		"xid negative":     {"xid: {warn: [-1]}\n", `p.yaml: line 1: "-1" (a number) where a whole number, 0 or more, is wanted`},
 		"xid twice":        {"xid: {fail: [79], ignore: [79]}\n", `xid.ignore: XID 79 is already in xid.fail; name each code once`},
 		"window syntax":    {"hw_slowdown_window: 5\n", `hw_slowdown_window: "5" is not a duration`},
 		"window zero":      {"unresponsive_window: 0s\n", `unresponsive_window: 0s must be above 0`},

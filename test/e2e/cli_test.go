@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -207,4 +208,33 @@ func runSplit(t *testing.T, args ...string) (stdout, stderr string, code int) {
 		t.Fatalf("running gpuwatch: %v", err)
 	}
 	return out.String(), errOut.String(), code
+}
+
+// goType matches a Go type in a message: exporter.filterFile, struct {,
+// []uint64.
+var goType = regexp.MustCompile(`\b[a-z]+\.[a-z]+[A-Z]\w*|\bstruct \{|\[\]\w`)
+
+// TestConfigErrorsNameTheFlagOrFile: a missing file names its flag; a YAML
+// error names the file and the line, in YAML's words, never a Go type.
+func TestConfigErrorsNameTheFlagOrFile(t *testing.T) {
+	dir := t.TempDir()
+	missing := filepath.Join(dir, "none.yaml")
+	out, code := runGpuwatch(t, "ps", "--backend=sim", "--sim.config="+missing)
+	if code == 0 || !strings.Contains(out, "--sim.config="+missing) {
+		t.Errorf("a missing --sim.config (exit %d): %q", code, out)
+	}
+	cfg := filepath.Join(dir, "metrics.yaml")
+	writeFile(t, cfg, "enable: [gpu_up]\nbogus: 1\n")
+	policy := filepath.Join(dir, "policy.yaml")
+	writeFile(t, policy, "checks: {}\nxid: [1]\n")
+	for _, args := range [][]string{
+		{"metrics", "--metrics.config=" + cfg},
+		{"health", "--backend=sim", "--sim.profile=h100", "--health.policy=" + policy},
+	} {
+		out, code := runGpuwatch(t, args...)
+		_, file, _ := strings.Cut(args[len(args)-1], "=")
+		if code == 0 || !strings.Contains(out, file+": line 2: ") || goType.MatchString(out) {
+			t.Errorf("gpuwatch %v (exit %d): %q: want the file, line 2 and no Go type", args, code, out)
+		}
+	}
 }

@@ -9,7 +9,6 @@ import (
 	"io"
 	"path/filepath"
 	"reflect"
-	"regexp"
 	"strings"
 	"time"
 
@@ -300,23 +299,10 @@ func recordLines(doc *yaml.Node, cfg *Config) {
 	}
 }
 
-var notFoundRE = regexp.MustCompile(`^line (\d+): field (\S+) not found in type (\S+)$`)
-
-// yamlErrorText turns yaml.v3's multi-line errors into one line, and its
-// "field X not found in type sim.Fault" into a message listing valid keys.
+// yamlErrorText is yaml.v3's error on one line, in the file's terms,
+// an unknown key named with the valid ones.
 func yamlErrorText(err error) string {
-	var te *yaml.TypeError
-	if !errors.As(err, &te) {
-		return strings.TrimPrefix(err.Error(), "yaml: ")
-	}
-	msgs := make([]string, 0, len(te.Errors))
-	for _, e := range te.Errors {
-		if m := notFoundRE.FindStringSubmatch(e); m != nil {
-			e = fmt.Sprintf("line %s: unknown key %q (valid keys: %s)", m[1], m[2], strings.Join(keysOfType(m[3]), ", "))
-		}
-		msgs = append(msgs, e)
-	}
-	return strings.Join(msgs, "; ")
+	return configfile.YAMLError(err, keysOfType)
 }
 
 // keysOfType lists the YAML keys of the config type named by yaml.v3
