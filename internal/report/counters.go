@@ -82,8 +82,10 @@ func sharedHeld(held, sm string) string {
 // Every held-time figure is scaled by it, so the owners' shares stay as
 // counted and a GPU never holds more hours than the range has.
 func capGPU(part, w string, rng time.Duration) string {
+	// 1 / max(total / range, 1): the range over the total where the total
+	// is more, else 1; the total written once keeps the query short.
 	total := "sum by (" + counterGPU + ") (sum_over_time((" + part + ")" + w + "))"
-	return "(clamp_max(" + total + ", " + fmt.Sprint(rng.Seconds()) + ") / (" + total + " > 0))"
+	return "(1 / clamp_min(" + total + " / " + fmt.Sprint(rng.Seconds()) + ", 1))"
 }
 
 // stepScale is, per GPU and step, the factor by which a new owner's first

@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -96,6 +98,40 @@ func TestReportUsesCountersWhenTheyCoverTheRange(t *testing.T) {
 		v, ok := promQuery(t, url, fmt.Sprintf(`count(gpu_up @ %d)`, start.Add(time.Hour).Unix()))
 		return ok && v == 1
 	})
+	checkCounterReport(t, url, start)
+}
+
+// TestReportCountersAgainstVictoriaMetrics: the same history and figures
+// from VictoriaMetrics, whose MetricsQL runs the counters' queries too.
+func TestReportCountersAgainstVictoriaMetrics(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts VictoriaMetrics; skipped with -short")
+	}
+	// Not at midnight: VictoriaMetrics answers an instant query at a day's
+	// first millisecond without the samples stamped there, and the
+	// counters' coverage is read at the range's start, their first sample.
+	start := reportHistoryStart().Add(time.Hour)
+	history := filepath.Join(t.TempDir(), "history.om")
+	writeCounterHistory(t, history, start)
+	// --by=user's counter queries are longer than VictoriaMetrics' default
+	// 16 KiB bound on a query (docs/reports.md says to raise it).
+	url := startVictoriaMetrics(t, "-search.maxQueryLen="+strconv.Itoa(vmMaxQueryLen))
+	importPrometheusText(t, url, history)
+	testenv.WaitFor(t, 30*time.Second, "VictoriaMetrics to serve the history", func() bool {
+		v, ok := promQuery(t, url, fmt.Sprintf(`count(gpu_up @ %d)`, start.Add(time.Hour).Unix()))
+		return ok && v == 1
+	})
+	checkCounterReport(t, url, start)
+}
+
+// vmMaxQueryLen is the -search.maxQueryLen docs/reports.md gives for
+// VictoriaMetrics.
+const vmMaxQueryLen = 65536
+
+// checkCounterReport checks the reports over writeCounterHistory's
+// history (from start) on the server at url.
+func checkCounterReport(t *testing.T, url string, start time.Time) {
+	t.Helper()
 	report := func(from time.Time) counterReport {
 		out, code := runReport(t, "--prometheus.url="+url, "--by=user", "--format=json", "--carbon-intensity=400",
 			"--from="+fmt.Sprint(from.Unix()), "--to="+fmt.Sprint(start.Add(120*time.Minute).Unix()), "--step=1m")

@@ -385,27 +385,33 @@ func TestReportAgainstVictoriaMetrics(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts VictoriaMetrics; skipped with -short")
 	}
-	vmBin := testenv.RequireTool(t, "victoria-metrics", "victoria-metrics")
 	start := reportHistoryStart()
-	dir := t.TempDir()
-	history := filepath.Join(dir, "history.om")
+	history := filepath.Join(t.TempDir(), "history.om")
 	writeReportHistory(t, history, start)
-	port := testenv.FreePort(t)
-	url := fmt.Sprintf("http://127.0.0.1:%d", port)
-	// The staleness interval plays Prometheus's lookback: shorter than the
-	// sample interval, so a series ends at its last sample.
-	testenv.StartProcess(t, nil, vmBin, "-storageDataPath="+filepath.Join(dir, "vm"), "-httpListenAddr="+url[len("http://"):],
-		"-retentionPeriod=1y", "-search.maxStalenessInterval=4m", "-search.disableCache", "-loggerLevel=ERROR")
-	testenv.WaitFor(t, 30*time.Second, "VictoriaMetrics to answer", func() bool {
-		_, err := httpGetNoFail(url + "/health")
-		return err == nil
-	})
+	url := startVictoriaMetrics(t)
 	importPrometheusText(t, url, history)
 	testenv.WaitFor(t, 30*time.Second, "VictoriaMetrics to serve the history", func() bool {
 		v, ok := promQuery(t, url, fmt.Sprintf(`count(gpu_up @ %d)`, start.Add(time.Hour).Unix()))
 		return ok && v == 4
 	})
 	checkReport(t, url, start, 1e-9)
+}
+
+// startVictoriaMetrics starts an empty VictoriaMetrics with the extra flags
+// and returns its URL.
+func startVictoriaMetrics(t *testing.T, extra ...string) string {
+	t.Helper()
+	vmBin := testenv.RequireTool(t, "victoria-metrics", "victoria-metrics")
+	url := fmt.Sprintf("http://127.0.0.1:%d", testenv.FreePort(t))
+	// The staleness interval plays Prometheus's lookback: shorter than the
+	// sample interval, so a series ends at its last sample.
+	testenv.StartProcess(t, nil, vmBin, append([]string{"-storageDataPath=" + filepath.Join(t.TempDir(), "vm"), "-httpListenAddr=" + url[len("http://"):],
+		"-retentionPeriod=1y", "-search.maxStalenessInterval=4m", "-search.disableCache", "-loggerLevel=ERROR"}, extra...)...)
+	testenv.WaitFor(t, 30*time.Second, "VictoriaMetrics to answer", func() bool {
+		_, err := httpGetNoFail(url + "/health")
+		return err == nil
+	})
+	return url
 }
 
 // importPrometheusText sends the OpenMetrics history to VictoriaMetrics'
