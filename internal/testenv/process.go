@@ -44,6 +44,10 @@ func StartProcess(t testing.TB, env []string, bin string, args ...string) *Proce
 	p := &Process{Cmd: exec.Command(bin, args...), Output: &SyncBuffer{}, Done: make(chan struct{})}
 	p.Cmd.Env = env
 	p.Cmd.Stdout, p.Cmd.Stderr = p.Output, p.Output
+	// A child the process left behind (a script's gpuwatch) keeps the
+	// output pipe open after the kill; without a bound, Wait, and with it
+	// the test, would hang until go test's own timeout.
+	p.Cmd.WaitDelay = StopGrace
 	if err := p.Cmd.Start(); err != nil {
 		t.Fatalf("starting %s: %v", bin, err)
 	}

@@ -18,7 +18,9 @@ import (
 var gpuwatchBin string
 
 func TestMain(m *testing.M) {
-	os.Exit(testenv.RunWithGpuwatch(m, "e2e", &gpuwatchBin))
+	code := testenv.RunWithGpuwatch(m, "e2e", &gpuwatchBin)
+	removeHistoryBlocks()
+	os.Exit(code)
 }
 
 // startGpuwatch runs `gpuwatch serve` (the binary under test) on a free

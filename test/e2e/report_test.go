@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -162,10 +163,50 @@ func reportHistoryStart() time.Time {
 	return time.Now().UTC().Truncate(24*time.Hour).AddDate(0, 0, -4)
 }
 
-// backfillHistory writes the fixture into a new TSDB directory with promtool.
+// backfillHistory returns a new TSDB directory holding the fixture from
+// start. promtool backfills it once per start for the whole package (the
+// fixture depends on start alone); each caller gets its own copy of the
+// blocks, since the Prometheus it starts writes into its directory.
 func backfillHistory(t *testing.T, start time.Time) string {
 	t.Helper()
-	return backfill(t, start, writeReportHistory)
+	historyBlocks.Lock()
+	blocks, ok := historyBlocks.dirs[start]
+	if !ok {
+		built := backfill(t, start, writeReportHistory)
+		dir, err := os.MkdirTemp("", "gpuwatch-e2e-history-")
+		if err != nil {
+			historyBlocks.Unlock()
+			t.Fatal(err)
+		}
+		// Moved out of the caller's TempDir, which goes when the caller ends.
+		blocks = filepath.Join(dir, "tsdb")
+		if err := os.Rename(built, blocks); err != nil {
+			historyBlocks.Unlock()
+			t.Fatal(err)
+		}
+		historyBlocks.dirs[start] = blocks
+	}
+	historyBlocks.Unlock()
+	tsdb := filepath.Join(t.TempDir(), "tsdb")
+	if err := os.CopyFS(tsdb, os.DirFS(blocks)); err != nil {
+		t.Fatal(err)
+	}
+	return tsdb
+}
+
+// historyBlocks holds the backfilled fixture per start, removed by
+// removeHistoryBlocks after the package's tests.
+var historyBlocks = struct {
+	sync.Mutex
+	dirs map[time.Time]string
+}{dirs: map[time.Time]string{}}
+
+func removeHistoryBlocks() {
+	historyBlocks.Lock()
+	defer historyBlocks.Unlock()
+	for _, blocks := range historyBlocks.dirs {
+		_ = os.RemoveAll(filepath.Dir(blocks))
+	}
 }
 
 // backfill writes the history that write makes into a new TSDB directory
