@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Copies the shipped Grafana dashboards and Prometheus rule files into the Helm chart,
-# which can template only files inside its own directory. Run after changing either
+# Copies the shipped Grafana dashboards, Prometheus rule files and node-problem-detector
+# monitor into the Helm chart, which can template only files inside its own directory.
+# Run after changing any
 # (make chart-files); test/deploy fails while the copies differ from the originals.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -18,3 +19,4 @@ sync() { # sync SRC_DIR GLOB DST_DIR: DST_DIR ends up holding exactly SRC_DIR/GL
 }
 sync deploy/grafana/dashboards '*.json' "$chart/files/grafana"
 sync deploy/prometheus '*.yml' "$chart/files/prometheus"
+sync deploy/kubernetes/node-problem-detector '*.json' "$chart/files/node-problem-detector"

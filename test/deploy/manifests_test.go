@@ -61,12 +61,14 @@ func shippedFiles(t *testing.T, dir, glob string) []string {
 	return out
 }
 
-// TestChartFilesMatchShipped: the chart's copies of the dashboards and rule
-// files equal deploy/grafana/dashboards and deploy/prometheus, file for file.
+// TestChartFilesMatchShipped: the chart's copies of the dashboards, rule
+// files and NPD monitor equal deploy/grafana/dashboards, deploy/prometheus
+// and deploy/kubernetes/node-problem-detector, file for file.
 func TestChartFilesMatchShipped(t *testing.T) {
 	for _, c := range []struct{ src, glob, copies string }{
 		{"deploy/grafana/dashboards", "*.json", "files/grafana"},
 		{"deploy/prometheus", "*.yml", "files/prometheus"},
+		{"deploy/kubernetes/node-problem-detector", "*.json", "files/node-problem-detector"},
 	} {
 		var want, got []string
 		for _, p := range shippedFiles(t, c.src, c.glob) {
