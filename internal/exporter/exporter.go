@@ -16,6 +16,7 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"sync"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -104,10 +105,10 @@ type Exporter struct {
 	device    []collector // enabled collectors with a device function
 	snapshot  []collector // enabled collectors with a snapshot function
 	enabled   []bool      // by metricDef.id
-	emitters  *freeList[*emitter]
-	dcgm      bool     // render dcgm-exporter's names too (Options.Compat)
-	dcgmGen   *dcgmGen // the generation of those names
-	hostname  string   // their Hostname label
+	emitters  sync.Pool   // of *emitter
+	dcgm      bool        // render dcgm-exporter's names too (Options.Compat)
+	dcgmGen   *dcgmGen    // the generation of those names
+	hostname  string      // their Hostname label
 	// hostLabel is the position in dcgmLabels that carries hostname:
 	// Hostname, or hostname with Options.HostnameLowerCase.
 	hostLabel int
@@ -150,7 +151,7 @@ func New(src Source, opts Options) (*Exporter, error) {
 	for _, m := range catalog {
 		e.enabled[m.id] = compat.selects(m) && (m.Collector == CollectorExporter || on[m.Collector]) && opts.Metrics.enabled(m)
 	}
-	e.emitters = newFreeList(retainedBuffers, func() *emitter { return newEmitter(e.enabled) })
+	e.emitters.New = func() any { return newEmitter(e.enabled) }
 	return e, nil
 }
 
@@ -170,12 +171,12 @@ func (e *Exporter) Describe(ch chan<- *prometheus.Desc) {
 
 // Collect takes one snapshot and sends its series as const metrics.
 func (e *Exporter) Collect(ch chan<- prometheus.Metric) {
-	em := e.emitters.get()
+	em := e.emitters.Get().(*emitter)
 	em.ch = ch
 	snap, err := e.src.Snapshot(context.Background())
 	e.render(em, snap, err)
 	em.reset()
-	e.emitters.put(em)
+	e.emitters.Put(em)
 }
 
 // WriteText takes one snapshot and writes its series in the Prometheus text
@@ -188,20 +189,20 @@ func (e *Exporter) WriteText(ctx context.Context, w io.Writer) error {
 }
 
 // renderText renders snap (or the failure to get one, err) in the text
-// format into an emitter from the free list; writeAssembled writes it out,
+// format into an emitter from the pool; writeAssembled writes it out,
 // and releaseText gives it back. Rendering depends on nothing but the
 // snapshot, so scrapes that share a snapshot can share the emitter, and
 // the page exists once in memory: in the emitter's per-metric buffers.
 func (e *Exporter) renderText(snap *snapshot.Snapshot, err error) *emitter {
-	em := e.emitters.get()
+	em := e.emitters.Get().(*emitter)
 	e.render(em, snap, err)
 	return em
 }
 
-// releaseText returns an emitter from renderText to the free list.
+// releaseText returns an emitter from renderText to the pool.
 func (e *Exporter) releaseText(em *emitter) {
 	em.reset()
-	e.emitters.put(em)
+	e.emitters.Put(em)
 }
 
 // render runs every enabled collector over the snapshot; when there is no

@@ -40,12 +40,12 @@ func (d *deflatedPart) reset() {
 // deflatePart fills d with what write writes.
 func (h *textHandler) deflatePart(d *deflatedPart, write func(io.Writer) error) {
 	d.reset()
-	fw := h.flates.get()
+	fw := h.flates.Get().(*flate.Writer)
 	fw.Reset(&d.deflate)
 	cw := checksumWriter{w: fw}
 	_ = write(&cw) // writes to a bytes.Buffer cannot fail
 	_ = fw.Flush()
-	h.flates.put(fw)
+	h.flates.Put(fw)
 	d.crc, d.size = cw.crc, cw.size
 }
 
@@ -53,11 +53,11 @@ func (h *textHandler) deflatePart(d *deflatedPart, write func(io.Writer) error) 
 func (h *textHandler) writeMember(w io.Writer, first *deflatedPart, tail []byte) {
 	_, _ = w.Write(gzipHeader[:])
 	_, _ = w.Write(first.deflate.Bytes())
-	fw := h.flates.get()
+	fw := h.flates.Get().(*flate.Writer)
 	fw.Reset(w)
 	_, _ = fw.Write(tail)
 	_ = fw.Close()
-	h.flates.put(fw)
+	h.flates.Put(fw)
 	var trailer [8]byte
 	binary.LittleEndian.PutUint32(trailer[:4], crc32.Update(first.crc, crc32.IEEETable, tail))
 	binary.LittleEndian.PutUint32(trailer[4:], first.size+uint32(len(tail)))

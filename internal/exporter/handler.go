@@ -6,7 +6,6 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/klauspost/compress/flate"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
@@ -30,18 +29,18 @@ const TextContentType = "text/plain; version=0.0.4; charset=utf-8"
 // cost one rendering and one compression, not sixteen.
 func (e *Exporter) TextHandler(extra prometheus.Gatherer) http.Handler {
 	h := &textHandler{e: e, extra: extra}
-	h.pages = newFreeList(retainedBuffers, func() *page { return new(page) })
-	h.bufs = newFreeList(retainedBuffers, func() *bytes.Buffer { return new(bytes.Buffer) })
-	h.flates = newFreeList(retainedFlateWriters, newFlateWriter)
+	h.pages.New = func() any { return new(page) }
+	h.bufs.New = func() any { return new(bytes.Buffer) }
+	h.flates.New = func() any { return newFlateWriter() }
 	return h
 }
 
 type textHandler struct {
 	e      *Exporter
 	extra  prometheus.Gatherer
-	pages  *freeList[*page]
-	bufs   *freeList[*bytes.Buffer] // the extra families of one scrape
-	flates *freeList[*flate.Writer]
+	pages  sync.Pool // of *page
+	bufs   sync.Pool // of *bytes.Buffer: the extra families of one scrape
+	flates sync.Pool // of *flate.Writer
 
 	mu      sync.Mutex
 	current *page // the page of the latest snapshot
@@ -49,7 +48,7 @@ type textHandler struct {
 
 // page is the rendered GPU part of /metrics for one snapshot. refs counts
 // the scrapes writing it plus one while it is current; at zero its emitter
-// goes back to the exporter and the page to the free list.
+// goes back to the exporter and the page to the pool.
 type page struct {
 	snap   *snapshot.Snapshot
 	refs   int
@@ -74,9 +73,9 @@ func (h *textHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	gzipped := acceptsGzip(r.Header.Get("Accept-Encoding"))
 	p.render.Do(func() { p.text = h.e.renderText(p.snap, nil) })
 
-	tail := h.bufs.get()
+	tail := h.bufs.Get().(*bytes.Buffer)
 	tail.Reset()
-	defer h.bufs.put(tail)
+	defer h.bufs.Put(tail)
 	h.writeExtra(tail)
 
 	w.Header().Set("Content-Type", TextContentType)
@@ -100,7 +99,7 @@ func (h *textHandler) acquire(snap *snapshot.Snapshot) *page {
 		if old := h.current; old != nil {
 			h.unref(old)
 		}
-		p := h.pages.get()
+		p := h.pages.Get().(*page)
 		gz := p.gz.deflate
 		*p = page{snap: snap, refs: 1}
 		p.gz.deflate = gz // its memory, for this page's compression
@@ -126,7 +125,7 @@ func (h *textHandler) unref(p *page) {
 			h.e.releaseText(p.text)
 			p.text = nil
 		}
-		h.pages.put(p)
+		h.pages.Put(p)
 	}
 }
 
@@ -147,14 +146,6 @@ func (h *textHandler) writeExtra(buf *bytes.Buffer) {
 		_, _ = expfmt.MetricFamilyToText(buf, mf) // writes to a bytes.Buffer cannot fail
 	}
 }
-
-// retainedFlateWriters is how many compressors stay allocated between
-// scrapes. One holds about 800 KiB of state. One is enough: a page is
-// compressed once per snapshot and the extra families are a few KiB, so
-// scrapers seldom compress at the same moment, and one that does gets a
-// compressor of its own for that scrape. (A sync.Pool kept one per P,
-// plus its victim cache, which doubled the exporter's live heap.)
-const retainedFlateWriters = 1
 
 func acceptsGzip(header string) bool {
 	for part := range strings.SplitSeq(header, ",") {
