@@ -8,8 +8,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/gpuwatch/gpuwatch/internal/fakedriver/sim"
 	"github.com/gpuwatch/gpuwatch/internal/deploycheck"
+	"github.com/gpuwatch/gpuwatch/internal/fakedriver/sim"
 	"github.com/gpuwatch/gpuwatch/internal/testenv"
 )
 
