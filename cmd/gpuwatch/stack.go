@@ -203,6 +203,9 @@ func (f *commonFlags) enrichers(logger *slog.Logger, st *stack) ([]pipeline.Enri
 	if !f.enabledCollectors()[snapshot.GroupProcesses] || !f.attribution.enabled || f.smi.remote() {
 		return nil, nil
 	}
+	if owners := platformOwners(&st.sources); owners != nil {
+		return []pipeline.Enricher{owners}, nil
+	}
 	attr, slurmFlags := f.attribution, f.slurm
 	if f.backend == "sim" && !f.ownSources() {
 		if err := f.startDemo(logger, st, &attr, &slurmFlags); err != nil {

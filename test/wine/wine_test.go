@@ -15,7 +15,9 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"os/user"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -162,6 +164,29 @@ func TestGpuwatchExeUnderWine(t *testing.T) {
 		t.Errorf("gpuwatch.exe ps --backend=sim: exit %d, want an error naming the flag and the backend to use:\n%s", code, out)
 	}
 
+	// The owner lookup's own tests, on the test binary's own process.
+	run(t, ctx, w.windows, w.root, "go", "test", "-c", "-o", filepath.Join(w.dir, "winowner.test.exe"), "./internal/winowner")
+	if out, code := wineExit(t, ctx, w, filepath.Join(w.dir, "winowner.test.exe"), "-test.v"); code != 0 || !strings.Contains(out, "--- PASS: TestLookupOwnProcess") {
+		t.Errorf("internal/winowner's tests under Wine: exit %d\n%s", code, out)
+	}
+
+	// A Windows process for the fake to list on GPU 0: a hung fake,
+	// whose Windows PID its log gives.
+	pidLog := filepath.Join(w.dir, "pids.log")
+	hung := exec.CommandContext(ctx, w.wine, filepath.Join(w.dir, "nvidia-smi.exe"), "-L")
+	hung.Dir, hung.Env = w.dir, append(w.env, "FAKESMI_MODE=hang", "FAKESMI_LOG="+windowsPath(pidLog))
+	if err := hung.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = hung.Process.Kill(); _ = hung.Wait() })
+	var ownedPID string
+	testenv.WaitFor(t, time.Minute, "the hung fake to log its Windows PID", func() bool {
+		b, _ := os.ReadFile(pidLog)
+		pid, _, ok := strings.Cut(string(b), " ")
+		ownedPID = pid
+		return ok
+	})
+
 	fixtures := filepath.Join(w.root, "internal", "backend", "smibackend", "testdata")
 	addr := "127.0.0.1:" + strconv.Itoa(testenv.FreePort(t))
 	serve := exec.CommandContext(ctx, w.wine, exe, "--web.listen-address="+addr)
@@ -172,13 +197,17 @@ func TestGpuwatchExeUnderWine(t *testing.T) {
 		"WINEPATH="+windowsPath(w.dir),
 		"FAKESMI_HELP="+windowsPath(filepath.Join(fixtures, "help-query-gpu-r550.txt")),
 		"FAKESMI_GPUS="+windowsPath(filepath.Join(fixtures, "gpu-h100.csv")),
+		"FAKESMI_APPS="+windowsPath(filepath.Join(fixtures, "apps-h100.csv")),
+		// GPU 0's processes: the hung fake, and a PID no process has
+		// (Windows PIDs are multiples of 4).
+		"FAKESMI_PID0="+ownedPID, "FAKESMI_PID1=4000003",
 	)
 	if err := serve.Start(); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = serve.Process.Kill(); _ = serve.Wait() })
 	var page string
-	testenv.WaitFor(t, time.Minute, "gpuwatch.exe to serve both GPUs up", func() bool {
+	testenv.WaitFor(t, time.Minute, "gpuwatch.exe to serve both GPUs up and GPU 0's two processes", func() bool {
 		resp, err := http.Get("http://" + addr + "/metrics")
 		if err != nil {
 			return false
@@ -186,7 +215,8 @@ func TestGpuwatchExeUnderWine(t *testing.T) {
 		defer resp.Body.Close()
 		body, err := io.ReadAll(resp.Body)
 		page = string(body)
-		return err == nil && strings.Contains(page, `gpu_up{gpu="0"`) && strings.Contains(page, `gpu_up{gpu="1"`)
+		return err == nil && strings.Contains(page, `gpu_up{gpu="0"`) && strings.Contains(page, `gpu_up{gpu="1"`) &&
+			strings.Count(page, "\ngpu_process_memory_used_bytes{") == 2
 	})
 	fams := testenv.ParseMetrics(t, page)
 	for _, want := range []struct {
@@ -203,13 +233,32 @@ func TestGpuwatchExeUnderWine(t *testing.T) {
 			t.Errorf("%s%v = %v (present %v), want %v\nlog:\n%s", want.name, want.labels, v, ok, want.value, log.String())
 		}
 	}
+	// Owners from the Windows API: the hung fake's is this Linux user as
+	// Wine names it (DOMAIN\user); the PID with no process has none.
+	me, err := user.Current()
+	if err != nil {
+		t.Fatal(err)
+	}
+	memory := fams["gpu_process_memory_used_bytes"]
+	var owners []string
+	for _, m := range memory.GetMetric() {
+		for _, l := range m.GetLabel() {
+			if l.GetName() == "user" {
+				owners = append(owners, l.GetValue())
+			}
+		}
+	}
+	slices.Sort(owners)
+	if len(owners) != 2 || owners[0] != "" || !strings.HasSuffix(owners[1], `\`+me.Username) {
+		t.Errorf("gpu_process_memory_used_bytes owners %q, want one absent and one DOMAIN\\%s\nlog:\n%s", owners, me.Username, log.String())
+	}
 	promtool := testenv.RequireTool(t, "promtool", "prometheus")
 	check := exec.CommandContext(ctx, promtool, "check", "metrics")
 	check.Stdin = strings.NewReader(page)
 	if out, err := check.CombinedOutput(); err != nil {
 		t.Errorf("promtool check metrics: %v\n%s", err, out)
 	}
-	if !strings.Contains(log.String(), "backend=nvidia-smi gpus=2") {
-		t.Errorf("the start log does not name the nvidia-smi backend and the 2 GPUs:\n%s", log.String())
+	if !strings.Contains(log.String(), "backend=nvidia-smi") {
+		t.Errorf("the start log does not name the nvidia-smi backend:\n%s", log.String())
 	}
 }
