@@ -32,6 +32,7 @@ type healthCommand struct {
 	serveTimeout time.Duration
 	kernelLog    string
 	kernelCmd    []string
+	slurm        healthSlurm
 }
 
 func newHealthCommand(app *kingpin.Application, common *commonFlags, serve *serveCommand) *healthCommand {
@@ -51,6 +52,7 @@ func newHealthCommand(app *kingpin.Application, common *commonFlags, serve *serv
 		Default("/dev/kmsg").StringVar(&c.kernelLog)
 	cmd.Flag("health.kernel-log-command", "Instead of --health.kernel-log, run this command and read its output, one argument per flag: --health.kernel-log-command=journalctl --health.kernel-log-command=-k --health.kernel-log-command=-b --health.kernel-log-command=-o --health.kernel-log-command=short-iso. Run without a shell, killed after 5s.").
 		PlaceHolder("ARG").StringsVar(&c.kernelCmd)
+	c.slurm.register(cmd)
 	return c
 }
 
@@ -63,6 +65,9 @@ func (c *healthCommand) run() error {
 	}
 	if c.serveTimeout < 0 {
 		return fmt.Errorf("--health.serve-timeout=%s: must be 0 or positive", c.serveTimeout)
+	}
+	if err := c.slurm.check(&c.common.slurm); err != nil {
+		return exitStatus{health.ExitUnknown, err.Error()}
 	}
 	var warnings []string
 	if c.source != healthSourceLocal {
@@ -130,6 +135,9 @@ func (c *healthCommand) print(report health.Report) error {
 	}
 	if err != nil {
 		return exitStatus{health.ExitUnknown, fmt.Sprintf("writing the report: %v", err)}
+	}
+	if err := c.slurm.act(report, &c.common.slurm, os.Stderr); err != nil {
+		return exitStatus{health.ExitUnknown, err.Error()}
 	}
 	if code := report.ExitCode(); code != 0 {
 		return exitStatus{code: code}

@@ -43,15 +43,15 @@ func (s *slurmFlags) register(app *kingpin.Application) {
 	app.Flag("slurm.squeue-path", "squeue command.").Default("squeue").IsSetByUser(&s.set.squeue).StringVar(&s.squeue)
 	app.Flag("slurm.sinfo-path", "sinfo command.").Default("sinfo").StringVar(&s.sinfo)
 	app.Flag("slurm.sdiag-path", "sdiag command.").Default("sdiag").StringVar(&s.sdiag)
-	app.Flag("slurm.scontrol-path", "scontrol command (job lookups).").Default("scontrol").IsSetByUser(&s.set.scontrol).StringVar(&s.scontrol)
+	app.Flag("slurm.scontrol-path", "scontrol command (job lookups; health --slurm.drain and --slurm.resume).").Default("scontrol").IsSetByUser(&s.set.scontrol).StringVar(&s.scontrol)
 	app.Flag("slurm.timeout", "Timeout of each Slurm command; a command that hangs is killed with its process group.").
 		Default("10s").DurationVar(&s.timeout)
 	app.Flag("slurm.poll-interval", "How long one answer of each Slurm command serves scrapes, so many scrapers do not multiply the controller's load.").
 		Default("30s").DurationVar(&s.pollInterval)
-	app.Flag("slurm.format", "How to read squeue and sinfo: auto (JSON, falling back to formatted text on Slurm older than 21.08), json or text.").
+	app.Flag("slurm.format", "How to read squeue, sinfo and (health --slurm.drain) scontrol show node: auto (JSON, falling back to formatted text where the command has no --json: squeue and sinfo before Slurm 21.08, scontrol before 23.02), json or text.").
 		Default("auto").EnumVar(&s.format, "auto", "json", "text")
 	app.Flag("slurm.sdiag", "Export scheduler health from sdiag with --collector.slurm.").Default("true").BoolVar(&s.sdiagOn)
-	app.Flag("slurm.node-name", "This node's name in Slurm, for the GPUs its jobs hold. Default: the short host name.").
+	app.Flag("slurm.node-name", "This node's name in Slurm: for the GPUs its jobs hold, and the node health --slurm.drain drains. Default: the short host name.").
 		Default(shortHostname()).StringVar(&s.nodeName)
 }
 

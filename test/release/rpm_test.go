@@ -42,6 +42,7 @@ func TestRPMContentsAndScripts(t *testing.T) {
 			want := []string{"/etc/sysconfig/gpuwatch", "/usr/bin/gpuwatch",
 				"/usr/lib/systemd/system/gpuwatch.service", "/usr/share/doc/gpuwatch/LICENSE",
 				"/usr/share/gpuwatch/slurm/gpuwatch-epilog-slurmctld.sh", "/usr/share/gpuwatch/slurm/gpuwatch-epilog.sh",
+				"/usr/share/gpuwatch/slurm/gpuwatch-healthcheck.sh", "/usr/share/gpuwatch/slurm/gpuwatch.nhc",
 				"/var/lib/gpuwatch"}
 			if !slices.Equal(files, want) {
 				t.Errorf("rpm -qpl: %q, want %q", files, want)
@@ -73,6 +74,8 @@ func TestRPMContentsAndScripts(t *testing.T) {
 				"/usr/lib/systemd/system/gpuwatch.service":               filepath.Join(repo, "deploy", "systemd", "gpuwatch.service"),
 				"/usr/share/gpuwatch/slurm/gpuwatch-epilog.sh":           filepath.Join(repo, "deploy", "slurm", "gpuwatch-epilog.sh"),
 				"/usr/share/gpuwatch/slurm/gpuwatch-epilog-slurmctld.sh": filepath.Join(repo, "deploy", "slurm", "gpuwatch-epilog-slurmctld.sh"),
+				"/usr/share/gpuwatch/slurm/gpuwatch-healthcheck.sh":      filepath.Join(repo, "deploy", "slurm", "gpuwatch-healthcheck.sh"),
+				"/usr/share/gpuwatch/slurm/gpuwatch.nhc":                 filepath.Join(repo, "deploy", "slurm", "nhc", "gpuwatch.nhc"),
 			} {
 				if got, want := digests[path], sha256File(t, src); got != want {
 					t.Errorf("%s in the rpm has sha256 %s, want %s's %s", path, got, src, want)
