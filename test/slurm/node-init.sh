@@ -19,6 +19,11 @@ ROLE=$1 NAME=$2 DIR=$3 GPUS=$4
 hostname "$NAME"
 mount --bind "$DIR/hosts" /etc/hosts
 mount --bind "$DIR/nodes/$NAME" "$DIR/node"
+# The node's own /etc/default when the test gave it one (DIR/nodes/NAME/etc-default):
+# the settings of a program slurmd runs, read from their installed path.
+if [ -d "$DIR/node/etc-default" ]; then
+	mount --bind "$DIR/node/etc-default" /etc/default
+fi
 
 # A private /dev: the few devices daemons and jobs use, and the GPUs'.
 mount -t tmpfs -o mode=755 nodedev /dev
