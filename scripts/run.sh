@@ -49,10 +49,28 @@ if [ -z "$acct" ]; then
   acct_flag=(--accounting.dir="$acct")
 fi
 
+# The page to open: the last --web.listen-address given (gpuwatch's default
+# port otherwise), on this host when the address names none.
+listen=":9410"
+prev=""
+for arg in "$@"; do
+  case "$arg" in
+    --web.listen-address=*) listen="${arg#*=}" ;;
+  esac
+  if [ "$prev" = "--web.listen-address" ]; then listen="$arg"; fi
+  prev="$arg"
+done
+host="${listen%:*}"
+case "$host" in
+  ""|0.0.0.0|"[::]") host=localhost ;;
+esac
+page="http://$host:${listen##*:}/"
+
 cat >&2 <<BANNER
 ================================================================================
  gpuwatch DEMO: no NVIDIA driver on this machine (libnvidia-ml.so.1 not found),
  so these are SIMULATED GPUs (a dgx-h100: 8 H100s) with simulated owners.
+ Open the live page: $page
  On a GPU node the same command serves the real GPUs; see README, Install.
 BANNER
 if [ ${#acct_flag[@]} -gt 0 ]; then

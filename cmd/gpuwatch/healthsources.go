@@ -16,6 +16,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/prometheus/exporter-toolkit/web"
 	"gopkg.in/yaml.v3"
 
 	"github.com/gpuwatch/gpuwatch/internal/configfile"
@@ -92,8 +93,14 @@ func (c *healthCommand) serveBase() (string, error) {
 	if c.serveURL != "" {
 		return c.serveURL, nil
 	}
-	addrs := *c.web.WebListenAddresses
-	if len(addrs) == 0 || (c.web.WebSystemdSocket != nil && *c.web.WebSystemdSocket) {
+	return listenURL(c.web)
+}
+
+// listenURL is the URL, on this host, of the serve that the web flags
+// describe (its first --web.listen-address).
+func listenURL(w *web.FlagConfig) (string, error) {
+	addrs := *w.WebListenAddresses
+	if len(addrs) == 0 || (w.WebSystemdSocket != nil && *w.WebSystemdSocket) {
 		return "", errors.New("no serve address: give --health.serve-url")
 	}
 	host, port, err := net.SplitHostPort(addrs[0])
@@ -107,8 +114,8 @@ func (c *healthCommand) serveBase() (string, error) {
 		host = "::1"
 	}
 	scheme := "http"
-	if *c.web.WebConfigFile != "" {
-		tls, err := webConfigHasTLS(*c.web.WebConfigFile)
+	if *w.WebConfigFile != "" {
+		tls, err := webConfigHasTLS(*w.WebConfigFile)
 		if err != nil {
 			return "", fmt.Errorf("--web.config.file: %w", err)
 		}

@@ -138,6 +138,12 @@ func (c *serveCommand) run() error {
 	if err != nil {
 		return err
 	}
+	if st.simulated() {
+		// The demo's first question is where to look.
+		if page, err := listenURL(c.web); err == nil {
+			logger.Info("simulated GPUs: open the live page", "url", page+"/")
+		}
+	}
 	limits := server.DefaultLimits(c.common.timeout)
 	limits.MaxConnections, limits.IdleTimeout = c.maxConns, c.idleTimeout
 	return server.Run(ctx, handler, c.web, limits, shutdownDrain(c.common.timeout), logger)

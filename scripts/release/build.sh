@@ -7,12 +7,12 @@
 # with this machine's Go toolchain, module cache and build cache bind-mounted
 # at the same paths (so nothing is downloaded there and unchanged packages
 # are not recompiled); arm64 with Debian's aarch64-linux-gnu-gcc cross
-# compiler from that root. LDFLAGS and VERSION come from the Makefile.
+# compiler from that root. LDFLAGS, VERSION and CGO_CFLAGS come from the Makefile.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 repo="$PWD"
 
-: "${VERSION:?set by make release}" "${LDFLAGS:?set by make release}"
+: "${VERSION:?set by make release}" "${LDFLAGS:?set by make release}" "${CGO_CFLAGS:?set by make release}"
 if [ "$(id -u)" -ne 0 ]; then
   echo "release: needs root (debootstrap, chroot and mounts); run make release as root" >&2
   exit 1
@@ -50,7 +50,7 @@ for arch in amd64 arm64; do
     env -i PATH="$goroot/bin:/usr/bin:/bin" HOME=/root \
       GOROOT="$goroot" GOMODCACHE="$modcache" GOCACHE="$gocache" \
       GOPROXY=off GOFLAGS=-mod=readonly GOTOOLCHAIN=local GOTELEMETRY=off \
-      CGO_ENABLED=1 GOOS=linux GOARCH="$arch" CC="$cc" \
+      CGO_ENABLED=1 GOOS=linux GOARCH="$arch" CC="$cc" CGO_CFLAGS="$CGO_CFLAGS" \
       go build -trimpath -buildvcs=false -ldflags "$LDFLAGS" -o "$dist/$name/gpuwatch" ./cmd/gpuwatch
   cp LICENSE README.md "$dist/$name/"
   tar -C "$dist" --sort=name --owner=0 --group=0 --numeric-owner --mtime="@$epoch" \

@@ -42,8 +42,8 @@ func TestRunScript(t *testing.T) {
 		p := testenv.StartProcess(t, runScriptEnv(t.TempDir()), runScript, "--web.listen-address="+addr)
 		base := "http://" + addr
 		testenv.WaitHealthy(t, p, base)
-		if out := p.Output.String(); !strings.Contains(out, "gpuwatch DEMO: no NVIDIA driver") {
-			t.Errorf("no demo banner on the console:\n%s", out)
+		if out := p.Output.String(); !strings.Contains(out, "gpuwatch DEMO: no NVIDIA driver") || !strings.Contains(out, "Open the live page: "+base+"/\n") {
+			t.Errorf("no demo banner with the page's address on the console:\n%s", out)
 		}
 		if snap := httpGet(t, base+"/api/v1/snapshot"); !strings.Contains(snap, `"simulated":true`) {
 			t.Errorf("the demo's snapshot does not say simulated:\n%.300s", snap)
