@@ -152,7 +152,51 @@ func WriteTable(w io.Writer, s *snapshot.Snapshot, f Filter) error {
 		)
 	}
 	writeIdle(math.MaxInt)
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	return writeVerdicts(w, s, f)
+}
+
+// writeVerdicts writes each selected GPU's health verdict and reason below
+// the table, one "GPU N" line each (a prefix no process row has); nothing
+// when no verdict is known: never "ok" by default.
+func writeVerdicts(w io.Writer, s *snapshot.Snapshot, f Filter) error {
+	verdicts := NewVerdicts(s, f)
+	if len(verdicts) == 0 {
+		return nil
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw)
+	for _, v := range verdicts {
+		fmt.Fprintf(tw, "GPU %d	%s	%s\n", v.GPU, cell(v.Verdict), cell(orDash(v.Reason)))
+	}
 	return tw.Flush()
+}
+
+// Verdict is one GPU's health verdict (internal/health) in the JSON
+// document: ok, warn, unknown or fail, and the line that says why.
+type Verdict struct {
+	GPU     int    `json:"gpu"`
+	UUID    string `json:"uuid,omitempty"`
+	Verdict string `json:"verdict"`
+	Reason  string `json:"reason,omitempty"`
+}
+
+// NewVerdicts is the verdicts on s's selected GPUs, in GPU order; nil when
+// no verdict is known (the health stage did not run).
+func NewVerdicts(s *snapshot.Snapshot, f Filter) []Verdict {
+	if s.Health == nil {
+		return nil
+	}
+	var out []Verdict
+	for _, g := range s.Health.GPUs {
+		if f.keepGPU(g.GPU) {
+			out = append(out, Verdict{GPU: g.GPU, UUID: g.UUID, Verdict: g.Status, Reason: g.Reason})
+		}
+	}
+	slices.SortFunc(out, func(a, b Verdict) int { return a.GPU - b.GPU })
+	return out
 }
 
 func gpuColumn(p *snapshot.Process) string {
@@ -289,6 +333,8 @@ type Document struct {
 	Processes []Process `json:"processes"`
 	// Allocations are the workloads holding the listed GPUs, busy or idle.
 	Allocations []Allocation `json:"allocations"`
+	// Health is the verdict on each listed GPU; absent when none is known.
+	Health []Verdict `json:"health,omitempty"`
 }
 
 // Process is one GPU process in the JSON document.
@@ -322,7 +368,7 @@ func WriteJSON(w io.Writer, s *snapshot.Snapshot, f Filter) error {
 // NewDocument is the JSON document of s's selected processes; the web UI's
 // /api/v1/processes serves the same shape.
 func NewDocument(s *snapshot.Snapshot, f Filter) Document {
-	doc := Document{Time: s.Time.UTC(), Clock: "wall", Processes: []Process{}, Allocations: NewAllocations(s, f)}
+	doc := Document{Time: s.Time.UTC(), Clock: "wall", Processes: []Process{}, Allocations: NewAllocations(s, f), Health: NewVerdicts(s, f)}
 	if f.SimulatedClock {
 		doc.Clock = "simulated"
 	}

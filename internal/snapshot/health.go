@@ -63,3 +63,17 @@ type HealthCheck struct {
 	// Since is when gpuwatch first saw the condition; zero when passing.
 	Since time.Time `json:",omitzero"`
 }
+
+// ForGPU is the verdict on the GPU of index gpu; ok is false when h is nil
+// (the health stage did not run) or has no verdict on that GPU.
+func (h *Health) ForGPU(gpu int) (GPUHealth, bool) {
+	if h == nil {
+		return GPUHealth{}, false
+	}
+	for _, g := range h.GPUs {
+		if g.GPU == gpu {
+			return g, true
+		}
+	}
+	return GPUHealth{}, false
+}

@@ -51,8 +51,13 @@ type DeviceDoc struct {
 	// ThrottleReasons lists the active clock-event reasons.
 	ThrottleReasons []string `json:"throttle_reasons"`
 	Health          Health   `json:"health"`
-	MIGMode         string   `json:"mig_mode,omitempty"`
-	MIGInstances    []MIGDoc `json:"mig_instances,omitempty"`
+	// Verdict is the health judge's verdict on the GPU (ok, warn, unknown
+	// or fail) and VerdictReason its line; both absent when no verdict
+	// is known, never "ok" by default.
+	Verdict       string   `json:"verdict,omitempty"`
+	VerdictReason string   `json:"verdict_reason,omitempty"`
+	MIGMode       string   `json:"mig_mode,omitempty"`
+	MIGInstances  []MIGDoc `json:"mig_instances,omitempty"`
 	// ProcessesUnknown says why the GPU's processes could not be listed
 	// ("not_supported", "insufficient_size", ...): the processes listed
 	// for it are then none or only some, and no process does not mean
@@ -100,7 +105,11 @@ func newSnapshotDoc(s *snapshot.Snapshot, simulated bool, interval time.Duration
 		doc.Clock = "simulated"
 	}
 	for _, d := range s.Devices {
-		doc.Devices = append(doc.Devices, newDeviceDoc(&d))
+		dd := newDeviceDoc(&d)
+		if g, ok := s.Health.ForGPU(d.Index); ok {
+			dd.Verdict, dd.VerdictReason = g.Status, g.Reason
+		}
+		doc.Devices = append(doc.Devices, dd)
 	}
 	return doc
 }

@@ -252,6 +252,12 @@
     const name = (d.name || "").replace(/^NVIDIA /, "");
     card.append(el("h3", { id: "gpu-" + d.index, title: d.uuid || "" }, el("span", {}, "GPU " + d.index, el("span", { class: "name" }, name)), state));
     card.append(whoBlock(d, allocs, procs, now));
+    // The health judge's verdict: shown only when one is known, never
+    // "ok" by default.
+    if (d.verdict) {
+      card.append(el("p", { class: "verdict verdict-" + d.verdict, title: d.verdict_reason || "" },
+        "Verdict: " + d.verdict + (d.verdict_reason ? " \u2014 " + d.verdict_reason : "")));
+    }
     if (!d.up) {
       card.append(el("p", {}, "Down: " + (d.down_reason || "no answer")));
       return card;
