@@ -1,8 +1,10 @@
 package report
 
 import (
+	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 	"time"
 
@@ -63,17 +65,17 @@ const counterGPU = "instance, uuid"
 // shared it. held and sm are per (owner, GPU) step increases; sm may be "".
 // A step may hold more than the step (two accounting ticks between two
 // scrapes, none in the next): capGPU bounds the range's sum instead.
-func sharedHeld(held, sm string) string {
+func sharedHeld(x *shared, held, sm string) string {
 	gpu := "on(" + counterGPU + ") group_left()"
 	longest := "max by (" + counterGPU + ") (" + held + ")"
-	byHeld := "(" + held + " / " + gpu + " (sum by (" + counterGPU + ") (" + held + ") > 0))"
+	byHeld := x.name("(" + held + " / " + gpu + " (sum by (" + counterGPU + ") (" + held + ") > 0))")
 	weight := byHeld
 	if sm != "" {
-		smHeld := "(" + sm + " and " + held + ")"
+		smHeld := x.name("(" + sm + " and " + held + ")")
 		bySM := "((" + smHeld + " or " + held + " * 0) / " + gpu + " (sum by (" + counterGPU + ") (" + smHeld + ") > 0))"
 		weight = "(" + bySM + " or " + byHeld + ")"
 	}
-	return "(" + weight + " * " + gpu + " " + longest + ")"
+	return x.name("(" + weight + " * " + gpu + " " + longest + ")")
 }
 
 // capGPU is, per GPU, the factor that bounds its held seconds over the
@@ -81,11 +83,11 @@ func sharedHeld(held, sm string) string {
 // at the range's ends may lie up to a tick and a scrape apart from them.
 // Every held-time figure is scaled by it, so the owners' shares stay as
 // counted and a GPU never holds more hours than the range has.
-func capGPU(part, w string, rng time.Duration) string {
+func capGPU(x *shared, part, w string, rng time.Duration) string {
 	// 1 / max(total / range, 1): the range over the total where the total
 	// is more, else 1; the total written once keeps the query short.
 	total := "sum by (" + counterGPU + ") (sum_over_time((" + part + ")" + w + "))"
-	return "(1 / clamp_min(" + total + " / " + fmt.Sprint(rng.Seconds()) + ", 1))"
+	return x.name("(1 / clamp_min(" + total + " / " + fmt.Sprint(rng.Seconds()) + ", 1))")
 }
 
 // stepScale is, per GPU and step, the factor by which a new owner's first
@@ -110,7 +112,7 @@ type ownerSeries struct {
 
 // ownerCounters builds the dimension's per (owner, GPU) step increases
 // with increase (stepIncrease or heldIncrease).
-func ownerCounters(dim dimension, increase func(series string) string) ownerSeries {
+func ownerCounters(x *shared, dim dimension, increase func(series string) string) ownerSeries {
 	perOwnerGPU := "by (" + strings.Join(dim.labels, ", ") + ", " + counterGPU + ")"
 	inc := func(metric, sel string) string { return increase(metric + sel) }
 	var o ownerSeries
@@ -121,7 +123,7 @@ func ownerCounters(dim dimension, increase func(series string) string) ownerSeri
 		o.sm = "sum " + perOwnerGPU + " (" + inc("gpu_process_sm_seconds_total", sel) + ")"
 		o.energy = "sum " + perOwnerGPU + " (" + inc("gpu_process_energy_joules_total", sel) + ")"
 		if dim.name == "user" {
-			o.held, o.sm, o.jobs, o.idle = userHeld(increase)
+			o.held, o.sm, o.jobs, o.idle = userHeld(x, increase)
 		}
 	case dim.alloc == k8sAlloc:
 		sel := `{pod!=""}`
@@ -145,43 +147,48 @@ func ownerCounters(dim dimension, increase func(series string) string) ownerSeri
 		o.sm = "(" + job("sum", "gpu_process_sm_seconds_total") + " or " + o.idle + " * 0)"
 		o.energy = job("sum", "gpu_process_energy_joules_total")
 	}
+	o.held, o.sm, o.energy, o.idle, o.jobs = x.name(o.held), x.name(o.sm), x.name(o.energy), x.name(o.idle), x.name(o.jobs)
 	return o
 }
 
-// counterQueries returns the counters' queries for dim over rng at step, or
+// counterQueries returns the counters' queries for dim over rng at step,
+// their repeated parts spelled as x says, or
 // false where the counters do not carry the dimension's owner (node and gpu
 // rows are whole GPUs, which the gauges already measure).
-func counterQueries(dim dimension, rng, step time.Duration) (counterSet, bool) {
+func counterQueries(dim dimension, rng, step time.Duration, x *shared) (counterSet, bool) {
 	if dim.kind == byDevice {
 		return counterSet{}, false
 	}
 	w := window(rng, step)
 	owner := by(dim.labels)
 	sumOver := func(expr string) string { return "sum " + owner + " (sum_over_time((" + expr + ")" + w + "))" }
-	raw := ownerCounters(dim, func(series string) string { return stepIncrease(series, step) })
-	held := ownerCounters(dim, func(series string) string { return heldIncrease(series, step) }).held
+	raw := ownerCounters(x, dim, func(series string) string { return stepIncrease(series, step) })
+	held := ownerCounters(x, dim, func(series string) string { return heldIncrease(series, step) }).held
 	sm, energy, idle, jobs := raw.sm, raw.energy, raw.idle, raw.jobs
 	// Process owners share a GPU by their SM time, allocations equally
 	// (by their held time), as the sampled gauges' figures do.
-	part := sharedHeld(held, sm)
+	var part string
 	if dim.kind == byAllocation {
-		part = sharedHeld(held, "")
+		part = sharedHeld(x, held, "")
+	} else {
+		part = sharedHeld(x, held, sm)
 	}
-	if allocated := allocatedPart(dim, part, jobs); allocated != "" {
+	if allocated := x.name(allocatedPart(dim, part, jobs)); allocated != "" {
 		// The energy the counters give nobody (no process owner: an idle
 		// allocation) goes to the allocations that held the GPU, by their
 		// part of it.
-		heldIdleEnergy := "(" + allocated + " / " + "on(" + counterGPU + ") group_left() (sum by (" + counterGPU + ") (" + allocated + ") > 0)" +
-			" * on(" + counterGPU + ") group_left() sum by (" + counterGPU + ") (" + stepIncrease("gpu_idle_energy_joules_total", step) + "))"
+		heldIdleEnergy := x.name("(" + allocated + " / " + "on(" + counterGPU + ") group_left() (sum by (" + counterGPU + ") (" + allocated + ") > 0)" +
+			" * on(" + counterGPU + ") group_left() sum by (" + counterGPU + ") (" + stepIncrease("gpu_idle_energy_joules_total", step) + "))")
 		energy = "(" + energy + " + " + heldIdleEnergy + ") or " + energy + " or " + heldIdleEnergy
 	}
 	// An owner used at most the part of the GPU it held; its idle time is
 	// its held time's idle share.
-	used := atMost("("+sm+" * on("+counterGPU+") group_left() "+stepScale(held, raw.held)+")", part)
-	measured := "(" + part + " and " + sm + ")"
+	used := x.name(atMost("("+sm+" * on("+counterGPU+") group_left() "+stepScale(held, raw.held)+")", part))
+	measured := x.name("(" + part + " and " + sm + ")")
+	factor := capGPU(x, part, w, rng)
 	// Held time, capped per GPU at the range.
 	capped := func(expr string) string {
-		return "sum " + owner + " (sum_over_time((" + expr + ")" + w + ") * on(" + counterGPU + ") group_left() " + capGPU(part, w, rng) + ")"
+		return "sum " + owner + " (sum_over_time((" + expr + ")" + w + ") * on(" + counterGPU + ") group_left() " + factor + ")"
 	}
 	cs := counterSet{
 		held:     capped(part) + " / 3600",
@@ -192,6 +199,9 @@ func counterQueries(dim dimension, rng, step time.Duration) (counterSet, bool) {
 	}
 	if idle != "" {
 		cs.idle = capped(atMost(idle+" * "+part+" / "+raw.held, part)) + " / 3600"
+	}
+	for _, q := range []*string{&cs.held, &cs.measured, &cs.used, &cs.energy, &cs.idle, &cs.p95} {
+		*q = x.query(*q)
 	}
 	return cs, true
 }
@@ -215,9 +225,9 @@ func allocatedPart(dim dimension, part, jobs string) string {
 // seconds are those of their processes there, 0 where the job runs none
 // but SM time is measured (its idle counter exists). Idle-allocated time is
 // their jobs' (a GPU held by processes alone is never idle-allocated).
-func userHeld(increase func(series string) string) (held, sm, jobs, idle string) {
+func userHeld(x *shared, increase func(series string) string) (held, sm, jobs, idle string) {
 	perUserGPU := "by (user, " + counterGPU + ")"
-	jobs = "max " + perUserGPU + " (" + increase(`gpu_allocation_seconds_total{slurm_job!="",user!=""}`) + ")"
+	jobs = x.name("max " + perUserGPU + " (" + increase(`gpu_allocation_seconds_total{slurm_job!="",user!=""}`) + ")")
 	procs := "max " + perUserGPU + " (" + increase(`gpu_process_seconds_total{user!=""}`) + ")"
 	held = "(" + jobs + " or (" + procs + " unless on(instance, uuid) (" + jobs + " > 0)))"
 	smProcs := "sum " + perUserGPU + " (" + increase(`gpu_process_sm_seconds_total{user!=""}`) + ")"
@@ -243,7 +253,7 @@ func useCounters(r *Report, dim dimension, opts Options, rows map[string]*Row,
 	at func(query string, ts time.Time) (model.Vector, error), figure func(string, func(*Row, float64)) error) error {
 	rng := promDuration(opts.To.Sub(opts.From))
 	r.Basis = BasisGauges
-	cs, ok := counterQueries(dim, opts.To.Sub(opts.From), opts.Step)
+	cs, ok := counterQueries(dim, opts.To.Sub(opts.From), opts.Step, &shared{})
 	if !ok {
 		r.BasisNote = "the sampled gauges (--by=" + dim.name + " is per GPU)"
 		return nil
@@ -274,22 +284,35 @@ func useCounters(r *Report, dim dimension, opts Options, rows map[string]*Row,
 			row.IdleAllocatedGPUHours = 0
 		}
 	}
+	// A server that refuses a query for its length (VictoriaMetrics) is
+	// sent the same query in MetricsQL's WITH form, each repeated part
+	// spelled once.
+	with, _ := counterQueries(dim, opts.To.Sub(opts.From), opts.Step, &shared{with: true})
 	figures := []struct {
-		query string
-		set   func(*Row, float64)
+		query, with string
+		set         func(*Row, float64)
 	}{
-		{cs.held, func(r *Row, v float64) { r.AllocatedGPUHours = v }},
-		{cs.measured, func(r *Row, v float64) { r.measuredHours = v }},
-		{cs.used, func(r *Row, v float64) { r.UsedGPUHours = &v }},
-		{cs.energy, func(r *Row, v float64) { r.EnergyKWhSummed = &v }},
-		{cs.idle, func(r *Row, v float64) { r.IdleAllocatedGPUHours = v }},
-		{cs.p95, func(r *Row, v float64) { r.P95UtilizationPerGPU = &v }},
+		{cs.held, with.held, func(r *Row, v float64) { r.AllocatedGPUHours = v }},
+		{cs.measured, with.measured, func(r *Row, v float64) { r.measuredHours = v }},
+		{cs.used, with.used, func(r *Row, v float64) { r.UsedGPUHours = &v }},
+		{cs.energy, with.energy, func(r *Row, v float64) { r.EnergyKWhSummed = &v }},
+		{cs.idle, with.idle, func(r *Row, v float64) { r.IdleAllocatedGPUHours = v }},
+		{cs.p95, with.p95, func(r *Row, v float64) { r.P95UtilizationPerGPU = &v }},
 	}
+	refused := false // the server refused a query for its length
 	for _, f := range figures {
 		if f.query == "" {
 			continue
 		}
-		if err := figure(f.query, f.set); err != nil {
+		var err error
+		if !refused {
+			err = figure(f.query, f.set)
+			refused = refusedForLength(err)
+		}
+		if refused {
+			err = figure(f.with, f.set)
+		}
+		if err != nil {
 			return err
 		}
 	}
@@ -367,3 +390,67 @@ func co2e(kg *float64, p precision) string {
 	}
 	return ", CO2e " + p.kwh(*kg) + " kg"
 }
+
+// shared spells the sub-expressions a counters' query repeats. In PromQL
+// (with false) each is written out wherever it is used. In MetricsQL's WITH
+// form each is written once, bound to a name: VictoriaMetrics expands the
+// names in its parser, into the same expression as the PromQL text, and
+// bounds only the text it is sent (-search.maxQueryLen).
+type shared struct {
+	with  bool
+	names map[string]string // expression → its name
+	defs  []string          // "name = expression", each after those it uses
+}
+
+// name is expr, or in the WITH form the name bound to it. Every expression
+// given is parenthesized or a single call, aggregation or selector, so a
+// name stands where the text stood with the same meaning.
+func (x *shared) name(expr string) string {
+	if !x.with || expr == "" {
+		return expr
+	}
+	if n, ok := x.names[expr]; ok {
+		return n
+	}
+	if x.names == nil {
+		x.names = map[string]string{}
+	}
+	// Names of one width: none is the prefix of another.
+	n := fmt.Sprintf("x%04d", len(x.defs))
+	x.names[expr] = n
+	x.defs = append(x.defs, n+" = "+expr)
+	return n
+}
+
+// query is q with the bindings it uses, in the WITH form.
+func (x *shared) query(q string) string {
+	if !x.with || q == "" {
+		return q
+	}
+	// A binding uses only earlier ones: walking back from the last, each
+	// one q or a kept later one names is kept.
+	used := q
+	var kept []string
+	for _, def := range slices.Backward(x.defs) {
+		name, _, _ := strings.Cut(def, " = ")
+		if strings.Contains(used, name) {
+			kept = append([]string{def}, kept...)
+			used += " " + def
+		}
+	}
+	if len(kept) == 0 {
+		return q
+	}
+	return "WITH (" + strings.Join(kept, ", ") + ") " + q
+}
+
+// refusedForLength says whether the server refused a query for the length
+// of its text: VictoriaMetrics' -search.maxQueryLen.
+func refusedForLength(err error) bool {
+	var api *apiError
+	return errors.As(err, &api) && strings.Contains(api.Msg, vmMaxQueryLenFlag)
+}
+
+// vmMaxQueryLenFlag is the VictoriaMetrics flag that bounds a query's
+// text; its refusal names it.
+const vmMaxQueryLenFlag = "-search.maxQueryLen"

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -113,9 +112,10 @@ func TestReportCountersAgainstVictoriaMetrics(t *testing.T) {
 	start := reportHistoryStart().Add(time.Hour)
 	history := filepath.Join(t.TempDir(), "history.om")
 	writeCounterHistory(t, history, start)
-	// --by=user's counter queries are longer than VictoriaMetrics' default
-	// 16 KiB bound on a query (docs/reports.md says to raise it).
-	url := startVictoriaMetrics(t, "-search.maxQueryLen="+strconv.Itoa(vmMaxQueryLen))
+	// VictoriaMetrics' default flags: --by=user's counter queries are longer
+	// than its default bound on a query's text, and the report resends them
+	// in MetricsQL's WITH form.
+	url := startVictoriaMetrics(t)
 	importPrometheusText(t, url, history)
 	testenv.WaitFor(t, 30*time.Second, "VictoriaMetrics to serve the history", func() bool {
 		v, ok := promQuery(t, url, fmt.Sprintf(`count(gpu_up @ %d)`, start.Add(time.Hour).Unix()))
@@ -123,10 +123,6 @@ func TestReportCountersAgainstVictoriaMetrics(t *testing.T) {
 	})
 	checkCounterReport(t, url, start)
 }
-
-// vmMaxQueryLen is the -search.maxQueryLen docs/reports.md gives for
-// VictoriaMetrics.
-const vmMaxQueryLen = 65536
 
 // checkCounterReport checks the reports over writeCounterHistory's
 // history (from start) on the server at url.
