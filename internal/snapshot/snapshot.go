@@ -174,6 +174,7 @@ type Device struct {
 	PCIe        PCIe
 	ECC         ECC
 	NVLinks     []NVLink // nil when NVLink is not supported
+	Fabric      Fabric   // NVSwitch fabric health; absent without one
 	XIDErrors   []XIDCount
 	// XIDEvents counts every XID of the device since the exporter started,
 	// all codes; XIDLastCode is the newest one's code (0: none yet). Both
@@ -291,6 +292,23 @@ type ECC struct {
 	RetiredPagesPending                                Opt[bool]
 	RemappedRowsCorrectable, RemappedRowsUncorrectable Opt[uint64]
 	RemappedRowsPending, RemappedRowsFailure           Opt[bool]
+}
+
+// Fabric is what the fabric manager made of an NVSwitch-connected GPU
+// (nvmlDeviceGetGpuFabricInfoV, Hopper and later). Every field is absent
+// on a GPU without NVSwitch fabric, where the driver answers NOT_SUPPORTED,
+// and on a driver without the call.
+type Fabric struct {
+	// HealthMask is nvml.h's health mask as the driver gives it: the
+	// NVML_GPU_FABRIC_HEALTH_MASK_* fields (degraded bandwidth, route
+	// recovery, route unhealthy, access-timeout recovery, incorrect
+	// configuration), each at its shift.
+	HealthMask Opt[uint64]
+	// HealthSummary is NVML_GPU_FABRIC_HEALTH_SUMMARY_*: 1 healthy,
+	// 2 unhealthy, 3 limited capacity (version 3 of the call's struct;
+	// absent where the driver answers only version 2 or says 0, not
+	// supported).
+	HealthSummary Opt[uint64]
 }
 
 // NVLink is one link of a device.

@@ -92,6 +92,7 @@ const (
 
 	callGetNvLinkState
 	callGetNvLinkErrorCounter
+	callGetGpuFabricInfoV
 
 	callEventSetCreate
 	callGetSupportedEventTypes
@@ -182,6 +183,7 @@ var nvmlCalls = [numCalls]string{
 	callGetRemappedRows:                    "Device.GetRemappedRows",
 	callGetNvLinkState:                     "Device.GetNvLinkState",
 	callGetNvLinkErrorCounter:              "Device.GetNvLinkErrorCounter",
+	callGetGpuFabricInfoV:                  "Device.GetGpuFabricInfoV",
 	callEventSetCreate:                     "EventSetCreate",
 	callGetSupportedEventTypes:             "Device.GetSupportedEventTypes",
 	callRegisterEvents:                     "Device.RegisterEvents",
@@ -219,6 +221,12 @@ func (c nvmlCall) symbols() [][]string {
 		// function pointer set to nvmlErrorString at load, which the
 		// method table cannot see.
 		return [][]string{{"nvmlErrorString"}}
+	}
+	if c == callGetGpuFabricInfoV {
+		// go-nvml's GetGpuFabricInfoV returns a handler whose V2 and V3
+		// call nvmlDeviceGetGpuFabricInfoV, which the method table does
+		// not follow.
+		return [][]string{{"nvmlDeviceGetGpuFabricInfoV"}}
 	}
 	syms, _ := nvmlbranch.MethodSymbols(nvmlCalls[c])
 	return syms

@@ -180,6 +180,7 @@ func (d *deviceReader) readAll() {
 	d.run(gPCIe, func() { d.readPCIe(&dev.PCIe) })
 	d.run(gECC, func() { d.readECC(&dev.ECC) })
 	d.run(gNVLink, func() { dev.NVLinks = d.readNVLinks() })
+	d.run(gNVLink, func() { dev.Fabric = d.readFabric() })
 	d.run(gMIG, func() {
 		dev.MIGInstances = d.readMIGInstances()
 		if _, known := d.migMode(gMIG); known {

@@ -245,9 +245,6 @@ func nvmlDeviceGetGpcClkVfOffset(p0 C.uintptr_t, p1 unsafe.Pointer) C.int { retu
 //export nvmlDeviceGetGpuFabricInfo
 func nvmlDeviceGetGpuFabricInfo(p0 C.uintptr_t, p1 unsafe.Pointer) C.int { return unmodelled() }
 
-//export nvmlDeviceGetGpuFabricInfoV
-func nvmlDeviceGetGpuFabricInfoV(p0 C.uintptr_t, p1 unsafe.Pointer) C.int { return unmodelled() }
-
 //export nvmlDeviceGetGpuInstancePossiblePlacements
 func nvmlDeviceGetGpuInstancePossiblePlacements(p0 C.uintptr_t, p1 C.uint, p2 unsafe.Pointer, p3 unsafe.Pointer) C.int {
 	return unmodelled()

@@ -144,6 +144,10 @@ type Fault struct {
 	// waits for a GPU reset, so GetMigMode reports a pending mode other
 	// than the current one. Needs a MIG-capable GPU.
 	MIGModePending bool `yaml:"mig_mode_pending"`
+	// FabricDegraded: the GPU's NVSwitch fabric reports degraded
+	// bandwidth and limited capacity (nvmlDeviceGetGpuFabricInfoV's
+	// health mask and summary). Needs an NVSwitch-connected Hopper GPU.
+	FabricDegraded bool `yaml:"fabric_degraded"`
 	// LostHandle: once the GPU is lost (LostAfter), DeviceGetHandleByIndex
 	// answers ERROR_GPU_IS_LOST too, as nvml.h documents for
 	// nvmlDeviceGetHandleByIndex_v2, so no handle is there to ask.
@@ -402,7 +406,7 @@ func (p *ProcessSpec) validate() error {
 // namesAFault says whether the entry asks for any fault at all.
 func (f *Fault) namesAFault() bool {
 	return f.LostAfter != nil || len(f.Unsupported) > 0 || f.XID != 0 || f.HangAfter != nil || f.MIGModePending ||
-		f.LostHandle || f.ProcessListSize != "" || f.RetiredPagesSize != "" || f.sick() ||
+		f.FabricDegraded || f.LostHandle || f.ProcessListSize != "" || f.RetiredPagesSize != "" || f.sick() ||
 		f.ECCUncorrectable != 0 || f.RowRemap != "" || f.ResetAt != nil
 }
 
@@ -419,7 +423,7 @@ func (f *Fault) validate() error {
 		if f.HangFor != nil {
 			return errors.New("'hang_for' needs a 'hang_after'")
 		}
-		return fmt.Errorf("a fault needs lost_after, unsupported, xid, hang_after, mig_mode_pending, process_list_size, retired_pages_size, ecc_uncorrectable, row_remap, reset_at, %s", sickKeys)
+		return fmt.Errorf("a fault needs lost_after, unsupported, xid, hang_after, mig_mode_pending, fabric_degraded, process_list_size, retired_pages_size, ecc_uncorrectable, row_remap, reset_at, %s", sickKeys)
 	}
 	if f.LostHandle && f.LostAfter == nil {
 		return errors.New("'lost_handle' needs a 'lost_after'")

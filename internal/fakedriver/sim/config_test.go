@@ -61,7 +61,7 @@ func TestConfigErrors(t *testing.T) {
 		{"negative duration", "profile: h100\npin_time: -5s\n", []string{"line 2", "negative"}},
 		{"unknown unsupported name", "profile: h100\nfaults:\n  - {gpu: 0, unsupported: [powr]}\n",
 			[]string{"cfg.yaml line 3 (faults[0])", `"powr"`, "valid: utilization, encoder"}},
-		{"empty fault", "profile: h100\nfaults:\n  - {gpu: 0}\n", []string{"line 3", "needs lost_after, unsupported, xid, hang_after, mig_mode_pending, process_list_size, retired_pages_size, ecc_uncorrectable, row_remap, reset_at, slow_calls, bogus_values or energy_reset_at"}},
+		{"empty fault", "profile: h100\nfaults:\n  - {gpu: 0}\n", []string{"line 3", "needs lost_after, unsupported, xid, hang_after, mig_mode_pending, fabric_degraded, process_list_size, retired_pages_size, ecc_uncorrectable, row_remap, reset_at, slow_calls, bogus_values or energy_reset_at"}},
 		{"bad retired_pages_size", "profile: v100\nfaults:\n  - {gpu: 0, retired_pages_size: triple}\n",
 			[]string{"line 3", `retired_pages_size "triple"`, `"doubling" or "one_more"`}},
 		{"at without xid", "profile: h100\nfaults:\n  - {gpu: 0, at: 5s}\n", []string{"needs an 'xid'"}},

@@ -64,8 +64,11 @@ type device struct {
 	migEnabled bool
 	// migPending: a MIG mode change waits for a reset (fault mig_mode_pending).
 	migPending bool
-	gpuInsts   []*gpuInstance
-	migDevices []*migDevice // in MIG device index order
+	// fabricDegraded: the fabric reports degraded bandwidth (fault
+	// fabric_degraded).
+	fabricDegraded bool
+	gpuInsts       []*gpuInstance
+	migDevices     []*migDevice // in MIG device index order
 }
 
 var _ nvml.Device = (*device)(nil)

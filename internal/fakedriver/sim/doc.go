@@ -86,6 +86,13 @@
 // PCIe byte counters are 32 bits wide, as on real drivers: they wrap at
 // 2^32 (about every 0.4 s on a busy Gen5 GPU).
 //
+// GPU fabric (GpuFabricInfo, the C function nvmlDeviceGetGpuFabricInfoV):
+// the GPUs of the NVSwitch profiles (dgx-h100, large: Hopper with active
+// NVLinks) report a completed registration and a healthy fabric (every
+// health field FALSE, the configuration NONE, summary HEALTHY); the fault
+// fabric_degraded reports degraded bandwidth and LIMITED_CAPACITY. Every
+// other GPU, and a MIG device, answers NOT_SUPPORTED.
+//
 // Processes: a process of type compute+graphics is in both process lists,
 // each time with all of its memory. On a MIG-enabled GPU the GPU's own
 // process lists, and its GPU instances (GetGpuInstances,
@@ -169,6 +176,7 @@
 //	  - {gpu: 1, unsupported: [power, fan_speed]}  # those reads: NOT_SUPPORTED
 //	  - {gpu: 2, xid: 79, at: 10s}                 # one XID event at 10s
 //	  - {gpu: 0, mig_mode_pending: true}           # a MIG mode change awaits a reset
+//	  - {gpu: 3, fabric_degraded: true}            # NVSwitch fabric: degraded bandwidth
 //	  - {gpu: 5, lost_after: 1m, lost_handle: true} # and the handle call answers it too
 //	  - {gpu: 6, process_list_size: doubling}      # process lists never fit
 //	  - {gpu: 0, retired_pages_size: one_more}     # retired-page counts never fit

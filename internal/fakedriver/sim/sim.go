@@ -172,6 +172,12 @@ func (s *Sim) applyFaults(cfg *Config) error {
 			}
 			d.migPending = true
 		}
+		if f.FabricDegraded {
+			if !d.hasFabric() {
+				return fmt.Errorf("%s: fabric_degraded: gpu %d (%s) has no NVSwitch fabric", cfg.where("faults", i, f.line), f.GPU, d.model.name)
+			}
+			d.fabricDegraded = true
+		}
 		if f.XID != 0 {
 			var at time.Duration
 			if f.At != nil {
