@@ -108,13 +108,19 @@ var (
 )
 
 // The optional fields, under the names and units they had before 4.9,
-// with the 4.9 label set.
+// with the 4.9 label set, and the fabric health fields 4.8.4 added as
+// opt-in (DCGM field IDs 174 and 175; dcgm_fields.h names the mask's
+// fields after nvml.h's).
 var (
 	d49SlowdownTemp  = dcgm49Def(dcgmFrom49, snapshot.GroupTemperature, "DCGM_FI_DEV_SLOWDOWN_TEMP", typeGauge, "celsius", dSlowdownTemp.Source, dSlowdownTemp.Help)
 	d49ShutdownTemp  = dcgm49Def(dcgmFrom49, snapshot.GroupTemperature, "DCGM_FI_DEV_SHUTDOWN_TEMP", typeGauge, "celsius", dShutdownTemp.Source, dShutdownTemp.Help)
 	d49PowerLimit    = dcgm49Def(dcgmFrom49, snapshot.GroupPower, "DCGM_FI_DEV_POWER_MGMT_LIMIT", typeGauge, "watts", dPowerLimit.Source, dPowerLimit.Help)
 	d49EnforcedLimit = dcgm49Def(dcgmFrom49, snapshot.GroupPower, "DCGM_FI_DEV_ENFORCED_POWER_LIMIT", typeGauge, "watts", "nvmlDeviceGetEnforcedPowerLimit",
 		"Effective power limit the driver enforces (in W).")
+	d49FabricHealthMask = dcgm49Def(dcgmFrom49, snapshot.GroupNVLink, "DCGM_FI_DEV_FABRIC_HEALTH_MASK", typeGauge, "", "nvmlDeviceGetGpuFabricInfoV (healthMask); NVSwitch-connected Hopper and later",
+		"GPU fabric health mask: nvml.h's NVML_GPU_FABRIC_HEALTH_MASK_* fields, each at its shift.")
+	d49FabricHealthSummary = dcgm49Def(dcgmFrom49, snapshot.GroupNVLink, "DCGM_FI_DEV_FABRIC_HEALTH_SUMMARY", typeGauge, "", "nvmlDeviceGetGpuFabricInfoV (healthSummary, struct version 3); NVSwitch-connected Hopper and later",
+		"GPU fabric health summary: 1 healthy, 2 unhealthy, 3 limited capacity (NVML_GPU_FABRIC_HEALTH_SUMMARY_*).")
 	d49ThrottleReasons = dcgm49Def(dcgmFrom49, snapshot.GroupClockEvents, "DCGM_FI_DEV_CLOCK_THROTTLE_REASONS", typeGauge, "", dThrottleReasons.Source, dThrottleReasons.Help)
 	d49FanSpeed        = dcgm49Def(dcgmFrom49, snapshot.GroupFan, "DCGM_FI_DEV_FAN_SPEED", typeGauge, "percent", dFanSpeed.Source, dFanSpeed.Help)
 	d49PCIeLinkGen     = dcgm49Def(dcgmFrom49, snapshot.GroupPCIe, "DCGM_FI_DEV_PCIE_LINK_GEN", typeGauge, "", dPCIeLinkGen.Source, dPCIeLinkGen.Help)
@@ -159,6 +165,7 @@ type dcgmGen struct {
 	remapFailure, remapPending                         *metricDef
 	nvlinkCRCFlit, nvlinkCRCData, nvlinkReplay         *metricDef
 	nvlinkRecovery, nvlinkBandwidth                    *metricDef
+	fabricHealthMask, fabricHealthSummary              *metricDef
 	profGREngine, profSMActive, profSMOccupancy        *metricDef
 	profTensor, profDRAM, profFP64, profFP32, profFP16 *metricDef
 	profPCIeTx, profPCIeRx, profNVLinkTx, profNVLinkRx *metricDef
@@ -206,6 +213,7 @@ var dcgmGen49 = dcgmGen{
 	remapFailure: d49RemapFailed, remapPending: d49RemapPending,
 	nvlinkCRCFlit: d49NVLinkCRCFlit, nvlinkCRCData: d49NVLinkCRCData, nvlinkReplay: d49NVLinkReplay,
 	nvlinkRecovery: d49NVLinkRecovery, nvlinkBandwidth: d49NVLinkThroughput,
+	fabricHealthMask: d49FabricHealthMask, fabricHealthSummary: d49FabricHealthSummary,
 	profGREngine: d49ProfGREngine, profSMActive: d49ProfSMActive, profSMOccupancy: d49ProfSMOccupancy,
 	profTensor: d49ProfTensor, profDRAM: d49ProfDRAM, profFP64: d49ProfFP64, profFP32: d49ProfFP32, profFP16: d49ProfFP16,
 	profPCIeTx: d49ProfPCIeTx, profPCIeRx: d49ProfPCIeRx, profNVLinkTx: d49ProfNVLinkTx, profNVLinkRx: d49ProfNVLinkRx,

@@ -203,6 +203,8 @@ func dcgmDeviceReadings(w *dcgmSeries, d *snapshot.Device) {
 	}
 
 	dcgmNVLinkErrors(w, d.NVLinks)
+	dcgmOpt(w, g.fabricHealthMask, d.Fabric.HealthMask, 1)
+	dcgmOpt(w, g.fabricHealthSummary, d.Fabric.HealthSummary, 1)
 }
 
 // dcgmBusTraffic writes the PCIe and NVLink rates, which are the whole

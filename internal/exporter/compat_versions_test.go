@@ -245,7 +245,8 @@ func TestDCGMNameVersions(t *testing.T) {
 		"DCGM_FI_DEV_ECC_DBE_VOL_TOTAL":         {"4.8", "4.9", "4.10"},
 		"DCGM_FI_DRIVER_VERSION":                {"4.8"},
 		"DCGM_FI_SYSTEM_DRIVER_VERSION":         {"4.9", "4.10"},
-		"DCGM_FI_DEV_FABRIC_HEALTH_SUMMARY":     nil,
+		"DCGM_FI_DEV_FABRIC_HEALTH_SUMMARY":     {"4.9", "4.10"},
+		"DCGM_FI_DEV_FABRIC_HEALTH_MASK":        {"4.9", "4.10"},
 	} {
 		if got := DCGMNameVersions(name); !slices.Equal(got, want) {
 			t.Errorf("DCGMNameVersions(%s) = %v, want %v", name, got, want)

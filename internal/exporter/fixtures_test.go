@@ -71,6 +71,9 @@ func h100Device(i, nvlinks int) snapshot.Device {
 		Power: snapshot.Power{Usage: some(512.3 + f), EnforcedLimit: some(700), Energy: some(9.87654321e8 + f),
 			DefaultLimit: some(700), MinLimit: some(200), MaxLimit: some(700)},
 		MIGModePending: snapshot.Some(false),
+		// A healthy NVSwitch fabric: each health field FALSE (2), the
+		// configuration NONE (1).
+		Fabric: snapshot.Fabric{HealthMask: someU(0x1aa), HealthSummary: someU(1)},
 		PCIe: snapshot.PCIe{
 			TxBytes: someU(123456789012 + uint64(i)), RxBytes: someU(98765432109), LinkGen: someI(5), LinkWidth: someI(16),
 			MaxLinkGen: someI(5), MaxLinkWidth: someI(16), ReplayCounter: someU(0),
