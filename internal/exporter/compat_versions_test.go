@@ -259,3 +259,35 @@ func TestDCGMNameVersions(t *testing.T) {
 		t.Errorf("4.8 has no enforced limit, DCGMNameIn says %q", got)
 	}
 }
+
+// TestDCGMFabricHealth: 4.9 and 4.10 serve the snapshot's fabric mask and
+// summary as they are, on the GPUs that have them; absent (never 0) on a
+// GPU without fabric, and the 4.8 page has neither.
+func TestDCGMFabricHealth(t *testing.T) {
+	s := fullSnapshot(3, 2)
+	s.Allocations = nil
+	s.Devices[0].Fabric = snapshot.Fabric{HealthMask: someU(0x1a9), HealthSummary: someU(3)}
+	// A version 2 answer, on a MIG GPU: on each GPU instance's series.
+	s.Devices[1].Fabric = snapshot.Fabric{HealthMask: someU(0x1aa)}
+	s.Devices[2].Fabric = snapshot.Fabric{}
+	const mask, summary = "DCGM_FI_DEV_FABRIC_HEALTH_MASK", "DCGM_FI_DEV_FABRIC_HEALTH_SUMMARY"
+	v48, _ := dcgmValues(t, s, Compat{DCGM: true})
+	for key := range v48 {
+		if strings.HasPrefix(key, "DCGM_FI_DEV_FABRIC_") {
+			t.Errorf("4.8 serves %s", key)
+		}
+	}
+	for _, v := range []DCGMVersion{DCGM49, DCGM410} {
+		got, _ := dcgmValues(t, s, Compat{DCGM: true, DCGMVersion: v})
+		for key, want := range map[string]float64{mask + "/0//": 0x1a9, summary + "/0//": 3, mask + "/1/1/": 0x1aa, mask + "/1/2/": 0x1aa} {
+			if g, ok := got[key]; !ok || g != want {
+				t.Errorf("%s: %s = %v (present %v), want %v", v, key, g, ok, want)
+			}
+		}
+		for _, key := range []string{summary + "/1/1/", mask + "/2//", summary + "/2//"} {
+			if g, ok := got[key]; ok {
+				t.Errorf("%s: %s = %v, want absent", v, key, g)
+			}
+		}
+	}
+}
