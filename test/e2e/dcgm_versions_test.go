@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/NVIDIA/go-nvml/pkg/nvml"
 	dto "github.com/prometheus/client_model/go"
 	"sigs.k8s.io/yaml"
 
@@ -88,6 +89,9 @@ func dcgmSeriesKeys(t *testing.T, fams map[string]*dto.MetricFamily, version str
 // through the simulator or (fake) through the newest branch's library.
 func dcgmVersionPages(t *testing.T, profile string, fake bool) map[string]string {
 	config := "profile: " + profile + "\npin_time: 1h\nseed: golden\n"
+	if profile == fabricProfile {
+		config += "faults:\n  - {gpu: " + strconv.Itoa(fabricDegradedGPU) + ", fabric_degraded: true}\n"
+	}
 	pages := map[string]string{}
 	var bases []string
 	for _, v := range []string{"4.8", "4.9", "4.10"} {
@@ -128,7 +132,7 @@ func TestDCGMVersionsE2E(t *testing.T) {
 				for _, v := range []string{"4.9", "4.10"} {
 					fams := testenv.ParseMetrics(t, pages[v])
 					got := dcgmSeriesKeys(t, fams, v)
-					checkDCGMVersionPage(t, v, rows, old, got, fams)
+					checkDCGMVersionPage(t, v, rows, old, got, fams, profile == fabricProfile)
 					checkPromtool(t, promtool, v, pages[v])
 				}
 			})
@@ -139,8 +143,10 @@ func TestDCGMVersionsE2E(t *testing.T) {
 // checkDCGMVersionPage: every series of the 4.8 page whose name version v
 // renamed is on v's page under the new name, with the value times the
 // table's factor, and no series has the old name; every other series is
-// there unchanged, and DCGM_FI_DEV_ENFORCED_POWER_LIMIT is added.
-func checkDCGMVersionPage(t *testing.T, v string, rows []dcgmRenameRow, old, got map[string]float64, fams map[string]*dto.MetricFamily) {
+// there unchanged, and DCGM_FI_DEV_ENFORCED_POWER_LIMIT is added; with
+// fabric, the two fabric health fields are added beside every GPU's power
+// limit (and absent, never 0, without).
+func checkDCGMVersionPage(t *testing.T, v string, rows []dcgmRenameRow, old, got map[string]float64, fams map[string]*dto.MetricFamily, fabric bool) {
 	t.Helper()
 	renamed := map[string]dcgmRenameRow{}
 	for _, r := range rows {
@@ -158,6 +164,11 @@ func checkDCGMVersionPage(t *testing.T, v string, rows []dcgmRenameRow, old, got
 		// New in 4.9 beside it: the enforced limit, the same reading.
 		if name == "DCGM_FI_DEV_POWER_MGMT_LIMIT" {
 			want["DCGM_FI_DEV_ENFORCED_POWER_LIMIT{"+labels] = val
+			if fabric {
+				mask, summary := fabricHealth(labels)
+				want["DCGM_FI_DEV_FABRIC_HEALTH_MASK{"+labels] = mask
+				want["DCGM_FI_DEV_FABRIC_HEALTH_SUMMARY{"+labels] = summary
+			}
 		}
 	}
 	for key, w := range want {
@@ -180,6 +191,32 @@ func checkDCGMVersionPage(t *testing.T, v string, rows []dcgmRenameRow, old, got
 			t.Errorf("%s serves %s, which it renamed", v, before)
 		}
 	}
+}
+
+// fabricProfile is the profile whose GPUs are NVSwitch-connected Hoppers,
+// the only ones with fabric health; fabricDegradedGPU is the GPU of it
+// that the fabric_degraded fault degrades.
+const (
+	fabricProfile     = "dgx-h100"
+	fabricDegradedGPU = 3
+)
+
+// fabricHealth is the health mask and summary nvml.h gives a healthy
+// fabric, or for fabricDegradedGPU a fabric with degraded bandwidth and
+// limited capacity, for the series of labels (dcgmSeriesKeys's form:
+// "k=v,k=v}").
+func fabricHealth(labels string) (mask, summary float64) {
+	const healthy = nvml.GPU_FABRIC_HEALTH_MASK_DEGRADED_BW_FALSE<<nvml.GPU_FABRIC_HEALTH_MASK_SHIFT_DEGRADED_BW |
+		nvml.GPU_FABRIC_HEALTH_MASK_ROUTE_RECOVERY_FALSE<<nvml.GPU_FABRIC_HEALTH_MASK_SHIFT_ROUTE_RECOVERY |
+		nvml.GPU_FABRIC_HEALTH_MASK_ROUTE_UNHEALTHY_FALSE<<nvml.GPU_FABRIC_HEALTH_MASK_SHIFT_ROUTE_UNHEALTHY |
+		nvml.GPU_FABRIC_HEALTH_MASK_ACCESS_TIMEOUT_RECOVERY_FALSE<<nvml.GPU_FABRIC_HEALTH_MASK_SHIFT_ACCESS_TIMEOUT_RECOVERY |
+		nvml.GPU_FABRIC_HEALTH_MASK_INCORRECT_CONFIGURATION_NONE<<nvml.GPU_FABRIC_HEALTH_MASK_SHIFT_INCORRECT_CONFIGURATION
+	if !slices.Contains(strings.Split(strings.TrimSuffix(labels, "}"), ","), "gpu="+strconv.Itoa(fabricDegradedGPU)) {
+		return healthy, nvml.GPU_FABRIC_HEALTH_SUMMARY_HEALTHY
+	}
+	const degraded = healthy&^(nvml.GPU_FABRIC_HEALTH_MASK_WIDTH_DEGRADED_BW<<nvml.GPU_FABRIC_HEALTH_MASK_SHIFT_DEGRADED_BW) |
+		nvml.GPU_FABRIC_HEALTH_MASK_DEGRADED_BW_TRUE<<nvml.GPU_FABRIC_HEALTH_MASK_SHIFT_DEGRADED_BW
+	return degraded, nvml.GPU_FABRIC_HEALTH_SUMMARY_LIMITED_CAPACITY
 }
 
 func checkPromtool(t *testing.T, promtool, v, page string) {
