@@ -52,12 +52,14 @@ func TestGoldenDCGM(t *testing.T) {
 // dcgmNamingLint are the promtool lint findings that dcgm-exporter's own
 // names carry, and that a drop-in must therefore carry too: camelCase labels
 // (UUID, modelName, Hostname, GPU_I_ID), counters without _total, and
-// DCGM_FI_DEV_PCIE_REPLAY_COUNTER, a counter named "counter". Any
-// other finding, and any parse error, fails the test.
+// DCGM_FI_DEV_PCIE_REPLAY_COUNTER, a counter named "counter", and
+// DCGM_FI_DEV_FABRIC_HEALTH_SUMMARY, a gauge named "summary". Any other
+// finding, and any parse error, fails the test.
 var dcgmNamingLint = []string{
 	"label names should be written in 'snake_case' not 'camelCase'",
 	`counter metrics should have "_total" suffix`,
 	"metric name should not include type 'counter'",
+	"metric name should not include type 'summary'",
 }
 
 func TestPromtoolCheckDCGM(t *testing.T) {
