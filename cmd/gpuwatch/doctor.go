@@ -1,7 +1,6 @@
 package main
 
 import (
-	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -48,8 +47,9 @@ func newDoctorCommand(app *kingpin.Application, common *commonFlags, serve *serv
 
 func (c *doctorCommand) name() string { return "doctor" }
 
-// errUnhealthy makes the exit status 1 once the report is printed.
-var errUnhealthy = errors.New("doctor: a check the chosen flags need failed")
+// errUnhealthy makes the exit status 1 once the report is printed; it
+// prints nothing more, since the report's last line already says so.
+var errUnhealthy = exitStatus{code: 1}
 
 func (c *doctorCommand) run() error {
 	// The report says what the log would; keep it out of the way.

@@ -43,7 +43,7 @@ func checkPIDNamespace(env Env) Result {
 	init, errInit := os.Readlink(filepath.Join(env.ProcRoot, "1", "ns", "pid"))
 	switch {
 	case errInit != nil && errors.Is(errInit, fs.ErrPermission):
-		return skip("PID namespace", "cannot read PID 1's namespace under "+env.ProcRoot+" (needs root); assuming the host's")
+		return skip("PID namespace", "cannot read PID 1's namespace under "+env.ProcRoot+" ("+namespacePermission()+"); assuming the host's")
 	case errInit != nil || errSelf != nil:
 		return skip("PID namespace", fmt.Sprintf("%s is not a live procfs (no ns/pid link): cannot tell", env.ProcRoot))
 	case self == init:
@@ -92,4 +92,15 @@ func checkEnviron(env Env, pids []int) Result {
 func exists(path string) bool {
 	_, err := os.Stat(path)
 	return err == nil
+}
+
+// namespacePermission says what reading another process's namespace link
+// needs. Root is refused it too where the process lacks CAP_SYS_PTRACE
+// (a container's default) or runs in a user namespace, so telling root
+// that it "needs root" would be wrong.
+func namespacePermission() string {
+	if os.Geteuid() == 0 {
+		return "refused to root here: it needs CAP_SYS_PTRACE in the host's user namespace"
+	}
+	return "needs root"
 }

@@ -63,7 +63,7 @@ func TestTableListsIdleAllocations(t *testing.T) {
 			t.Errorf("line %d = %q, want prefix %q", i, lines[i], want)
 		}
 	}
-	for _, want := range []string{"alice", "4225 (alice@gpu)", "idle"} {
+	for _, want := range []string{"alice", "4225 (alice)", "idle"} {
 		if !strings.Contains(lines[2], want) {
 			t.Errorf("GPU 5's row lacks %q: %q", want, lines[2])
 		}

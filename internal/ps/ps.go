@@ -115,7 +115,7 @@ func WriteTable(w io.Writer, s *snapshot.Snapshot, f Filter) error {
 	// TYPE is which NVML process lists hold the process: compute,
 	// graphics, mps (an MPS client) or a combination such as compute+mps;
 	// "idle" for an idle allocation's row.
-	fmt.Fprintln(tw, "GPU\tPID\tTYPE\tUSER\tMEMORY\tSM\tCONTAINER\tPOD\tSLURM JOB\tCOMMAND")
+	fmt.Fprintln(tw, "GPU\tPID\tTYPE\tUSER\tMEMORY\tSM\tCONTAINER\tPOD\tSLURM JOB\tPARTITION\tCOMMAND")
 	var idle []Allocation
 	for _, a := range NewAllocations(s, f) {
 		if a.Idle != nil && *a.Idle {
@@ -133,14 +133,15 @@ func WriteTable(w io.Writer, s *snapshot.Snapshot, f Filter) error {
 			if a.Slurm != nil {
 				job = *a.Slurm
 			}
-			fmt.Fprintf(tw, "%s\t-\tidle\t%s\t-\t-\t-\t%s\t%s\t-\n",
-				allocationGPUColumn(a), cell(orDash(job.User)), cell(podColumn(pod)), cell(slurmColumn(job)))
+			fmt.Fprintf(tw, "%s\t-\tidle\t%s\t-\t-\t-\t%s\t%s\t%s\t-\n",
+				allocationGPUColumn(a), cell(orDash(job.User)), cell(podColumn(pod)), cell(slurmColumn(job)),
+				cell(orDash(job.Partition)))
 			idle = idle[1:]
 		}
 	}
 	for _, p := range selected(s, f) {
 		writeIdle(p.GPU)
-		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n",
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n",
 			gpuColumn(p), p.PID, cell(orDash(p.Type)),
 			cell(orDash(p.Owner.User, p.Owner.UID)),
 			bytesColumn(p.UsedMemory),
@@ -148,6 +149,7 @@ func WriteTable(w io.Writer, s *snapshot.Snapshot, f Filter) error {
 			cell(containerColumn(p.Owner.Container)),
 			cell(podColumn(p.Owner.Pod)),
 			cell(slurmColumn(p.Owner.Slurm)),
+			cell(orDash(p.Owner.Slurm.Partition)),
 			cell(truncate(p.Owner.Command, 60)),
 		)
 	}
@@ -235,14 +237,30 @@ func compareOpt(a, b snapshot.Opt[int]) int {
 	return av - bv
 }
 
-// bytesColumn is always in MiB, as nvidia-smi shows process memory, so that
-// the column compares at a glance (no 3072MiB beside 74.0GiB).
+// bytesColumn writes memory as the live page does (binary units, one
+// decimal above bytes), so that a figure read in the terminal matches the
+// page's; without the page's space, so that the column stays one field for
+// awk and cut.
 func bytesColumn(o snapshot.Opt[uint64]) string {
 	v, ok := o.Get()
 	if !ok {
 		return "-"
 	}
-	return strconv.FormatUint(v>>20, 10) + "MiB"
+	return binaryBytes(v)
+}
+
+// binaryBytes mirrors bytes() in internal/webui/assets/app.js.
+func binaryBytes(v uint64) string {
+	units := [...]string{"B", "KiB", "MiB", "GiB", "TiB"}
+	f, i := float64(v), 0
+	for f >= 1024 && i < len(units)-1 {
+		f /= 1024
+		i++
+	}
+	if i == 0 {
+		return strconv.FormatUint(v, 10) + units[0]
+	}
+	return strconv.FormatFloat(f, 'f', 1, 64) + units[i]
 }
 
 func percentColumn(o snapshot.Opt[float64]) string {
@@ -281,13 +299,10 @@ func slurmColumn(j snapshot.SlurmJob) string {
 	if j.JobID == "" {
 		return "-"
 	}
+	// The partition has its own column: "alice@gpu" read as a user at a host.
 	s := j.JobID
 	if j.User != "" {
-		s += " (" + j.User
-		if j.Partition != "" {
-			s += "@" + j.Partition
-		}
-		s += ")"
+		s += " (" + j.User + ")"
 	}
 	return s
 }

@@ -42,7 +42,7 @@ func TestTableShowsOwnersOrderedByGPUAndMemory(t *testing.T) {
 			t.Errorf("line %d = %q, want prefix %q", i, lines[i], want)
 		}
 	}
-	for _, want := range []string{"alice", "20480MiB", "1024MiB", "75%", "vllm", "inference/llm-0/vllm", "42 (bob@gpu)", "200  compute+mps "} {
+	for _, want := range []string{"alice", "20.0GiB", "1.0GiB", "75%", "vllm", "inference/llm-0/vllm", "42 (bob)", "200  compute+mps "} {
 		if !strings.Contains(b.String(), want) {
 			t.Errorf("table lacks %q:\n%s", want, b.String())
 		}
@@ -170,7 +170,7 @@ func TestTableOrdersMIGInstancesByNumber(t *testing.T) {
 			t.Errorf("row %d = %q, want %s", i, lines[i], want)
 		}
 	}
-	for _, want := range []string{"71680MiB", "3072MiB", "1024MiB"} {
+	for _, want := range []string{"70.0GiB", "3.0GiB", "1.0GiB"} {
 		if !strings.Contains(b.String(), want) {
 			t.Errorf("table lacks %s:\n%s", want, b.String())
 		}
@@ -199,6 +199,55 @@ func TestUnknownNamesTheGPUsAskedForThatCouldNotBeRead(t *testing.T) {
 	for _, c := range cases {
 		if got := (Filter{GPUs: c.gpus}).Unknown(s); !slices.Equal(got, c.want) {
 			t.Errorf("--gpu=%v: %q, want %q", c.gpus, got, c.want)
+		}
+	}
+}
+
+// TestTableUnitsAndPartitionAsOnThePage: memory in the live page's units,
+// and the partition in its own column, never glued to the user as
+// "bob@gpu" (which reads as a user at a host).
+func TestTableUnitsAndPartitionAsOnThePage(t *testing.T) {
+	var b bytes.Buffer
+	if err := WriteTable(&b, testSnapshot(), Filter{}); err != nil {
+		t.Fatal(err)
+	}
+	header := strings.Fields(strings.SplitN(b.String(), "\n", 2)[0])
+	part := slices.Index(header, "PARTITION")
+	if part < 0 {
+		t.Fatalf("no PARTITION column: %q", header)
+	}
+	if strings.Contains(b.String(), "@") {
+		t.Errorf("a user is glued to something with @:\n%s", b.String())
+	}
+	var found bool
+	for line := range strings.Lines(b.String()) {
+		if !strings.Contains(line, "42 (bob)") {
+			continue
+		}
+		found = true
+		// "SLURM JOB" is two header words and "42 (bob)" two row fields,
+		// so the partition sits at the header's PARTITION index.
+		if f := strings.Fields(line); len(f) <= part || f[part] != "gpu" {
+			t.Errorf("job 42's partition column = %q, want gpu", f)
+		}
+	}
+	if !found {
+		t.Fatalf("no row for job 42:\n%s", b.String())
+	}
+}
+
+func TestBinaryBytesMatchesThePage(t *testing.T) {
+	for v, want := range map[uint64]string{
+		0:                "0B",
+		1023:             "1023B",
+		1024:             "1.0KiB",
+		3 << 30:          "3.0GiB",
+		75776 << 20:      "74.0GiB",
+		1536 << 20:       "1.5GiB",
+		(1 << 40) * 2048: "2048.0TiB",
+	} {
+		if got := binaryBytes(v); got != want {
+			t.Errorf("binaryBytes(%d) = %q, want %q", v, got, want)
 		}
 	}
 }

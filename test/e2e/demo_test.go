@@ -180,7 +180,7 @@ func TestDemoShowsIdleAllocation(t *testing.T) {
 			row = line
 		}
 	}
-	if f := strings.Fields(row); len(f) < 4 || f[1] != "-" || f[2] != "idle" || f[3] != "alice" || !strings.Contains(row, "4225 (alice@gpu)") {
+	if f := strings.Fields(row); len(f) < 4 || f[1] != "-" || f[2] != "idle" || f[3] != "alice" || !strings.Contains(row, "4225 (alice)") {
 		t.Errorf("gpuwatch ps has no idle row for GPU 5 held by job 4225 of alice:\n%s", table)
 	}
 

@@ -22,7 +22,7 @@ func runDoctor(t *testing.T, args ...string) (doctorReport, string, int) {
 	t.Helper()
 	out, code := runGpuwatch(t, append([]string{"doctor", "-o", "json"}, args...)...)
 	var r doctorReport
-	// The report comes first; an unhealthy one is followed by the error line.
+	// The report is all there is: an unhealthy one only sets exit status 1.
 	if err := json.NewDecoder(strings.NewReader(out)).Decode(&r); err != nil {
 		t.Fatalf("doctor -o json: %v\n%s", err, out)
 	}
@@ -89,6 +89,13 @@ func TestDoctorNamesEachProblem(t *testing.T) {
 	}
 	if st, _ := r.status("docker socket"); st != "skip" {
 		t.Errorf("docker: %s", st)
+	}
+	// The text report says once that a check failed; no error line repeats it.
+	text, code := runGpuwatch(t, "doctor", "--backend=sim", "--sim.profile=h100", "--path.procfs=/proc", "--docker.socket=",
+		"--cri.socket="+filepath.Join(dir, "absent.sock"), "--kubelet.pod-resources-socket="+hung,
+		"--slurm.jobs=false", "--attribution.timeout=500ms")
+	if code != 1 || strings.Count(text, "failed") != 1 || strings.Contains(text, "gpuwatch: doctor") {
+		t.Errorf("text report (exit %d) should say once that checks failed:\n%s", code, text)
 	}
 }
 

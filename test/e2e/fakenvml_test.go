@@ -291,7 +291,7 @@ func TestDriverBranchMatrix(t *testing.T) {
 				checkLog(t, v.Name, output, true)
 				// The h100 profile's one process (pid 48213, 62464 MiB), where
 				// the library has process lists (basic has none).
-				listed := strings.Contains(output, "48213") && strings.Contains(output, "62464MiB")
+				listed := strings.Contains(output, "48213") && strings.Contains(output, "61.0GiB")
 				if want := v.Name != "basic"; listed != want {
 					t.Errorf("ps lists the simulated process: %v, want %v:\n%s", listed, want, output)
 				}
