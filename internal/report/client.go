@@ -80,6 +80,8 @@ func explain(err error, query string) error {
 		return fmt.Errorf("the server refused the credentials (%s): check --prometheus.http-config (query: %s)", apiErr.Error(), query)
 	case errors.As(err, &apiErr) && apiErr.Type == errorTypeBadData:
 		return fmt.Errorf("the server rejected the query %s: %s", query, apiErr.Msg)
+	case errors.As(err, new(*notPrometheusError)):
+		return err
 	case errors.As(err, &netErr), errors.As(err, &urlErr):
 		return fmt.Errorf("cannot reach the server: %w (query: %s)", err, query)
 	}

@@ -1,6 +1,7 @@
 package report
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -19,14 +20,55 @@ import (
 // client would bring json-iterator, about 0.4 MB of the binary, for this.)
 type apiClient struct {
 	endpoint string // BASE/api/v1/query
+	metrics  string // BASE/metrics, read only to tell a gpuwatch from a Prometheus
 	client   *http.Client
 }
 
 func newAPIClient(base *url.URL, client *http.Client) *apiClient {
 	u := *base
-	u.Path = strings.TrimRight(u.Path, "/") + "/api/v1/query"
 	u.RawPath = ""
-	return &apiClient{endpoint: u.String(), client: client}
+	root := strings.TrimRight(u.Path, "/")
+	u.Path = root + "/api/v1/query"
+	endpoint := u.String()
+	u.Path = root + "/metrics"
+	return &apiClient{endpoint: endpoint, metrics: u.String(), client: client}
+}
+
+// notPrometheusError is a query sent to a gpuwatch exporter instead of the
+// Prometheus that scrapes it: the commonest mistake with --prometheus.url,
+// whose bare "HTTP 404" would not tell the user what to change.
+// The caller's message already starts with the URL.
+type notPrometheusError struct{}
+
+func (e *notPrometheusError) Error() string {
+	return "this is a gpuwatch exporter, not Prometheus: point --prometheus.url at the Prometheus (or VictoriaMetrics) that scrapes it"
+}
+
+// gpuwatchMarker is the metric every gpuwatch page carries; a page that
+// names it in its first gpuwatchProbeBytes is a gpuwatch's.
+const (
+	gpuwatchMarker     = "gpuwatch_build_info"
+	gpuwatchProbeBytes = 1 << 20
+)
+
+// isGpuwatch says whether the server answers /metrics with a gpuwatch page.
+// It is asked only after the API answered 404, so a Prometheus never pays
+// for it; any failure of its own means "cannot tell", and the 404 stands.
+func (c *apiClient) isGpuwatch(ctx context.Context) bool {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.metrics, nil)
+	if err != nil {
+		return false
+	}
+	resp, err := c.client.Do(req)
+	if err != nil {
+		return false
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return false
+	}
+	page, err := io.ReadAll(io.LimitReader(resp.Body, gpuwatchProbeBytes))
+	return (err == nil || len(page) > 0) && bytes.Contains(page, []byte(gpuwatchMarker))
 }
 
 // apiError is a query the server answered with an error, or with an HTTP
@@ -74,6 +116,8 @@ func (c *apiClient) Query(ctx context.Context, query string, ts time.Time) (mode
 	var resp apiResponse
 	jsonErr := json.Unmarshal(body, &resp)
 	switch {
+	case status == http.StatusNotFound && jsonErr != nil && c.isGpuwatch(ctx):
+		return nil, nil, &notPrometheusError{}
 	case status/100 != 2 && (jsonErr != nil || resp.Status != "error"):
 		// Not an answer of the API (a proxy's, an authentication's): the
 		// status says it all.

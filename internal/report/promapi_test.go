@@ -112,3 +112,37 @@ func TestAPIClientErrorsAreExplained(t *testing.T) {
 		})
 	}
 }
+
+// TestAPIClientTellsAGpuwatchFromA404: a 404 from a server whose /metrics
+// is a gpuwatch page says what to change; a 404 from anything else (here
+// a /metrics without gpuwatch's marker, and no /metrics at all) stays a
+// plain HTTP 404, since the client cannot tell what it reached.
+func TestAPIClientTellsAGpuwatchFromA404(t *testing.T) {
+	for _, tc := range []struct {
+		name, metrics, want string
+		notWant             string
+	}{
+		{"gpuwatch", "# HELP gpuwatch_build_info Build.\ngpuwatch_build_info{version=\"1\"} 1\n", "this is a gpuwatch exporter, not Prometheus", "HTTP 404"},
+		{"another exporter", "# HELP node_boot_time_seconds x\nnode_boot_time_seconds 1\n", "HTTP 404: Not Found", "gpuwatch exporter"},
+		{"no metrics page", "", "HTTP 404: Not Found", "gpuwatch exporter"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				if r.URL.Path == "/metrics" && tc.metrics != "" {
+					_, _ = w.Write([]byte(tc.metrics))
+					return
+				}
+				http.NotFound(w, r)
+			}))
+			t.Cleanup(srv.Close)
+			q, err := NewClient(ClientOptions{URL: srv.URL})
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, err = instant(context.Background(), q, "up", time.Unix(1, 0))
+			if err == nil || !strings.Contains(err.Error(), tc.want) || strings.Contains(err.Error(), tc.notWant) {
+				t.Errorf("error %v, want one containing %q and not %q", err, tc.want, tc.notWant)
+			}
+		})
+	}
+}

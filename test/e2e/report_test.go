@@ -560,6 +560,7 @@ func TestReportErrors(t *testing.T) {
 	url := startPrometheusWithHistory(t, start)
 	from, to := "--from="+start.Format(time.RFC3339), "--to="+start.Add(24*time.Hour).Format(time.RFC3339)
 	closed := fmt.Sprintf("http://127.0.0.1:%d", testenv.FreePort(t))
+	exporter, _ := startGpuwatch(t, "--backend=sim", "--sim.profile=h100")
 	for _, c := range []struct {
 		name string
 		args []string
@@ -567,6 +568,7 @@ func TestReportErrors(t *testing.T) {
 	}{
 		{"unreachable", []string{"--prometheus.url=" + closed, "--last=1d"}, "cannot reach the server"},
 		{"not a URL", []string{"--prometheus.url=prometheus:9090", "--last=1d"}, "want http://HOST:PORT"},
+		{"a gpuwatch, not Prometheus", []string{"--prometheus.url=" + exporter, "--last=1d"}, "this is a gpuwatch exporter, not Prometheus: point --prometheus.url at the Prometheus"},
 		{"inverted range", []string{"--prometheus.url=" + url, "--from=" + start.Add(time.Hour).Format(time.RFC3339), "--to=" + start.Format(time.RFC3339)}, "must be before --to"},
 		{"malformed time", []string{"--prometheus.url=" + url, "--from=yesterday", to}, "--from=yesterday: want RFC 3339"},
 		{"malformed duration", []string{"--prometheus.url=" + url, "--last=a week"}, "--last=a week: want a positive duration"},
