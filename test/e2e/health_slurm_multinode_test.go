@@ -59,7 +59,7 @@ func TestSlurmHealthCheckProgramDrainsAndResumes(t *testing.T) {
 	}
 	reasons := func() map[string]string {
 		out := map[string]string{}
-		for _, line := range strings.Split(ctl.Run(t, "sinfo", "-R", "-h", "-o", "%N|%E"), "\n") {
+		for line := range strings.SplitSeq(ctl.Run(t, "sinfo", "-R", "-h", "-o", "%N|%E"), "\n") {
 			if node, reason, ok := strings.Cut(line, "|"); ok {
 				out[node] = reason
 			}

@@ -26,12 +26,12 @@ const (
 // (the gate drains and resumes such a node alike).
 func nodeStateReason(t *testing.T, s *testenv.Slurm) (state, reason string) {
 	t.Helper()
-	for _, line := range strings.Split(s.Run(t, "scontrol", "show", "node", s.Node), "\n") {
+	for line := range strings.SplitSeq(s.Run(t, "scontrol", "show", "node", s.Node), "\n") {
 		line = strings.TrimSpace(line)
 		if r, ok := strings.CutPrefix(line, "Reason="); ok {
 			reason = r
 		}
-		for _, f := range strings.Fields(line) {
+		for f := range strings.FieldsSeq(line) {
 			if v, ok := strings.CutPrefix(f, "State="); ok {
 				state = strings.ReplaceAll(v, "+NOT_RESPONDING", "")
 			}

@@ -145,13 +145,6 @@ func (s *Sim) applyFaults(cfg *Config) error {
 		if f.ProcessListSize != "" {
 			d.processListSize = f.ProcessListSize
 		}
-		if f.RetiredPagesSize != "" {
-			if !d.model.features.has(featRetiredPages) {
-				return fmt.Errorf("%s: retired_pages_size: gpu %d (%s) has no page retirement (it remaps rows); the v100 profile has",
-					cfg.where("faults", i, f.line), f.GPU, d.model.name)
-			}
-			d.retiredPagesSize = f.RetiredPagesSize
-		}
 		if f.HangAfter != nil {
 			d.hangAfter = f.HangAfter.D()
 			if f.HangFor != nil {
@@ -166,17 +159,8 @@ func (s *Sim) applyFaults(cfg *Config) error {
 			d.features &^= setOf(feat)
 		}
 		d.sick.apply(&f)
-		if f.MIGModePending {
-			if !d.features.has(featMIG) {
-				return fmt.Errorf("%s: mig_mode_pending: gpu %d (%s) has no MIG", cfg.where("faults", i, f.line), f.GPU, d.model.name)
-			}
-			d.migPending = true
-		}
-		if f.FabricDegraded {
-			if !d.hasFabric() {
-				return fmt.Errorf("%s: fabric_degraded: gpu %d (%s) has no NVSwitch fabric", cfg.where("faults", i, f.line), f.GPU, d.model.name)
-			}
-			d.fabricDegraded = true
+		if err := d.applyFeatureFaults(&f); err != nil {
+			return fmt.Errorf("%s: %w", cfg.where("faults", i, f.line), err)
 		}
 		if f.XID != 0 {
 			var at time.Duration
@@ -188,6 +172,30 @@ func (s *Sim) applyFaults(cfg *Config) error {
 		if err := d.applyMemoryFaults(&f); err != nil {
 			return fmt.Errorf("%s: %w", cfg.where("faults", i, f.line), err)
 		}
+	}
+	return nil
+}
+
+// applyFeatureFaults applies the faults that only a GPU with the feature
+// they break can have: page retirement, MIG, an NVSwitch fabric.
+func (d *device) applyFeatureFaults(f *Fault) error {
+	if f.RetiredPagesSize != "" {
+		if !d.model.features.has(featRetiredPages) {
+			return fmt.Errorf("retired_pages_size: gpu %d (%s) has no page retirement (it remaps rows); the v100 profile has", f.GPU, d.model.name)
+		}
+		d.retiredPagesSize = f.RetiredPagesSize
+	}
+	if f.MIGModePending {
+		if !d.features.has(featMIG) {
+			return fmt.Errorf("mig_mode_pending: gpu %d (%s) has no MIG", f.GPU, d.model.name)
+		}
+		d.migPending = true
+	}
+	if f.FabricDegraded {
+		if !d.hasFabric() {
+			return fmt.Errorf("fabric_degraded: gpu %d (%s) has no NVSwitch fabric", f.GPU, d.model.name)
+		}
+		d.fabricDegraded = true
 	}
 	return nil
 }
