@@ -3,6 +3,7 @@ package e2e
 import (
 	"encoding/json"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -79,7 +80,7 @@ func TestSlurmJobOwners(t *testing.T) {
 		t.Errorf("ps -o json allocations %v, want %v:\n%s", held, want, out)
 	}
 	table, code := runGpuwatch(t, append([]string{"ps", "--log.level=warn"}, common...)...)
-	if code != 0 || !strings.Contains(table, "\n1 ") || !strings.Contains(table, idle+" (root@gpu)") {
+	if code != 0 || !strings.Contains(table, "\n1 ") || !regexp.MustCompile(`\n1 .* `+idle+` \(root\)\s+gpu\s`).MatchString(table) {
 		t.Errorf("gpuwatch ps shows no idle row for job %s on GPU 1:\n%s", idle, table)
 	}
 
