@@ -27,7 +27,10 @@ func TestDocsDocumentEveryFlag(t *testing.T) {
 	app, _ := newApp()
 	model := app.Model()
 	flags := model.Flags
-	for _, c := range model.Commands {
+	cmds := model.Commands
+	for len(cmds) > 0 {
+		c := cmds[0]
+		cmds = append(cmds[1:], c.Commands...)
 		flags = append(flags, c.Flags...)
 	}
 	builtin := map[string]bool{"help": true, "help-long": true, "help-man": true, "version": true}

@@ -27,6 +27,13 @@ var commandSharedFlags = map[string][]string{
 	"metrics": {"metrics.config"},
 	"report":  {},
 	"help":    {},
+	// service install stores every shared flag for serve; the other
+	// verbs read none.
+	"service":           {},
+	"service uninstall": {},
+	"service start":     {},
+	"service stop":      {},
+	"service status":    {},
 }
 
 // backendAndOwnerFlags are the shared flags of a command that reads the

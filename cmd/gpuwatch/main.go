@@ -73,7 +73,7 @@ func newApp() (*kingpin.Application, []command) {
 
 	cfg := registerCommonFlags(app)
 	serve := newServeCommand(app, cfg)
-	return app, []command{
+	cmds := []command{
 		serve,
 		newTextfileCommand(app, cfg),
 		newMetricsCommand(app, cfg),
@@ -83,6 +83,7 @@ func newApp() (*kingpin.Application, []command) {
 		newReportCommand(app),
 		newJobCommand(app, cfg),
 	}
+	return app, append(cmds, newServiceCommands(app, serve)...)
 }
 
 // command is one subcommand: its kingpin name and what it does.

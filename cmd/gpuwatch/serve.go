@@ -76,7 +76,12 @@ func (c *serveCommand) name() string { return "serve" }
 // which main sets to 0.
 const goMemProfileRate = 512 * 1024
 
-func (c *serveCommand) run() error {
+func (c *serveCommand) run() error { return c.serve(context.Background()) }
+
+// serve serves until parent is cancelled (the Windows service's Stop) or
+// SIGINT or SIGTERM arrives: either way scrapes in progress get
+// shutdownDrain to finish.
+func (c *serveCommand) serve(parent context.Context) error {
 	if err := c.checkFlags(); err != nil {
 		return err
 	}
@@ -99,7 +104,7 @@ func (c *serveCommand) run() error {
 	}
 	defer st.Close()
 
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, stop := signal.NotifyContext(parent, os.Interrupt, syscall.SIGTERM)
 	defer stop()
 
 	var ui http.Handler
