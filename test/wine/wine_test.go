@@ -4,8 +4,8 @@
 // output, nvidia-smi.exe's install locations, killing a hung run without
 // process groups) run in CI. Wine 8.0 lacks bcryptprimitives.dll, which
 // Go's Windows runtime needs: a stand-in is built with mingw
-// (testdata/processprng.c). What Wine cannot show (the Windows service
-// manager, a real driver's nvidia-smi.exe) is not claimed here.
+// (testdata/processprng.c). What Wine cannot show (a real driver's
+// nvidia-smi.exe, service accounts) is not claimed here.
 package wine
 
 import (
@@ -142,8 +142,7 @@ func wineExit(t *testing.T, ctx context.Context, w *wineEnv, exe string, args ..
 // TestGpuwatchExeUnderWine builds gpuwatch.exe as the release does
 // (windows/amd64 without cgo) and runs it under Wine: --help, a bad flag,
 // a backend Windows lacks, and serve with the fake nvidia-smi.exe on its
-// PATH, scraped from Linux. What Wine cannot run (the service manager)
-// is checked by cmd/gpuwatch's unit tests of the code path instead.
+// PATH, scraped from Linux. The service commands: TestServiceUnderWine.
 func TestGpuwatchExeUnderWine(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
