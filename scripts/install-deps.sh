@@ -8,7 +8,8 @@
 # registry), gcc (cgo, and the stripped-down libnvidia-ml.so.1 the end-to-end
 # tests build); for `make release` and test/release: debootstrap (the Debian 11
 # build and install roots), rpm (rpm -qp on the .rpm), systemd
-# (systemd-analyze verify and the targets units are checked against), qemu-user
+# (systemd-analyze verify and the targets units are checked against), zip (the
+# Windows release archive), qemu-user
 # (runs the arm64 release binary); shellcheck (actionlint checks the release
 # workflow's steps with it); wine64 and gcc-mingw-w64-x86-64 (test/wine runs
 # the Windows build of the nvidia-smi backend's tests under Wine, with a
@@ -17,7 +18,7 @@
 # Safe to run again: it installs only what is missing.
 set -euo pipefail
 
-packages=(prometheus prometheus-node-exporter victoria-metrics chromium slurm-wlm munge slurmdbd mariadb-server iproute2 util-linux podman busybox-static debootstrap rpm systemd gcc qemu-user shellcheck wine64 gcc-mingw-w64-x86-64)
+packages=(prometheus prometheus-node-exporter victoria-metrics chromium slurm-wlm munge slurmdbd mariadb-server iproute2 util-linux podman busybox-static debootstrap rpm zip systemd gcc qemu-user shellcheck wine64 gcc-mingw-w64-x86-64)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

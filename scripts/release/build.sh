@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # `make release`: gpuwatch for linux/amd64 and linux/arm64, linked against
 # Debian 11's glibc so that it runs on glibc 2.17 and later, as tarballs,
-# .deb and .rpm packages, and SHA256SUMS, all in dist/.
+# .deb and .rpm packages; gpuwatch.exe for windows/amd64 as a zip; and
+# SHA256SUMS, all in dist/.
 #
 # The binaries are built inside the bullseye root of scripts/release/rootfs.sh,
 # with this machine's Go toolchain, module cache and build cache bind-mounted
@@ -62,6 +63,19 @@ for arch in amd64 arm64; do
   done
 done
 
-(cd "$dist" && sha256sum -- *.tar.gz *.deb *.rpm >SHA256SUMS)
+# Windows: pure Go (no cgo; the nvidia-smi backend), so it needs no Debian
+# root; a zip, which Windows unpacks by itself. Entries in a fixed order
+# with the commit's time (zip stores local time: UTC here), no uid/gid
+# fields (-X): one commit, the same bytes.
+name="gpuwatch-$VERSION.windows-amd64"
+mkdir -p "$dist/$name"
+echo "release: build $name"
+GOOS=windows GOARCH=amd64 CGO_ENABLED=0 GOFLAGS=-mod=readonly \
+  go build -trimpath -buildvcs=false -ldflags "$LDFLAGS" -o "$dist/$name/gpuwatch.exe" ./cmd/gpuwatch
+cp LICENSE README.md packaging/windows/README-windows.txt "$dist/$name/"
+touch -d "@$epoch" "$dist/$name" "$dist/$name"/*
+(cd "$dist" && TZ=UTC zip -X -9 -q "$name.zip" "$name/" "$name/LICENSE" "$name/README-windows.txt" "$name/README.md" "$name/gpuwatch.exe")
+
+(cd "$dist" && sha256sum -- *.tar.gz *.zip *.deb *.rpm >SHA256SUMS)
 echo "release: $VERSION in dist/:"
-(cd "$dist" && ls -1 -- *.tar.gz *.deb *.rpm SHA256SUMS)
+(cd "$dist" && ls -1 -- *.tar.gz *.zip *.deb *.rpm SHA256SUMS)
