@@ -8,8 +8,8 @@ import (
 	"testing"
 )
 
-// SHA256SUMS (`sha256sum -c` format) covers every tarball and package in
-// dist/, each with its current digest, and the tarballs hold the binary.
+// SHA256SUMS (`sha256sum -c` format) covers every tarball, zip and
+// package in dist/, each with its current digest.
 func TestChecksumsCoverEveryArtifact(t *testing.T) {
 	r := findRelease(t)
 	data, err := os.ReadFile(filepath.Join(r.dist, "SHA256SUMS"))
@@ -32,6 +32,7 @@ func TestChecksumsCoverEveryArtifact(t *testing.T) {
 		want = append(want, filepath.Base(r.deb(arch)), filepath.Base(r.rpm(arch)),
 			"gpuwatch-"+r.version+".linux-"+arch+".tar.gz")
 	}
+	want = append(want, "gpuwatch-"+r.version+".windows-amd64.zip")
 	slices.Sort(want)
 	slices.Sort(listed)
 	if !slices.Equal(listed, want) {
