@@ -514,7 +514,7 @@ func (c *SlurmCluster) removeLeftovers() error {
 			if out, err := exec.Command("ip", "netns", "pids", ns).Output(); err == nil {
 				for f := range strings.FieldsSeq(string(out)) {
 					if pid, err := strconv.Atoi(f); err == nil {
-						_ = syscall.Kill(pid, syscall.SIGKILL)
+						_ = killPID(pid)
 					}
 				}
 			}
