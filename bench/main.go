@@ -1,3 +1,5 @@
+//go:build linux
+
 // Command bench measures the gpuwatch binary end to end: it starts it on
 // each simulator profile, drives /metrics on loopback with 1 and with 16
 // concurrent scrapers, and prints, per run, scrape latency percentiles, CPU

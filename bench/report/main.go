@@ -1,3 +1,5 @@
+//go:build linux
+
 // Command report measures `gpuwatch report` on a large fleet: it streams a
 // month of simulated history for N GPUs into a VictoriaMetrics it starts,
 // then times the report for several --by and records the report process's

@@ -1,3 +1,5 @@
+//go:build linux
+
 // Command uihistory measures the live page at the most history gpuwatch
 // keeps (--ui.history=24h at --ui.interval=1s: 86 400 samples) on a full
 // window: it records a day of 8 GPUs and 64 owners into the page's

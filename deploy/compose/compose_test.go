@@ -1,3 +1,5 @@
+//go:build !windows
+
 // Package compose holds the docker compose stack (compose.yaml and the files
 // it mounts) and its checks; it has no Go code of its own. Docker cannot run
 // here: compose-go validates the file as Docker Compose would load it, promtool

@@ -1,3 +1,5 @@
+//go:build cgo
+
 package accounting
 
 import (
@@ -126,14 +128,6 @@ func (r *rig) checkConservation() {
 			r.t.Errorf("GPU %s: owners + idle = %.1f J, counter increase %.1f J (off by %.3f %%)", uuid, sum, inc, 100*(sum-inc)/inc)
 		}
 	}
-}
-
-func within(got, want, rel float64) bool {
-	if want == 0 {
-		return got == 0
-	}
-	d := (got - want) / want
-	return d <= rel && d >= -rel
 }
 
 func near(t *testing.T, what string, got snapshot.Opt[float64], want, rel float64) {

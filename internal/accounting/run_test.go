@@ -188,3 +188,12 @@ func TestRunEndsSoonWhileATickHangs(t *testing.T) {
 		t.Errorf("the tick left behind at the end integrated its snapshot: totals at %v with %d owners, were at %v with %d", after.Time, len(after.Owners), before.Time, len(before.Owners))
 	}
 }
+
+// within reports whether got is within the fraction rel of want.
+func within(got, want, rel float64) bool {
+	if want == 0 {
+		return got == 0
+	}
+	d := (got - want) / want
+	return d <= rel && d >= -rel
+}

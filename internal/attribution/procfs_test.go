@@ -9,7 +9,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 	"unicode/utf8"
@@ -277,7 +276,7 @@ func stuckProc(t *testing.T, root string, pid int) (release func()) {
 	if err := os.Remove(fifo); err != nil {
 		t.Fatal(err)
 	}
-	if err := syscall.Mkfifo(fifo, 0o644); err != nil {
+	if err := mkfifo(fifo); err != nil {
 		t.Fatal(err)
 	}
 	release = sync.OnceFunc(func() {
@@ -441,5 +440,29 @@ func TestReadsInFlightAreBounded(t *testing.T) {
 	}
 	if f.begin(2) {
 		t.Error("a second read of a PID in flight was started")
+	}
+}
+
+// reuse1001 makes fixture process 1001 a process of bob, outside any
+// container, started at 555555.
+func reuse1001(t *testing.T, root string) {
+	t.Helper()
+	dir := filepath.Join(root, "1001")
+	replace := func(name, old, new string) {
+		b, err := os.ReadFile(filepath.Join(dir, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(string(b), old) {
+			t.Fatalf("%s has no %q", name, old)
+		}
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(strings.ReplaceAll(string(b), old, new)), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	replace("stat", " 101001 ", " 555555 ")
+	replace("status", "Uid:\t1000\t1000\t1000\t1000", "Uid:\t1001\t1001\t1001\t1001")
+	if err := os.WriteFile(filepath.Join(dir, "cgroup"), []byte("0::/user.slice/user-1001.slice/session-4.scope\n"), 0o644); err != nil {
+		t.Fatal(err)
 	}
 }

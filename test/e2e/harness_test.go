@@ -1,3 +1,5 @@
+//go:build linux
+
 // Package e2e drives the built gpuwatch binary against real Prometheus,
 // promtool and friends. The simulator stands in for GPUs; everything else
 // is the real thing.

@@ -1,3 +1,5 @@
+//go:build linux
+
 // Package faults is the fault matrix: the built gpuwatch binary against
 // hung, lost and erroring GPUs (the simulator's faults), stuck and hostile
 // /proc trees, hung and garbage container-runtime and Slurm answers,
