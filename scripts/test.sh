@@ -15,6 +15,13 @@ if [ -n "$unformatted" ]; then echo "gofmt would change: $unformatted" >&2; exit
 echo "== go vet"
 go vet ./...
 
+echo "== go vet (windows/amd64, no cgo)"
+# The Windows build and every package's tests for it: a Linux-only call
+# outside a platform file (_linux.go, _windows.go) or a build tag fails
+# here, not on a Windows machine. Tests of what only Linux or the cgo
+# build has (procfs, Slurm, the simulator) carry //go:build linux or cgo.
+GOOS=windows GOARCH=amd64 CGO_ENABLED=0 go vet ./...
+
 echo "== staticcheck"
 # Pinned, built once into .tools/ (scripts/staticcheck.sh); zero findings allowed.
 "$(./scripts/staticcheck.sh)" ./...
