@@ -11,8 +11,9 @@ import (
 
 // TestCatalogFollowsNVIDIA: every code of the pinned catalog rows is in
 // the default policy with the class its immediate action implies (a GPU
-// reset or a reboot fails the GPU, an application restart or "ignore"
-// never does), except the listed stricter codes, each with its reason.
+// reset, a reboot or support fails the GPU, an application restart or
+// "ignore" never does), and every code whose action is one of the
+// catalog's workflows has its class and reason in workflowDecisions.
 func TestCatalogFollowsNVIDIA(t *testing.T) {
 	f, err := os.Open("testdata/xid-catalog.tsv")
 	if err != nil {
@@ -21,8 +22,10 @@ func TestCatalogFollowsNVIDIA(t *testing.T) {
 	defer f.Close()
 	gpuSide := map[string]bool{"RESET_GPU": true, "RESTART_BM": true, "CONTACT_SUPPORT": true}
 	appSide := map[string]bool{"RESTART_APP": true, "IGNORE": true}
+	workflow := regexp.MustCompile(`^(WORKFLOW_[A-Z0-9_]+|XID_154)$`)
 	p := DefaultPolicy()
 	rows := 0
+	workflows := map[uint64]bool{}
 	sc := bufio.NewScanner(f)
 	for sc.Scan() {
 		line := sc.Text()
@@ -43,16 +46,18 @@ func TestCatalogFollowsNVIDIA(t *testing.T) {
 			continue
 		}
 		got := p.XIDLevel(code)
-		_, stricter := stricterThanCatalog[code]
-		switch {
-		case gpuSide[cols[2]] && got != LevelFail:
-			t.Errorf("XID %d (%s, %s): level %s, want fail", code, cols[1], cols[2], got)
-		case appSide[cols[2]] && got == LevelFail && !stricter:
-			t.Errorf("XID %d (%s, %s): fails the GPU, but the catalog's action is the application's", code, cols[1], cols[2])
-		case appSide[cols[2]] && got != LevelFail && stricter:
-			t.Errorf("XID %d is listed as stricter than the catalog but does not fail", code)
-		case !gpuSide[cols[2]] && !appSide[cols[2]]:
-			t.Errorf("XID %d: unknown action %q", code, cols[2])
+		switch action := cols[2]; {
+		case gpuSide[action] && got != LevelFail:
+			t.Errorf("XID %d (%s, %s): level %s, want fail", code, cols[1], action, got)
+		case appSide[action] && got == LevelFail:
+			t.Errorf("XID %d (%s, %s): fails the GPU, but the catalog's action is the application's", code, cols[1], action)
+		case workflow.MatchString(action):
+			workflows[code] = true
+			if workflowDecisions[code] == "" {
+				t.Errorf("XID %d (%s, %s): a catalog workflow, but workflowDecisions does not say how the policy classes it", code, cols[1], action)
+			}
+		case !gpuSide[action] && !appSide[action]:
+			t.Errorf("XID %d: unknown action %q", code, action)
 		}
 	}
 	if err := sc.Err(); err != nil {
@@ -61,8 +66,13 @@ func TestCatalogFollowsNVIDIA(t *testing.T) {
 	if rows != len(xidCatalog) {
 		t.Errorf("%d pinned rows, %d codes in the policy's table: pin every code the policy classifies", rows, len(xidCatalog))
 	}
-	// The issue's examples, explicitly.
-	for _, code := range []uint64{48, 63, 64, 74, 79, 94, 95, 119, 120} {
+	for code := range workflowDecisions {
+		if !workflows[code] {
+			t.Errorf("XID %d has a workflow decision but its pinned action is not a catalog workflow", code)
+		}
+	}
+	// The issue's examples, where the catalog agrees.
+	for _, code := range []uint64{48, 64, 74, 79, 95, 119, 120} {
 		if p.XIDLevel(code) != LevelFail {
 			t.Errorf("XID %d must fail a GPU by default", code)
 		}
