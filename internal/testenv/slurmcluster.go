@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -409,6 +410,7 @@ func (n *SlurmNode) Run(t *testing.T, name string, args ...string) string {
 type NodeProcess struct {
 	Output *SyncBuffer // its stdout and stderr
 	done   chan struct{}
+	stop   func()
 }
 
 // Exited tells whether the process has ended.
@@ -421,6 +423,10 @@ func (p *NodeProcess) Exited() bool {
 	}
 }
 
+// Stop ends the process as the test's end would, and returns once it has
+// ended; the later calls, and the test's end, do nothing more.
+func (p *NodeProcess) Stop() { p.stop() }
+
 // StartProcess starts name inside the node and stops it when the test
 // ends (SIGTERM to the process itself, found as nsenter's child, then
 // SIGKILL), logging its output if the test failed.
@@ -431,7 +437,7 @@ func (n *SlurmNode) StartProcess(t *testing.T, name string, args ...string) *Nod
 	cmd.Stdout, cmd.Stderr = p.Output, p.Output
 	must(t, cmd.Start())
 	go func() { _ = cmd.Wait(); close(p.done) }()
-	t.Cleanup(func() {
+	p.stop = sync.OnceFunc(func() {
 		// nsenter forks to enter the PID namespace and does not pass
 		// signals on, so the signal goes to its child.
 		target := cmd.Process
@@ -448,6 +454,9 @@ func (n *SlurmNode) StartProcess(t *testing.T, name string, args ...string) *Nod
 			_ = cmd.Process.Kill()
 			<-p.done
 		}
+	})
+	t.Cleanup(func() {
+		p.stop()
 		if t.Failed() {
 			t.Logf("output of %s on %s:\n%s", name, n.Name, p.Output.String())
 		}

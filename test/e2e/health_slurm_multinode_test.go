@@ -4,8 +4,10 @@ package e2e
 
 import (
 	"fmt"
+	"net/http"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -30,10 +32,15 @@ const healthCheckInterval = 5
 // as sinfo -R shows; a GPU job queued meanwhile is not placed there (node1
 // is drained by an admin, so the job waits); once the GPU is back, the
 // health check resumes node2 and the job starts there, while node1, whose
-// GPUs are healthy all along, stays drained with the admin's reason.
+// GPUs are healthy all along, stays drained with the admin's reason. Then
+// gpuwatch serve runs on node2 and the settings ask it (--health.source=
+// serve): an XID 79 that serve counted, on a GPU that still answers,
+// drains node2 with the XID as its reason, which a standalone gpuwatch
+// health could not see; serve started again with the GPU back (the reboot
+// the catalog asks for) resumes it.
 func TestSlurmHealthCheckProgramDrainsAndResumes(t *testing.T) {
 	program := filepath.Join(testenv.RepoRoot(), "deploy", "slurm", "gpuwatch-healthcheck.sh")
-	sims := map[string]string{}
+	sims, settings := map[string]string{}, map[string]string{}
 	cluster := testenv.StartSlurmClusterWith(t, 2, 2, testenv.SlurmClusterOptions{
 		Conf: func(c *testenv.SlurmCluster) string {
 			for _, n := range c.Nodes {
@@ -43,22 +50,23 @@ func TestSlurmHealthCheckProgramDrainsAndResumes(t *testing.T) {
 				if err := os.Mkdir(etc, 0o755); err != nil {
 					t.Fatal(err)
 				}
-				writeFile(t, filepath.Join(etc, "gpuwatch-healthcheck"), fmt.Sprintf(
-					"GPUWATCH_BIN=%s\nGPUWATCH_HEALTH_OPTS=\"--backend=sim --sim.config=%s --collection.timeout=1s --health.source=local --health.kernel-log=\"\nSLURM_CONF=%s\n",
-					gpuwatchBin, sims[n.Name], c.Conf))
+				settings[n.Name] = filepath.Join(etc, "gpuwatch-healthcheck")
+				writeFile(t, settings[n.Name], healthCheckSettings(c,
+					"--backend=sim --sim.config="+sims[n.Name]+" --collection.timeout=1s --health.source=local --health.kernel-log="))
 			}
 			return fmt.Sprintf("HealthCheckProgram=%s\nHealthCheckInterval=%d\nHealthCheckNodeState=ANY\n", program, healthCheckInterval)
 		},
 	})
 	ctl := cluster.Controller
-	setSim := func(node, content string) {
+	// replace writes a file the health check may be reading, atomically.
+	replace := func(path, content string) {
 		t.Helper()
-		tmp := sims[node] + ".tmp"
-		writeFile(t, tmp, content)
-		if err := os.Rename(tmp, sims[node]); err != nil {
+		writeFile(t, path+".tmp", content)
+		if err := os.Rename(path+".tmp", path); err != nil {
 			t.Fatal(err)
 		}
 	}
+	setSim := func(node, content string) { t.Helper(); replace(sims[node], content) }
 	reasons := func() map[string]string {
 		out := map[string]string{}
 		for line := range strings.SplitSeq(ctl.Run(t, "sinfo", "-R", "-h", "-o", "%N|%E"), "\n") {
@@ -119,4 +127,70 @@ func TestSlurmHealthCheckProgramDrainsAndResumes(t *testing.T) {
 	if state := ctl.Run(t, "sinfo", "-h", "-n", "node1", "-o", "%T"); state != "drained" {
 		t.Errorf("node1 is %s, want drained (by the admin)", state)
 	}
+
+	// With gpuwatch serve on node2, the health check asks it: the XID
+	// that serve counted names the drain, though the GPU still answers.
+	ctl.Run(t, "scancel", job)
+	node2 := cluster.Nodes[1]
+	serveAddr := node2.Addr + ":" + strconv.Itoa(nodeGpuwatchPort)
+	serveSim := filepath.Join(cluster.Dir, "node2-serve-sim.yaml")
+	writeFile(t, serveSim, simXID79)
+	serve := startNodeServe(t, node2, serveAddr, serveSim)
+	replace(settings["node2"], healthCheckSettings(cluster,
+		"--web.listen-address="+serveAddr+" --health.source=serve --collection.timeout=1s"))
+	testenv.WaitFor(t, 60*time.Second, "slurmd's health check to drain node2 with the XID serve counted", func() bool {
+		got = reasons()
+		return got["node2"] != ""
+	})
+	if want := "gpuwatch: GPU 3 XID 79 (GPU has fallen off the bus)"; got["node2"] != want {
+		t.Errorf("node2's reason with serve on the node %q, want %q", got["node2"], want)
+	}
+	// The catalog's action for XID 79 is a reboot: serve starts again
+	// with the GPU back, its XID history empty, and the next health check
+	// resumes node2.
+	serve.Stop()
+	writeFile(t, serveSim, simHealthy)
+	startNodeServe(t, node2, serveAddr, serveSim)
+	testenv.WaitFor(t, 60*time.Second, "slurmd's health check to resume node2 once serve sees the GPU healthy", func() bool {
+		_, drained := reasons()["node2"]
+		return !drained
+	})
+	// sinfo marks with "*" a node that has not answered slurmctld's last
+	// ping (sinfo(1)); what counts here is that the drain is gone.
+	if state := ctl.Run(t, "sinfo", "-h", "-n", "node2", "-o", "%T"); strings.TrimSuffix(state, "*") != "idle" {
+		t.Errorf("node2 is %s after the resume, want idle", state)
+	}
+	if got = reasons(); got["node1"] != adminReason {
+		t.Errorf("node1's reason %q at the end, want the admin's %q", got["node1"], adminReason)
+	}
+}
+
+// simXID79 raises XID 79 on GPU 3 a second after the simulator starts, the
+// GPU still answering: only a watcher running at that moment counts it.
+const simXID79 = "profile: dgx-h100\nfaults:\n  - {gpu: 3, xid: 79, at: 1s}\n"
+
+// healthCheckSettings is a node's /etc/default/gpuwatch-healthcheck with
+// the given flags of gpuwatch health.
+func healthCheckSettings(c *testenv.SlurmCluster, opts string) string {
+	return fmt.Sprintf("GPUWATCH_BIN=%s\nGPUWATCH_HEALTH_OPTS=\"%s\"\nSLURM_CONF=%s\n", gpuwatchBin, opts, c.Conf)
+}
+
+// startNodeServe starts gpuwatch serve on node, on the simulated GPUs of
+// simConfig, and waits for it to answer /api/v1/health.
+func startNodeServe(t *testing.T, node *testenv.SlurmNode, addr, simConfig string) *testenv.NodeProcess {
+	t.Helper()
+	p := node.StartProcess(t, gpuwatchBin, "serve", "--web.listen-address="+addr, "--backend=sim", "--sim.config="+simConfig,
+		"--collection.timeout=1s", "--docker.socket=", "--cri.socket=", "--kubelet.pod-resources-socket=", "--log.level=warn")
+	testenv.WaitFor(t, 30*time.Second, "gpuwatch serve on "+node.Name+" to answer /api/v1/health", func() bool {
+		if p.Exited() {
+			t.Fatalf("gpuwatch serve on %s exited:\n%s", node.Name, p.Output.String())
+		}
+		resp, err := http.Get("http://" + addr + "/api/v1/health")
+		if err != nil {
+			return false
+		}
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK
+	})
+	return p
 }
