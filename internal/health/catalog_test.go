@@ -4,9 +4,12 @@ import (
 	"bufio"
 	"os"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
+
+	"gopkg.in/yaml.v3"
 )
 
 // TestCatalogFollowsNVIDIA: every code of the pinned catalog rows is in
@@ -103,6 +106,64 @@ func TestDocsListEveryCheckAndXID(t *testing.T) {
 	for code := range xidCatalog {
 		if !regexp.MustCompile(`\n\| ([0-9]+, )*` + strconv.FormatUint(code, 10) + `(, [0-9]+)* \|`).MatchString(text) {
 			t.Errorf("docs/health.md's XID table does not name XID %d", code)
+		}
+	}
+}
+
+// TestShippedXIDAlertsFollowThePolicy keeps the shipped alert rules and the
+// default policy in one mind: GPUXIDCritical fires on exactly the codes the
+// policy fails a GPU on, GPUXIDApplication on exactly those it never does.
+// Every selector of each expression is checked, so a copy left behind in
+// one branch of an expression is caught too.
+func TestShippedXIDAlertsFollowThePolicy(t *testing.T) {
+	var file struct {
+		Groups []struct {
+			Rules []struct {
+				Alert string `yaml:"alert"`
+				Expr  string `yaml:"expr"`
+			} `yaml:"rules"`
+		} `yaml:"groups"`
+	}
+	raw, err := os.ReadFile("../../deploy/prometheus/alerts.yml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := yaml.Unmarshal(raw, &file); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]Level{"GPUXIDCritical": LevelFail, "GPUXIDApplication": LevelOff}
+	selector := regexp.MustCompile(`xid=~"([0-9|]+)"`)
+	seen := map[string]bool{}
+	for _, g := range file.Groups {
+		for _, r := range g.Rules {
+			level, ok := want[r.Alert]
+			if !ok {
+				continue
+			}
+			seen[r.Alert] = true
+			var policy []string
+			for code, e := range xidCatalog {
+				if e.level == level {
+					policy = append(policy, strconv.FormatUint(code, 10))
+				}
+			}
+			slices.Sort(policy)
+			matches := selector.FindAllStringSubmatch(r.Expr, -1)
+			if len(matches) == 0 {
+				t.Errorf("%s: no xid=~ selector in %q", r.Alert, r.Expr)
+			}
+			for _, m := range matches {
+				codes := strings.Split(m[1], "|")
+				slices.Sort(codes)
+				if !slices.Equal(codes, policy) {
+					t.Errorf("%s selects XIDs %v; the default policy's %s codes are %v", r.Alert, codes, level, policy)
+				}
+			}
+		}
+	}
+	for name := range want {
+		if !seen[name] {
+			t.Errorf("deploy/prometheus/alerts.yml has no alert %s", name)
 		}
 	}
 }
