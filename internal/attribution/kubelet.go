@@ -5,6 +5,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
+	"net/url"
 	"os"
 	"slices"
 	"strconv"
@@ -12,8 +14,13 @@ import (
 	"sync"
 	"time"
 
-	"github.com/gpuwatch/gpuwatch/internal/grpcunix"
-	"github.com/gpuwatch/gpuwatch/internal/kubeapi"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/backoff"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/status"
+	podresourcesv1 "k8s.io/kubelet/pkg/apis/podresources/v1"
+
 	"github.com/gpuwatch/gpuwatch/internal/snapshot"
 )
 
@@ -63,7 +70,8 @@ type KubeletResolver struct {
 	maxStale   time.Duration
 	now        func() time.Time
 
-	conn *grpcunix.Conn
+	conn   *grpc.ClientConn
+	client podresourcesv1.PodResourcesListerClient
 
 	mu        sync.Mutex
 	allocs    []PodAllocation // last good answer; shared with callers, never modified
@@ -110,7 +118,7 @@ func NewKubeletResolver(socket string, timeout, ttl time.Duration) (*KubeletReso
 	if ttl <= 0 {
 		ttl = DefaultKubeletTTL
 	}
-	conn, err := dialUnixGRPC("--kubelet.pod-resources-socket", socket, kubeletMaxMessageBytes)
+	conn, err := DialUnixGRPC("--kubelet.pod-resources-socket", socket, timeout, kubeletMaxMessageBytes)
 	if err != nil {
 		return nil, err
 	}
@@ -122,6 +130,7 @@ func NewKubeletResolver(socket string, timeout, ttl time.Duration) (*KubeletReso
 		maxStale:   2 * kubeletRetryAfter,
 		now:        time.Now,
 		conn:       conn,
+		client:     podresourcesv1.NewPodResourcesListerClient(conn),
 	}, nil
 }
 
@@ -212,12 +221,8 @@ func (k *KubeletResolver) staleLocked(now time.Time) []PodAllocation {
 // context: a caller that stops waiting does not waste the call.
 func (k *KubeletResolver) fetch(call *kubeletCall) {
 	ctx, cancel := context.WithTimeout(context.Background(), k.timeout)
-	resp, err := k.conn.Invoke(ctx, kubeapi.MethodList, nil)
+	resp, err := k.client.List(ctx, &podresourcesv1.ListPodResourcesRequest{})
 	cancel()
-	var pods []kubeapi.PodResources
-	if err == nil {
-		pods, err = kubeapi.DecodeListPodResourcesResponse(resp)
-	}
 
 	k.mu.Lock()
 	defer k.mu.Unlock()
@@ -227,7 +232,7 @@ func (k *KubeletResolver) fetch(call *kubeletCall) {
 		call.allocs = nil
 		k.retryAt = now.Add(k.retryAfter)
 	} else {
-		call.allocs = gpuAllocations(pods)
+		call.allocs = gpuAllocations(resp.GetPodResources())
 		k.allocs, k.fetchedAt, k.retryAt = call.allocs, now, time.Time{}
 		k.fetches++
 	}
@@ -249,7 +254,7 @@ func isGPUResource(name string) bool {
 // and of NVIDIA's DRA driver, one entry per (container, device):
 // time-sliced replicas of one GPU given to the same container
 // ("GPU-x::0", "GPU-x::3") are one allocation.
-func gpuAllocations(pods []kubeapi.PodResources) []PodAllocation {
+func gpuAllocations(pods []*podresourcesv1.PodResources) []PodAllocation {
 	var out []PodAllocation
 	type key struct{ ns, pod, container, driver, device string }
 	seen := make(map[key]struct{})
@@ -262,27 +267,27 @@ func gpuAllocations(pods []kubeapi.PodResources) []PodAllocation {
 		return true
 	}
 	for _, pr := range pods {
-		for _, c := range pr.Containers {
-			for _, dev := range c.Devices {
-				if !isGPUResource(dev.ResourceName) {
+		for _, c := range pr.GetContainers() {
+			for _, dev := range c.GetDevices() {
+				if !isGPUResource(dev.GetResourceName()) {
 					continue
 				}
-				for _, id := range dev.DeviceIDs {
+				for _, id := range dev.GetDeviceIds() {
 					id = stripReplica(id)
 					if id == "" {
 						continue
 					}
 					a := PodAllocation{
 						DeviceID: id,
-						Resource: dev.ResourceName,
-						Pod:      snapshot.Pod{Name: pr.Name, Namespace: pr.Namespace, Container: c.Name},
+						Resource: dev.GetResourceName(),
+						Pod:      snapshot.Pod{Name: pr.GetName(), Namespace: pr.GetNamespace(), Container: c.GetName()},
 					}
 					if add(a) {
 						out = append(out, a)
 					}
 				}
 			}
-			out = draGPUAllocations(out, &pr, &c, add)
+			out = draGPUAllocations(out, pr, c, add)
 		}
 	}
 	return out
@@ -420,7 +425,7 @@ func compareAllocations(x, y snapshot.Allocation) int {
 	return strings.Compare(x.Pod.Container, y.Pod.Container)
 }
 
-// --- gRPC over a unix socket, shared with cri.go -----------------------
+// --- gRPC over a unix socket, shared with cri.go and doctor ------------
 
 // DetectSocket returns the first of paths that is a unix socket now, or ""
 // when none is. It lets a socket flag default to "wherever the runtime
@@ -435,19 +440,56 @@ func DetectSocket(paths ...string) string {
 	return ""
 }
 
-// dialUnixGRPC prepares a gRPC client for a unix socket given as a path or
-// "unix:///path"; flag names the setting in errors. Nothing is dialled: the
-// first call does, and every call is bounded by its context, so an absent
-// socket fails that call at once and a socket that accepts but never
-// completes the HTTP/2 handshake fails it at its deadline. A lost
-// connection is redialled by the next call, so a restarted kubelet or
-// runtime is seen at once.
-func dialUnixGRPC(flag, socket string, maxRecvBytes int) (*grpcunix.Conn, error) {
+// grpcMaxHeaderListBytes bounds the headers and trailers of an answer of a
+// kubelet or CRI runtime (the message itself is bounded by the caller's
+// maxRecvBytes): net/http's DefaultMaxHeaderBytes, ample for a status and
+// its message.
+const grpcMaxHeaderListBytes = http.DefaultMaxHeaderBytes
+
+// DialUnixGRPC makes the gRPC client of a unix socket given as a path or
+// "unix:///path"; flag names the setting in errors. maxRecvBytes bounds
+// one answer. timeout is a call's budget; a handshake is given up at twice
+// that (grpc-go allows it at least its backoff delay): no call waits for
+// it longer than its budget anyway, and one given up at the same moment
+// would make a call past its deadline report the closed connection rather
+// than the deadline.
+//
+// grpc.NewClient does not connect: the first call does, and every call is
+// bounded by its context, so an absent socket fails that call at once and
+// a socket that accepts but never completes the HTTP/2 handshake fails it
+// at its deadline. A lost connection is dialled again by a later call,
+// within the backoff below, so a restarted kubelet or runtime is found
+// again by the same client. Close the client to release its connection.
+func DialUnixGRPC(flag, socket string, timeout time.Duration, maxRecvBytes int) (*grpc.ClientConn, error) {
 	path := strings.TrimPrefix(socket, "unix://")
 	if path == "" || !strings.HasPrefix(path, "/") {
 		return nil, fmt.Errorf("%s %q: want an absolute socket path or unix:///path", flag, socket)
 	}
-	return grpcunix.New(path, maxRecvBytes), nil
+	// grpc-go parses the target as a URL and dials its decoded path:
+	// escaping keeps a '#', '?' or '%' in a path from being read as a
+	// fragment, a query or an escape.
+	target := (&url.URL{Scheme: "unix", Path: path}).String()
+	conn, err := grpc.NewClient(target,
+		grpc.WithTransportCredentials(insecure.NewCredentials()),
+		grpc.WithConnectParams(grpc.ConnectParams{
+			// gRPC's default backoff grows to two minutes between
+			// attempts, which would hide a restarted kubelet or
+			// runtime for that long.
+			Backoff: backoff.Config{
+				BaseDelay:  100 * time.Millisecond,
+				Multiplier: 1.6,
+				Jitter:     0.2,
+				MaxDelay:   5 * time.Second,
+			},
+			MinConnectTimeout: 2 * timeout,
+		}),
+		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(maxRecvBytes)),
+		grpc.WithMaxHeaderListSize(grpcMaxHeaderListBytes),
+	)
+	if err != nil {
+		return nil, fmt.Errorf("%s %q: %w", flag, socket, err)
+	}
+	return conn, nil
 }
 
 // grpcFailure marks err as ErrUnavailable when it is a failure of the
@@ -457,9 +499,9 @@ func grpcFailure(err error) error {
 	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
 		return fmt.Errorf("%w: %w", ErrUnavailable, err)
 	}
-	switch grpcunix.CodeOf(err) {
-	case grpcunix.Unavailable, grpcunix.DeadlineExceeded, grpcunix.Canceled,
-		grpcunix.Unimplemented, grpcunix.PermissionDenied, grpcunix.Unauthenticated:
+	switch status.Code(err) {
+	case codes.Unavailable, codes.DeadlineExceeded, codes.Canceled,
+		codes.Unimplemented, codes.PermissionDenied, codes.Unauthenticated:
 		return fmt.Errorf("%w: %w", ErrUnavailable, err)
 	}
 	return err

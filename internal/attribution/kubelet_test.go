@@ -17,6 +17,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/encoding/protojson"
+	"google.golang.org/protobuf/proto"
 	podresourcesv1 "k8s.io/kubelet/pkg/apis/podresources/v1"
 
 	"github.com/gpuwatch/gpuwatch/internal/snapshot"
@@ -488,6 +489,57 @@ func TestKubeletAfterClose(t *testing.T) {
 	k.Close()
 	if _, err := k.Allocations(context.Background()); err == nil {
 		t.Error("Allocations after Close: no error")
+	}
+}
+
+// TestKubeletSocketPathWithURLCharacters: grpc-go reads its target as a
+// URL; a socket path with a fragment's, a query's or an escape's character
+// in it is still the path dialled.
+func TestKubeletSocketPathWithURLCharacters(t *testing.T) {
+	fk := &fakeKubelet{resp: loadListFixture(t)}
+	socket := filepath.Join(shortTempDir(t), "a#b?c%zz d.sock")
+	l, err := net.Listen("unix", socket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := grpc.NewServer()
+	podresourcesv1.RegisterPodResourcesListerServer(srv, fk)
+	go srv.Serve(l)
+	t.Cleanup(srv.Stop)
+	for _, addr := range []string{socket, "unix://" + socket} {
+		k := newKubelet(t, addr, 10*time.Second, time.Minute)
+		if got, err := k.Allocations(context.Background()); err != nil || len(got) == 0 {
+			t.Errorf("%q: %d allocations, %v", addr, len(got), err)
+		}
+	}
+	if calls := fk.calls.Load(); calls != 2 {
+		t.Errorf("List calls = %d, want 2", calls)
+	}
+}
+
+// TestDialUnixGRPCBoundsTheAnswer: an answer over maxRecvBytes is refused,
+// not read, and the connection serves the next call.
+func TestDialUnixGRPCBoundsTheAnswer(t *testing.T) {
+	resp := loadListFixture(t)
+	_, socket, _ := newFakeKubelet(t, resp)
+	size := proto.Size(resp)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	for _, tc := range []struct {
+		max  int
+		want codes.Code
+	}{{size - 1, codes.ResourceExhausted}, {size, codes.OK}} {
+		conn, err := DialUnixGRPC("--flag", socket, time.Second, tc.max)
+		if err != nil {
+			t.Fatal(err)
+		}
+		client := podresourcesv1.NewPodResourcesListerClient(conn)
+		for range 2 {
+			if _, err := client.List(ctx, &podresourcesv1.ListPodResourcesRequest{}); status.Code(err) != tc.want {
+				t.Errorf("answer of %d bytes, limit %d: %v, want %v", size, tc.max, err, tc.want)
+			}
+		}
+		conn.Close()
 	}
 }
 
