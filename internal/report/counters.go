@@ -53,6 +53,58 @@ func heldIncrease(series string, step time.Duration) string {
 	return "((" + series + " - " + series + " offset " + promDuration(step) + ") >= 0 or clamp_max(" + series + ", " + fmt.Sprint(step.Seconds()) + "))"
 }
 
+// stepsStart is where the time the steps of (from, to] stand for begins:
+// the step before the first step, the largest multiple of step (since the
+// Unix epoch, as subquery steps are) not after from.
+func stepsStart(from time.Time, step time.Duration) time.Time {
+	ms, stepMS := from.UnixMilli(), step.Milliseconds()
+	start := ms - ms%stepMS
+	if ms < 0 && ms%stepMS != 0 {
+		start -= stepMS
+	}
+	return time.UnixMilli(start)
+}
+
+// inRange is heldIncrease, bounded at each step t by the time since start
+// (stepsStart): held time is wall time, so no step holds more of what the
+// steps stand for than t - start. It matters where a counter jumps: a new
+// owner's counters read 0 through gpuwatch's new-owner hold, then show
+// everything since the owner appeared, which may lie before the range.
+func inRange(series string, step time.Duration, start time.Time) string {
+	return "clamp_max(" + heldIncrease(series, step) + ", " + sinceStart(start) + ")"
+}
+
+// sinceStart is the scalar time from start to the subquery's step.
+func sinceStart(start time.Time) string {
+	return "time() - " + fmt.Sprintf("%.3f", float64(start.UnixMilli())/1000)
+}
+
+// increases are the step increases of the accounting counters over one
+// range: raw, held time bounded to the range, and a process counter scaled
+// as its owner's held time was bounded.
+type increases struct {
+	x     *shared
+	step  time.Duration
+	start time.Time // stepsStart of the range
+}
+
+func (c increases) raw(series string) string { return stepIncrease(series, c.step) }
+
+// held is a held-seconds counter's increase: inRange.
+func (c increases) held(series string) string { return inRange(series, c.step, c.start) }
+
+// proc is a per-process-owner counter's increase (SM seconds, energy),
+// scaled as inRange bounds its owner's held time (gpu_process_seconds_total
+// with the same labels) in the step: where a jump holds time from before
+// start, the counter keeps the part of its increase that the held time
+// keeps, as if spread evenly over it, so no figure counts time before the
+// range.
+func (c increases) proc(metric, sel string) string {
+	since := "(" + sinceStart(c.start) + ")"
+	part := c.x.name("(" + since + " / clamp_min(" + heldIncrease("gpu_process_seconds_total"+sel, c.step) + ", " + since + "))")
+	return "(" + c.raw(metric+sel) + " * " + part + ")"
+}
+
 // counterGPU is the key of one GPU in the counters: a MIG instance counts
 // as its whole GPU, as in the gauges' figures, so owners of two instances
 // of one GPU share it.
@@ -90,15 +142,6 @@ func capGPU(x *shared, part, w string, rng time.Duration) string {
 	return x.name("(1 / clamp_min(" + total + " / " + fmt.Sprint(rng.Seconds()) + ", 1))")
 }
 
-// stepScale is, per GPU and step, the factor by which a new owner's first
-// total was clipped to the step (heldIncrease; 1 otherwise): applied to
-// the raw SM seconds, it keeps the step's SM share of the held time as
-// measured, so a clipped step neither inflates the used hours nor reads
-// as 100 %.
-func stepScale(held, rawHeld string) string {
-	return "(max by (" + counterGPU + ") (" + held + ") / (max by (" + counterGPU + ") (" + rawHeld + ") > 0))"
-}
-
 // atMost is a per series min(a, b) over the series both have.
 func atMost(a, b string) string {
 	return "((" + a + " <= " + b + ") or (" + b + " and " + a + "))"
@@ -110,42 +153,43 @@ type ownerSeries struct {
 	held, sm, energy, idle, jobs string
 }
 
-// ownerCounters builds the dimension's per (owner, GPU) step increases
-// with increase (stepIncrease or heldIncrease).
-func ownerCounters(x *shared, dim dimension, increase func(series string) string) ownerSeries {
+// ownerCounters builds the dimension's per (owner, GPU) step increases,
+// the held time's with held (c.raw or c.held), SM time and energy with
+// c.proc.
+func ownerCounters(x *shared, dim dimension, c increases, held func(series string) string) ownerSeries {
 	perOwnerGPU := "by (" + strings.Join(dim.labels, ", ") + ", " + counterGPU + ")"
-	inc := func(metric, sel string) string { return increase(metric + sel) }
 	var o ownerSeries
 	switch {
 	case dim.kind == byProcess:
 		sel := "{" + dim.ownerKey() + `!=""}`
-		o.held = "max " + perOwnerGPU + " (" + inc("gpu_process_seconds_total", sel) + ")"
-		o.sm = "sum " + perOwnerGPU + " (" + inc("gpu_process_sm_seconds_total", sel) + ")"
-		o.energy = "sum " + perOwnerGPU + " (" + inc("gpu_process_energy_joules_total", sel) + ")"
+		o.held = "max " + perOwnerGPU + " (" + held("gpu_process_seconds_total"+sel) + ")"
+		o.sm = "sum " + perOwnerGPU + " (" + c.proc("gpu_process_sm_seconds_total", sel) + ")"
+		o.energy = "sum " + perOwnerGPU + " (" + c.proc("gpu_process_energy_joules_total", sel) + ")"
 		if dim.name == "user" {
-			o.held, o.sm, o.jobs, o.idle = userHeld(x, increase)
+			o.held, o.sm, o.jobs, o.idle = userHeld(x, c, held)
 		}
 	case dim.alloc == k8sAlloc:
 		sel := `{pod!=""}`
-		o.held = "max " + perOwnerGPU + " (" + inc("gpu_allocation_seconds_total", sel) + ")"
-		o.idle = "max " + perOwnerGPU + " (" + inc("gpu_allocation_idle_seconds_total", sel) + ")"
+		o.held = "max " + perOwnerGPU + " (" + held("gpu_allocation_seconds_total"+sel) + ")"
+		o.idle = "max " + perOwnerGPU + " (" + c.raw("gpu_allocation_idle_seconds_total"+sel) + ")"
 		// An allocation whose processes used no SM time, where SM time is
 		// measured (its idle counter exists), used 0, not unknown.
-		o.sm = "(sum " + perOwnerGPU + " (" + inc("gpu_process_sm_seconds_total", sel) + ") or " + o.idle + " * 0)"
-		o.energy = "sum " + perOwnerGPU + " (" + inc("gpu_process_energy_joules_total", sel) + ")"
+		o.sm = "(sum " + perOwnerGPU + " (" + c.proc("gpu_process_sm_seconds_total", sel) + ") or " + o.idle + " * 0)"
+		o.energy = "sum " + perOwnerGPU + " (" + c.proc("gpu_process_energy_joules_total", sel) + ")"
 	case dim.alloc == slurmAlloc:
 		// The counters carry the job id (slurm_job); account and partition
 		// come from gpu_slurm_job_info at the step, joined on the GPU and
 		// the job.
 		info := "group by (instance, uuid, job_id, account, partition) (" + slurmAlloc + ")"
-		job := func(agg, metric string) string {
-			return agg + " " + perOwnerGPU + " (label_replace(" + inc(metric, `{slurm_job!=""}`) + `, "job_id", "$1", "slurm_job", "(.+)")` +
+		sel := `{slurm_job!=""}`
+		job := func(agg, increase string) string {
+			return agg + " " + perOwnerGPU + " (label_replace(" + increase + `, "job_id", "$1", "slurm_job", "(.+)")` +
 				" * on(instance, uuid, job_id) group_left(account, partition) " + info + ")"
 		}
-		o.held = job("max", "gpu_allocation_seconds_total")
-		o.idle = job("max", "gpu_allocation_idle_seconds_total")
-		o.sm = "(" + job("sum", "gpu_process_sm_seconds_total") + " or " + o.idle + " * 0)"
-		o.energy = job("sum", "gpu_process_energy_joules_total")
+		o.held = job("max", held("gpu_allocation_seconds_total"+sel))
+		o.idle = job("max", c.raw("gpu_allocation_idle_seconds_total"+sel))
+		o.sm = "(" + job("sum", c.proc("gpu_process_sm_seconds_total", sel)) + " or " + o.idle + " * 0)"
+		o.energy = job("sum", c.proc("gpu_process_energy_joules_total", sel))
 	}
 	o.held, o.sm, o.energy, o.idle, o.jobs = x.name(o.held), x.name(o.sm), x.name(o.energy), x.name(o.idle), x.name(o.jobs)
 	return o
@@ -155,15 +199,16 @@ func ownerCounters(x *shared, dim dimension, increase func(series string) string
 // their repeated parts spelled as x says, or
 // false where the counters do not carry the dimension's owner (node and gpu
 // rows are whole GPUs, which the gauges already measure).
-func counterQueries(dim dimension, rng, step time.Duration, x *shared) (counterSet, bool) {
+func counterQueries(dim dimension, from time.Time, rng, step time.Duration, x *shared) (counterSet, bool) {
 	if dim.kind == byDevice {
 		return counterSet{}, false
 	}
 	w := window(rng, step)
 	owner := by(dim.labels)
 	sumOver := func(expr string) string { return "sum " + owner + " (sum_over_time((" + expr + ")" + w + "))" }
-	raw := ownerCounters(x, dim, func(series string) string { return stepIncrease(series, step) })
-	held := ownerCounters(x, dim, func(series string) string { return heldIncrease(series, step) }).held
+	c := increases{x: x, step: step, start: stepsStart(from, step)}
+	raw := ownerCounters(x, dim, c, c.raw)
+	held := ownerCounters(x, dim, c, c.held).held
 	sm, energy, idle, jobs := raw.sm, raw.energy, raw.idle, raw.jobs
 	// Process owners share a GPU by their SM time, allocations equally
 	// (by their held time), as the sampled gauges' figures do.
@@ -179,11 +224,13 @@ func counterQueries(dim dimension, rng, step time.Duration, x *shared) (counterS
 		// part of it.
 		heldIdleEnergy := x.name("(" + allocated + " / " + "on(" + counterGPU + ") group_left() (sum by (" + counterGPU + ") (" + allocated + ") > 0)" +
 			" * on(" + counterGPU + ") group_left() sum by (" + counterGPU + ") (" + stepIncrease("gpu_idle_energy_joules_total", step) + "))")
-		energy = "(" + energy + " + " + heldIdleEnergy + ") or " + energy + " or " + heldIdleEnergy
+		// Both parts, each written once: a label keeps them apart in the
+		// union until the owner's sum adds them.
+		energy = "(label_replace(" + energy + `, "energy_part", "owners", "", "") or label_replace(` + heldIdleEnergy + `, "energy_part", "held_idle", "", ""))`
 	}
 	// An owner used at most the part of the GPU it held; its idle time is
 	// its held time's idle share.
-	used := x.name(atMost("("+sm+" * on("+counterGPU+") group_left() "+stepScale(held, raw.held)+")", part))
+	used := x.name(atMost(sm, part))
 	measured := x.name("(" + part + " and " + sm + ")")
 	factor := capGPU(x, part, w, rng)
 	// Held time, capped per GPU at the range.
@@ -219,21 +266,21 @@ func allocatedPart(dim dimension, part, jobs string) string {
 	return ""
 }
 
-// userHeld is, for --by=user, the held and SM seconds per (user, GPU) at a
-// step: a Slurm job's user holds its GPUs (idle or not); on a GPU no job
+// userHeld is, for --by=user, the held seconds (with held) and SM seconds
+// per (user, GPU) at a step: a Slurm job's user holds its GPUs (idle or not); on a GPU no job
 // holds, the users with a process on it. On a job's GPU the user's SM
 // seconds are those of their processes there, 0 where the job runs none
 // but SM time is measured (its idle counter exists). Idle-allocated time is
 // their jobs' (a GPU held by processes alone is never idle-allocated).
-func userHeld(x *shared, increase func(series string) string) (held, sm, jobs, idle string) {
+func userHeld(x *shared, c increases, held func(series string) string) (heldSecs, sm, jobs, idle string) {
 	perUserGPU := "by (user, " + counterGPU + ")"
-	jobs = x.name("max " + perUserGPU + " (" + increase(`gpu_allocation_seconds_total{slurm_job!="",user!=""}`) + ")")
-	procs := "max " + perUserGPU + " (" + increase(`gpu_process_seconds_total{user!=""}`) + ")"
-	held = "(" + jobs + " or (" + procs + " unless on(instance, uuid) (" + jobs + " > 0)))"
-	smProcs := "sum " + perUserGPU + " (" + increase(`gpu_process_sm_seconds_total{user!=""}`) + ")"
-	idle = "max " + perUserGPU + " (" + increase(`gpu_allocation_idle_seconds_total{slurm_job!="",user!=""}`) + ")"
+	jobs = x.name("max " + perUserGPU + " (" + held(`gpu_allocation_seconds_total{slurm_job!="",user!=""}`) + ")")
+	procs := "max " + perUserGPU + " (" + held(`gpu_process_seconds_total{user!=""}`) + ")"
+	heldSecs = "(" + jobs + " or (" + procs + " unless on(instance, uuid) (" + jobs + " > 0)))"
+	smProcs := "sum " + perUserGPU + " (" + c.proc("gpu_process_sm_seconds_total", `{user!=""}`) + ")"
+	idle = "max " + perUserGPU + " (" + c.raw(`gpu_allocation_idle_seconds_total{slurm_job!="",user!=""}`) + ")"
 	sm = "(" + smProcs + " or " + idle + " * 0)"
-	return held, sm, jobs, idle
+	return heldSecs, sm, jobs, idle
 }
 
 // countersCoverQuery counts the gpuwatch instances whose accounting
@@ -253,7 +300,7 @@ func useCounters(r *Report, dim dimension, opts Options, rows map[string]*Row,
 	at func(query string, ts time.Time) (model.Vector, error), figure func(string, func(*Row, float64)) error) error {
 	rng := promDuration(opts.To.Sub(opts.From))
 	r.Basis = BasisGauges
-	cs, ok := counterQueries(dim, opts.To.Sub(opts.From), opts.Step, &shared{})
+	cs, ok := counterQueries(dim, opts.From, opts.To.Sub(opts.From), opts.Step, &shared{})
 	if !ok {
 		r.BasisNote = "the sampled gauges (--by=" + dim.name + " is per GPU)"
 		return nil
@@ -287,7 +334,7 @@ func useCounters(r *Report, dim dimension, opts Options, rows map[string]*Row,
 	// A server that refuses a query for its length (VictoriaMetrics) is
 	// sent the same query in MetricsQL's WITH form, each repeated part
 	// spelled once.
-	with, _ := counterQueries(dim, opts.To.Sub(opts.From), opts.Step, &shared{with: true})
+	with, _ := counterQueries(dim, opts.From, opts.To.Sub(opts.From), opts.Step, &shared{with: true})
 	figures := []struct {
 		query, with string
 		set         func(*Row, float64)
@@ -316,9 +363,7 @@ func useCounters(r *Report, dim dimension, opts Options, rows map[string]*Row,
 			return err
 		}
 	}
-	w := window(opts.To.Sub(opts.From), opts.Step)
-	fleetQuery := "(sum(sum_over_time(" + stepIncrease("gpu_process_energy_joules_total", opts.Step) + w + ")) or vector(0)) + sum(sum_over_time(" +
-		stepIncrease("gpu_idle_energy_joules_total", opts.Step) + w + "))"
+	fleetQuery := fleetEnergyQuery(opts.From, opts.To.Sub(opts.From), opts.Step)
 	fleet, ok, err := scalarAt(at, fleetQuery, opts.To)
 	if err != nil {
 		return err
@@ -335,6 +380,16 @@ func useCounters(r *Report, dim dimension, opts Options, rows map[string]*Row,
 		r.BasisNote += ", idle-allocated hours"
 	}
 	return nil
+}
+
+// fleetEnergyQuery is the fleet's energy on the counters basis, in joules:
+// the owners' energy (a jump bounded to the range as the owners' figures
+// are) and the idle energy, over the same steps.
+func fleetEnergyQuery(from time.Time, rng, step time.Duration) string {
+	w := window(rng, step)
+	c := increases{x: &shared{}, step: step, start: stepsStart(from, step)}
+	return "(sum(sum_over_time(" + c.proc("gpu_process_energy_joules_total", "") + w + ")) or vector(0)) + sum(sum_over_time(" +
+		stepIncrease("gpu_idle_energy_joules_total", step) + w + "))"
 }
 
 // applyCarbon adds CO2e to every energy figure: kWh × g/kWh, in kg.

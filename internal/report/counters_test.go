@@ -17,7 +17,7 @@ import (
 func TestCounterQueriesAggregateInTheServer(t *testing.T) {
 	for _, name := range Dimensions() {
 		d := dimensions[name]
-		cs, ok := counterQueries(d, 720*time.Hour, 15*time.Minute, &shared{})
+		cs, ok := counterQueries(d, time.Unix(0, 0), 720*time.Hour, 15*time.Minute, &shared{})
 		if d.kind == byDevice {
 			if ok {
 				t.Errorf("--by=%s: counters used for whole GPUs", name)
@@ -72,12 +72,12 @@ func TestCounterQueriesWithFormIsThePromQLQuery(t *testing.T) {
 	for _, name := range Dimensions() {
 		d := dimensions[name]
 		for _, w := range []struct{ rng, step time.Duration }{{720 * time.Hour, 15 * time.Minute}, {2 * time.Hour, time.Minute}} {
-			plain, ok := counterQueries(d, w.rng, w.step, &shared{})
+			plain, ok := counterQueries(d, time.Unix(0, 0), w.rng, w.step, &shared{})
 			if !ok {
 				continue
 			}
 			x := &shared{with: true}
-			with, _ := counterQueries(d, w.rng, w.step, x)
+			with, _ := counterQueries(d, time.Unix(0, 0), w.rng, w.step, x)
 			if len(x.defs) == 0 {
 				t.Fatalf("--by=%s: no part is named in the WITH form", name)
 			}
