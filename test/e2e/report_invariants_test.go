@@ -259,6 +259,7 @@ func TestReportInvariants(t *testing.T) {
 	checkOneMeaningPerOwner(t, url, settled)
 	checkPrintedFiguresAddUp(t, url, settled)
 	checkRulesAgree(t, url, first)
+	checkEnergyAcrossBases(t, url, first, settled)
 }
 
 // hourRules are the shipped gpu_hours recording rules that mean what a
