@@ -20,7 +20,8 @@
 // of them a process maps depends on how they came into the page cache: the
 // Go linker writes its output through a shared mapping, which on recent
 // kernels leaves large folios that the executable then maps 2 MiB at a time
-// (FilePmdMapped in smaps), about 3 MiB more than the same bytes copied.
+// (FilePmdMapped in smaps), more than the same bytes copied (bench/RESULTS.md,
+// "Peak RSS: where it goes and what was done").
 // -install=false measures the file given as it is.
 package main
 

@@ -17,7 +17,8 @@ import (
 
 // apiClient makes the one Prometheus HTTP API call a report needs, an
 // instant query (/api/v1/query), with encoding/json. (client_golang's API
-// client would bring json-iterator, about 0.4 MB of the binary, for this.)
+// client would bring json-iterator into the binary for this; its size:
+// bench/RESULTS.md, "Figures moved out of code comments".)
 type apiClient struct {
 	endpoint string // BASE/api/v1/query
 	metrics  string // BASE/metrics, read only to tell a gpuwatch from a Prometheus

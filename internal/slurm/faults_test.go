@@ -62,7 +62,7 @@ func TestCollectorHangingSqueue(t *testing.T) {
 	sinfo, sdiag := fakeSlurm(t, dir)
 	// The timeout applies to every command: it must leave the working
 	// sinfo and sdiag (a shell and cat) time to run on a loaded 2-core
-	// machine, where 500ms was seen not to suffice.
+	// machine, where much shorter ones were seen not to suffice.
 	c, err := NewCollector(Options{SqueuePath: squeue, SinfoPath: sinfo, SdiagPath: sdiag, Timeout: 3 * time.Second})
 	if err != nil {
 		t.Fatal(err)

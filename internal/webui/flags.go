@@ -20,5 +20,6 @@ func CheckFlags(interval, history time.Duration) error {
 	return nil
 }
 
-// maxSamples bounds the history per GPU: 1 day at 1 s (2 MB per GPU).
+// maxSamples bounds the history per GPU: 1 day at 1 s (its memory:
+// bench/RESULTS.md, "Live page history at the maximum setting").
 const maxSamples = 86400

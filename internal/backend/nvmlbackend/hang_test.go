@@ -215,8 +215,8 @@ func TestDeviceHungFromTheFirstCall(t *testing.T) {
 	t.Cleanup(releaseOnce)
 
 	// The healthy GPUs must answer within the start timeout however
-	// loaded the machine (200ms was seen to miss under -race on CI's two
-	// cores); New waits this long for the hung one.
+	// loaded the machine (much shorter ones were seen to miss under -race
+	// on CI's two cores); New waits this long for the hung one.
 	const startTimeout = 2 * time.Second
 	begin := time.Now()
 	r := newReaderWith(t, h, Options{Groups: AllGroups(), Now: steppingClock(), StartTimeout: startTimeout})
@@ -342,8 +342,9 @@ func TestHungAtStartIsRegisteredForXIDsLater(t *testing.T) {
 	h.devices = []nvml.Device{newFakeH100(h, 0), newFakeH100(h, 1, hang)}
 	releaseOnce := sync.OnceFunc(func() { close(release) })
 	t.Cleanup(releaseOnce)
-	// 2s: the healthy GPU must answer within it however loaded the
-	// machine (200ms was seen to miss under -race on two busy cores).
+	// The healthy GPU must answer within the start timeout however loaded
+	// the machine (much shorter ones were seen to miss under -race on two
+	// busy cores).
 	r := newReaderWith(t, h, Options{Groups: AllGroups(), Now: steppingClock(), StartTimeout: 2 * time.Second})
 
 	snap := read(t, r)

@@ -53,12 +53,10 @@ func TestLiveHeapChild(t *testing.T) {
 	fmt.Printf("live-heap-bytes %d\n", liveHeapAfterNew(t, profile))
 }
 
-// liveHeapCeiling is the most live heap New may add in a fresh process.
-// With the reflect-based safety net New added 933 KiB (dgx-h100) and
-// 2845 KiB (large); with generated closures filling embedded moq mocks
-// 277 KiB and 1331 KiB, mostly the mocks themselves (a mock.Device is
-// 15 KiB); with generated method sets (one func value a handle) 6.4 KiB
-// and 32.5 KiB.
+// liveHeapCeiling is the most live heap New may add in a fresh process:
+// a bound the generated method sets (one func value a handle) keep with
+// room, and the reflect-based safety net and the moq mocks before them
+// did not (bench/RESULTS.md, "Figures moved out of code comments").
 var liveHeapCeiling = map[string]uint64{
 	"dgx-h100": 16 << 10,
 	"large":    64 << 10,
