@@ -21,7 +21,7 @@ import (
 	"github.com/gpuwatch/gpuwatch/internal/snapshot"
 )
 
-// The cost of accounting on issue 25's fleet: a DGX H100 (GPU 7 in MIG
+// The cost of accounting on a busy large node: a DGX H100 (GPU 7 in MIG
 // mode) with 256 processes per GPU in 50 containers, each process busy,
 // so every read carries a sample of every process (one per process per
 // read, the simulator's default driver).

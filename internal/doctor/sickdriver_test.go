@@ -27,7 +27,7 @@ func startSim(t *testing.T, cfg sim.Config) (*nvmlbackend.Reader, error) {
 	return r, err
 }
 
-// Issue 22, item 9: a driver library that does not match the loaded
+// A driver library that does not match the loaded
 // kernel module (an upgrade without a reload) is fixed by reloading the
 // module or rebooting, not by installing a driver or the simulator; and
 // a failed start does not claim that attribution or Slurm were turned off.
@@ -87,7 +87,7 @@ func TestDriverVersionPrintedWithoutControlCharacters(t *testing.T) {
 	}
 }
 
-// Issue 22, item 2: a slow driver (every NVML call answers 150 ms late)
+// A slow driver (every NVML call answers 150 ms late)
 // is named as such, with the fix that helps, and never as a lost GPU.
 func TestSlowDriverAdvice(t *testing.T) {
 	delay := sim.Duration(150 * time.Millisecond)

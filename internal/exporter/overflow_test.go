@@ -7,7 +7,7 @@ import (
 	dto "github.com/prometheus/client_model/go"
 )
 
-// Issue 22, item 6: the per-owner sum of process memory is checked for
+// The per-owner sum of process memory is checked for
 // overflow. Two processes of alice that each claim 2^63 bytes used to sum
 // to 0 bytes; the owner's memory series is left out instead, and the
 // other owners' are kept.

@@ -55,7 +55,8 @@ func TestTrackerFoldsAJobsProcessesOnAGPU(t *testing.T) {
 	}
 }
 
-// What the job records add to an accounting tick on issue 25's fleet: 8
+// What the job records add to an accounting tick on the accounting's
+// benchmark fleet (internal/accounting's bench_test.go): 8
 // GPUs × 256 processes of 50 Slurm jobs, a tick between lists (most
 // ticks) and one that lists every GPU.
 func BenchmarkTrackerObserve(b *testing.B) {

@@ -209,7 +209,7 @@ func (ownerEnricher) Enrich(ctx context.Context, s *snapshot.Snapshot) {
 	}
 }
 
-// Issue 22, item 5: the owner lookup has its own budget. A read that
+// The owner lookup has its own budget. A read that
 // spends its whole budget (one slow GPU) used to leave the enrichers a
 // context already done, and every process, the healthy GPUs' too,
 // without an owner.

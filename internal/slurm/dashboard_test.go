@@ -18,7 +18,8 @@ import (
 
 const dashboardPath = "../../deploy/grafana/dashboards/slurm-gpu-cluster.json"
 
-// The core exporter's metrics the dashboard joins with (issue 2's names).
+// The core exporter's metrics the dashboard joins with (the catalog's
+// names, docs/metrics.md).
 var coreMetrics = map[string]bool{
 	"gpu_utilization_ratio": true, "gpu_memory_used_bytes": true,
 	"gpu_power_usage_watts": true, "gpu_slurm_job_info": true, "gpu_up": true,

@@ -20,7 +20,7 @@ import (
 	"github.com/gpuwatch/gpuwatch/internal/testenv"
 )
 
-// Sick drivers and correlated failures (issue 22), through the unmodified
+// Sick drivers and correlated failures, through the unmodified
 // NVML backend (--backend=nvml: dlopen, cgo) against the fake
 // libnvidia-ml.so.1: a process list that never fits, a retired-page
 // count that never fits, process lists not supported, a GPU whose very
@@ -194,7 +194,7 @@ func TestSickDriverMatrix(t *testing.T) {
 		},
 		{
 			// Correlated failures: GPU 3 falls off the bus while GPUs 0
-			// and 2 raise XIDs at the same instant (issue 22's case with
+			// and 2 raise XIDs at the same instant (test/faults' case with
 			// 6s for 1s: the XIDs must fall after the watcher registered
 			// the GPUs, on a busy machine too; NVML drops earlier ones).
 			name:     "XIDs at the instant of a loss",

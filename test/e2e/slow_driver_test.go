@@ -20,7 +20,7 @@ import (
 	"github.com/gpuwatch/gpuwatch/internal/testenv"
 )
 
-// Issue 22: a driver in trouble, through the unmodified --backend=nvml
+// A driver in trouble, through the unmodified --backend=nvml
 // path against the fake libnvidia-ml.so.1 (internal/fakedriver/fakenvml) taught
 // each behaviour by its simulator config.
 
@@ -158,7 +158,7 @@ func checkExposition(t *testing.T, promtool, page string) {
 	}
 }
 
-// TestSlowAndBogusDriverMatrix runs each sick-driver behaviour (issue 22) through
+// TestSlowAndBogusDriverMatrix runs each sick-driver behaviour through
 // gpuwatch serve, ps and textfile on the fake libnvidia-ml.so.1 (the real
 // cgo path): no crash, bounded time, an exposition promtool accepts, and
 // the healthy GPUs up with their owners.
@@ -166,8 +166,8 @@ func TestSlowAndBogusDriverMatrix(t *testing.T) {
 	promtool := testenv.RequireTool(t, "promtool", "prometheus")
 	gpu := func(i int) map[string]string { return map[string]string{"gpu": strconv.Itoa(i)} }
 	cases := []slowDriverCase{{
-		// Item 2 and 5: a read of GPU 3 makes over a hundred calls of 30ms,
-		// about 5s, longer than the 3s timeout.
+		// One slow GPU: a read of GPU 3 makes over a hundred calls of
+		// 30ms, longer than the 3s timeout; the others stay up on time.
 		name:    "slow_gpu",
 		config:  slowOwnedProcesses + "faults:\n  - {gpu: 3, slow_calls: 30ms}\n",
 		timeout: 3 * time.Second,
@@ -186,7 +186,8 @@ func TestSlowAndBogusDriverMatrix(t *testing.T) {
 			return nil
 		},
 	}, {
-		// Item 2: every GPU slow; they must come up, and /readyz with them.
+		// A slow driver: every GPU slow; they must come up, and /readyz
+		// with them.
 		name: "slow_driver",
 		config: "profile: h100\nprocesses:\n  - {gpu: 0, pid: 1001, used_memory_bytes: 1073741824, sm_utilization: 0.5}\n" +
 			"faults:\n  - {gpu: 0, slow_calls: 30ms}\n",
@@ -199,7 +200,7 @@ func TestSlowAndBogusDriverMatrix(t *testing.T) {
 			return nil
 		},
 	}, {
-		// Item 6: sentinels and impossible values on GPU 1.
+		// Sentinels and impossible values on GPU 1.
 		name:    "bogus_values",
 		config:  slowOwnedProcesses + "faults:\n  - {gpu: 1, bogus_values: [temperature, power, clocks, utilization, memory, pstate, process_memory]}\n",
 		timeout: 3 * time.Second,

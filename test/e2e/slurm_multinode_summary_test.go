@@ -19,7 +19,7 @@ import (
 	"github.com/gpuwatch/gpuwatch/internal/testenv"
 )
 
-// The end of TestSlurmMultiNodeJob's job, issue 26's last demands: the
+// The end of TestSlurmMultiNodeJob's job, what a site's records rest on: the
 // shipped epilogs (deploy/slurm) run in the cluster, `gpuwatch job ID`
 // gathers both nodes' records, and the EpilogSlurmctld's summary reaches
 // Slurm's accounting database (slurmdbd) as the job's AdminComment.

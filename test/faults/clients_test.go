@@ -37,8 +37,8 @@ func closeAll(conns []net.Conn) {
 	}
 }
 
-// Issue 10, item 1: idle keep-alive connections were never closed nor
-// capped: 1 100 of them exhausted a 1024-fd limit and locked scrapes out.
+// Idle keep-alive connections are capped: uncapped and never closed, enough
+// of them exhaust the process's file descriptors and lock scrapes out.
 func TestClientsIdleKeepAliveCrowd(t *testing.T) {
 	t.Parallel()
 	record(t, "clients", "400 idle keep-alive connections (over the 256 cap): /metrics still answers, gpuwatch holds at most 256 of them")

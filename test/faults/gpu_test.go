@@ -106,8 +106,8 @@ func TestGPUHungFromStart(t *testing.T) {
 	h.noLeak()
 }
 
-// Issue 10, item 3: healthy GPUs were reported down when as many GPUs hung
-// as there are read slots.
+// Healthy GPUs must stay up when as many GPUs hang as there are read
+// slots (they were once reported down with them).
 func TestGPUsHungInAGroup(t *testing.T) {
 	t.Parallel()
 	record(t, "gpu", "dgx-h100, GPUs 0-3 hang for good after 2s: GPUs 4-7 stay up, scrapes bounded, goroutines stop growing")
@@ -199,8 +199,8 @@ func TestGPUXIDStorm(t *testing.T) {
 	h.noLeak()
 }
 
-// Issue 10, item 10: XID 79 announces a GPU falling off the bus; its count
-// must outlive the GPU.
+// XID 79 announces a GPU falling off the bus; its count must outlive the
+// GPU.
 func TestGPUXIDThenLost(t *testing.T) {
 	t.Parallel()
 	record(t, "gpu", "XID 79 on GPU 5 at 1s, GPU 5 lost at 2s: gpu_xid_errors_total{xid=79} stays 1 after the loss")

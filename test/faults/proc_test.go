@@ -73,8 +73,8 @@ func validExposition(t *testing.T, page string) {
 	}
 }
 
-// Issue 10, item 2: a read of /proc/PID/cgroup stuck in the kernel (a
-// FIFO here) must cost one goroutine, not one more at every revalidation.
+// A read of /proc/PID/cgroup stuck in the kernel (a FIFO here) must cost
+// one goroutine, not one more at every revalidation.
 func TestProcStuckRead(t *testing.T) {
 	t.Parallel()
 	record(t, "proc", "/proc/1001/cgroup blocks (FIFO), revalidation every 1s for 12s: scrapes bounded; the stuck read is never repeated; released, all is back to baseline")

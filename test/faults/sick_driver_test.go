@@ -13,7 +13,7 @@ import (
 	"github.com/gpuwatch/gpuwatch/internal/testenv"
 )
 
-// A driver in trouble and correlated failures (issue 22), through the
+// A driver in trouble and correlated failures, through the
 // simulator. test/e2e's TestSickDriverMatrix runs the same behaviours
 // through the fake libnvidia-ml.so.1 (the real cgo path) with serve, ps
 // and textfile.
@@ -135,8 +135,9 @@ func simUUID(t *testing.T, config string, gpu int) string {
 	return uuid
 }
 
-// Issue 22, item 4: correlated failures. With one event set for every GPU
-// the XID pending at GPU 3's loss was dropped with the set.
+// Correlated failures: XIDs raised at the instant another GPU is lost are
+// all counted (with one event set for every GPU, the XID pending at GPU
+// 3's loss was once dropped with the set).
 func TestGPUXIDsAtTheInstantOfALoss(t *testing.T) {
 	t.Parallel()
 	record(t, "gpu", "dgx-h100, GPU 3 lost at 1s while GPUs 2, 0 and 6 raise XIDs at 1s: every XID counted, GPU 3 down, no leak")

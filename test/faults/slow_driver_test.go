@@ -11,7 +11,7 @@ import (
 	"github.com/gpuwatch/gpuwatch/internal/testenv"
 )
 
-// Issue 22: a driver in trouble. The simulator's slow_calls, bogus_values
+// A driver in trouble: the simulator's slow_calls, bogus_values
 // and energy_reset_at faults; test/e2e runs the same behaviours through
 // the fake libnvidia-ml.so.1.
 

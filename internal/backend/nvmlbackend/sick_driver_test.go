@@ -19,7 +19,7 @@ import (
 	"github.com/gpuwatch/gpuwatch/internal/testenv"
 )
 
-// A driver in trouble, through the simulator (issue 22): process lists
+// A driver in trouble, through the simulator: process lists
 // that never fit, a GPU whose very handle is lost, XIDs on several GPUs at
 // the instant another falls off the bus, process lists not supported.
 // test/e2e/sick_driver_test.go runs the same cases through the fake
@@ -187,8 +187,8 @@ func TestSimLostHandleKeepsTheUUIDAndTheXID79(t *testing.T) {
 
 func TestSimXIDsAtTheInstantOfALossAreCounted(t *testing.T) {
 	// Correlated failures: GPU 3 falls off the bus at 1s while GPUs 0, 2,
-	// 5 and 7 raise XIDs at the same instant (issue 22's case is GPU 2's
-	// XID 79). With one event set for every GPU the loss made the set
+	// 5 and 7 raise XIDs at the same instant (test/faults' case is GPU
+	// 2's XID 79). With one event set for every GPU the loss made the set
 	// answer GPU_IS_LOST and be rebuilt, and the XIDs pending in it were
 	// dropped.
 	s := newSim(t, sim.Config{Profile: "dgx-h100", Faults: []sim.Fault{

@@ -11,7 +11,7 @@ import (
 	"github.com/gpuwatch/gpuwatch/internal/validate"
 )
 
-// Issue 22, item 6: a driver that answers its "unavailable" sentinels or
+// A driver that answers its "unavailable" sentinels or
 // impossible values. Every one is dropped (absent, not exported as read),
 // counted by field, and the healthy GPU beside it keeps its readings.
 func TestSimBogusValuesAreDroppedAndCounted(t *testing.T) {

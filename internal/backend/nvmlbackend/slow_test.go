@@ -31,7 +31,7 @@ func readBy(t *testing.T, r *Reader, deadline time.Duration) *snapshot.Snapshot 
 	return snap
 }
 
-// Issue 22, item 2: a slow driver (every call answers late; the
+// A slow driver (every call answers late; the
 // simulator's slow_calls) takes longer to read a GPU than the deadline.
 // Its reads still complete: the reading that completed late is served by
 // the next collections with its age, and the GPU is up. Read itself keeps

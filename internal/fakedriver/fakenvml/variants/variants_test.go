@@ -25,7 +25,7 @@ func TestSelect(t *testing.T) {
 	}
 	basic, _ := Select("basic")
 	if n := len(basic[0].Symbols); n != 20 {
-		t.Errorf("basic exports %d functions, want the twenty of issue 9", n)
+		t.Errorf("basic exports %d functions, want Basic's twenty", n)
 	}
 }
 
