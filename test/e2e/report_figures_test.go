@@ -209,7 +209,7 @@ func TestReportHidesURLPassword(t *testing.T) {
 		t.Skip("starts Prometheus; skipped with -short")
 	}
 	start := reportHistoryStart()
-	url := startPrometheusWithHistory(t, start)
+	url := sharedHistoryPrometheus(t, start)
 	secret := strings.Replace(url, "http://", "http://admin:S3cretPW@", 1)
 	rangeArgs := []string{"--from=" + start.Format(time.RFC3339), "--to=" + start.Add(24*time.Hour).Format(time.RFC3339)}
 	page := filepath.Join(t.TempDir(), "report.html")

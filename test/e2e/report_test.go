@@ -5,17 +5,19 @@ package e2e
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/chromedp/chromedp"
 	"golang.org/x/crypto/bcrypt"
+	"gopkg.in/yaml.v3"
 
 	"github.com/gpuwatch/gpuwatch/internal/testenv"
 )
@@ -165,93 +167,6 @@ func reportHistoryStart() time.Time {
 	return time.Now().UTC().Truncate(24*time.Hour).AddDate(0, 0, -4)
 }
 
-// backfillHistory returns a new TSDB directory holding the fixture from
-// start. promtool backfills it once per start for the whole package (the
-// fixture depends on start alone); each caller gets its own copy of the
-// blocks, since the Prometheus it starts writes into its directory.
-func backfillHistory(t *testing.T, start time.Time) string {
-	t.Helper()
-	historyBlocks.Lock()
-	blocks, ok := historyBlocks.dirs[start]
-	if !ok {
-		built := backfill(t, start, writeReportHistory)
-		dir, err := os.MkdirTemp("", "gpuwatch-e2e-history-")
-		if err != nil {
-			historyBlocks.Unlock()
-			t.Fatal(err)
-		}
-		// Moved out of the caller's TempDir, which goes when the caller ends.
-		blocks = filepath.Join(dir, "tsdb")
-		if err := os.Rename(built, blocks); err != nil {
-			historyBlocks.Unlock()
-			t.Fatal(err)
-		}
-		historyBlocks.dirs[start] = blocks
-	}
-	historyBlocks.Unlock()
-	tsdb := filepath.Join(t.TempDir(), "tsdb")
-	if err := os.CopyFS(tsdb, os.DirFS(blocks)); err != nil {
-		t.Fatal(err)
-	}
-	return tsdb
-}
-
-// historyBlocks holds the backfilled fixture per start, removed by
-// removeHistoryBlocks after the package's tests.
-var historyBlocks = struct {
-	sync.Mutex
-	dirs map[time.Time]string
-}{dirs: map[time.Time]string{}}
-
-func removeHistoryBlocks() {
-	historyBlocks.Lock()
-	defer historyBlocks.Unlock()
-	for _, blocks := range historyBlocks.dirs {
-		_ = os.RemoveAll(filepath.Dir(blocks))
-	}
-}
-
-// backfill writes the history that write makes into a new TSDB directory
-// with promtool.
-func backfill(t *testing.T, start time.Time, write func(*testing.T, string, time.Time)) string {
-	t.Helper()
-	promtool := testenv.RequireTool(t, "promtool", "prometheus")
-	dir := t.TempDir()
-	history := filepath.Join(dir, "history.om")
-	write(t, history, start)
-	tsdb := filepath.Join(dir, "tsdb")
-	if out, err := exec.Command(promtool, "tsdb", "create-blocks-from", "openmetrics", history, tsdb).CombinedOutput(); err != nil {
-		t.Fatalf("promtool backfill: %v\n%s", err, out)
-	}
-	return tsdb
-}
-
-// startPrometheusOn starts Prometheus on a TSDB directory; extra flags add,
-// say, a web config. The lookback is shorter than the sample interval, so a
-// series counts at exactly the steps that have a sample (the end of an
-// allocation is exact). It returns the listen address.
-func startPrometheusOn(t *testing.T, tsdb string, extra ...string) string {
-	t.Helper()
-	promBin := testenv.RequireTool(t, "prometheus", "prometheus")
-	cfg := filepath.Join(t.TempDir(), "prometheus.yml")
-	writeFile(t, cfg, "global: {scrape_interval: 1m}\n")
-	addr := fmt.Sprintf("127.0.0.1:%d", testenv.FreePort(t))
-	testenv.StartProcess(t, nil, promBin, append([]string{"--config.file=" + cfg, "--storage.tsdb.path=" + tsdb, "--storage.tsdb.retention.time=30d",
-		"--query.lookback-delta=4m", "--web.listen-address=" + addr}, extra...)...)
-	return addr
-}
-
-// startPrometheusWithHistory backfills the fixture and serves it over plain HTTP.
-func startPrometheusWithHistory(t *testing.T, start time.Time) string {
-	t.Helper()
-	url := "http://" + startPrometheusOn(t, backfillHistory(t, start))
-	testenv.WaitFor(t, 60*time.Second, "Prometheus to load the history", func() bool {
-		v, ok := promQuery(t, url, fmt.Sprintf(`count(gpu_up @ %d)`, start.Add(time.Hour).Unix()))
-		return ok && v == 4
-	})
-	return url
-}
-
 type reportJSON struct {
 	Totals struct {
 		Allocated float64 `json:"allocated_gpu_hours"`
@@ -391,7 +306,7 @@ func TestReportAgainstPrometheus(t *testing.T) {
 		t.Skip("starts Prometheus; skipped with -short")
 	}
 	start := reportHistoryStart()
-	url := startPrometheusWithHistory(t, start)
+	url := sharedHistoryPrometheus(t, start)
 	checkReport(t, url, start, 1e-9)
 }
 
@@ -496,7 +411,7 @@ func TestReportFormats(t *testing.T) {
 		t.Skip("starts Prometheus; skipped with -short")
 	}
 	start := reportHistoryStart()
-	url := startPrometheusWithHistory(t, start)
+	url := sharedHistoryPrometheus(t, start)
 	args := []string{"--prometheus.url=" + url, "--from=" + start.Format(time.RFC3339), "--to=" + start.Add(reportDays*24*time.Hour).Format(time.RFC3339), "--by=pod"}
 
 	table, code := runReport(t, append(args, "--format=table")...)
@@ -559,7 +474,7 @@ func TestReportErrors(t *testing.T) {
 		t.Skip("starts Prometheus; skipped with -short")
 	}
 	start := reportHistoryStart()
-	url := startPrometheusWithHistory(t, start)
+	url := sharedHistoryPrometheus(t, start)
 	from, to := "--from="+start.Format(time.RFC3339), "--to="+start.Add(24*time.Hour).Format(time.RFC3339)
 	closed := fmt.Sprintf("http://127.0.0.1:%d", testenv.FreePort(t))
 	exporter, _ := startGpuwatch(t, "--backend=sim", "--sim.profile=h100")
@@ -632,10 +547,23 @@ func TestReportTLSAndBasicAuth(t *testing.T) {
 	}
 }
 
-// TestReportUsesRecordingRules: with the shipped recording rules evaluated
-// over the history (backfilled by promtool from the rules file itself), the
-// report reads utilization and memory from them, says so, and gives the
-// same figures as from the raw series.
+// reportMemoryRules are the recorded series of
+// deploy/prometheus/recording.yml that the report reads per --by in place
+// of its raw memory join (docs/reports.md); it reads no other rule.
+var reportMemoryRules = map[string]string{
+	"pod":             "namespace_pod:gpu_memory_used_bytes:sum",
+	"namespace":       "namespace:gpu_memory_used_bytes:sum",
+	"job":             "slurm_job:gpu_memory_used_bytes:sum",
+	"account":         "slurm_account:gpu_memory_used_bytes:sum",
+	"user":            "user:gpu_process_memory_used_bytes:sum",
+	"container":       "instance_container:gpu_process_memory_used_bytes:sum",
+	"compose_service": "compose_service:gpu_process_memory_used_bytes:sum",
+}
+
+// TestReportUsesRecordingRules: with the shipped recording rules the report
+// reads evaluated over the history (backfilled by promtool from the rules
+// file itself), the report reads memory from them, names the rule, and
+// gives the same figures as from the raw series.
 func TestReportUsesRecordingRules(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts Prometheus; skipped with -short")
@@ -643,56 +571,60 @@ func TestReportUsesRecordingRules(t *testing.T) {
 	promtool := testenv.RequireTool(t, "promtool", "prometheus")
 	start := reportHistoryStart()
 	end := start.Add(reportDays * 24 * time.Hour)
-	tsdb := backfillHistory(t, start)
-	addr := startPrometheusOn(t, tsdb)
-	url := "http://" + addr
-	testenv.WaitFor(t, 60*time.Second, "Prometheus to load the history", func() bool {
-		v, ok := promQuery(t, url, fmt.Sprintf(`count(gpu_up @ %d)`, start.Add(time.Hour).Unix()))
-		return ok && v == 4
-	})
+	url := sharedHistoryPrometheus(t, start)
+	// promtool writes a block per rule and two hours, most of its time,
+	// so it backfills only the rules the report reads; each view's
+	// sources below must name its rule.
+	rules := filepath.Join(t.TempDir(), "recording.yml")
+	writeShippedRules(t, rules, slices.Collect(maps.Values(reportMemoryRules)))
 	rulesDir := filepath.Join(t.TempDir(), "rules-blocks")
-	rules := filepath.Join("..", "..", "deploy", "prometheus", "recording.yml")
+	// Prometheus offsets a group's evaluations from the interval's grid
+	// by a hash of the group's name and file. Evaluated every minute, a
+	// rule has a sample within the lookback of every report step whatever
+	// that offset, and each sample within the lookback of a raw one; at
+	// the fixture's interval, an offset under a minute or over the
+	// lookback would miss one or the other.
 	if out, err := exec.Command(promtool, "tsdb", "create-blocks-from", "rules", "--start="+start.Format(time.RFC3339),
-		"--end="+end.Format(time.RFC3339), "--eval-interval=5m", "--output-dir="+rulesDir, "--url="+url, rules).CombinedOutput(); err != nil {
+		"--end="+end.Format(time.RFC3339), "--eval-interval=1m", "--output-dir="+rulesDir, "--url="+url, rules).CombinedOutput(); err != nil {
 		t.Fatalf("promtool create-blocks-from rules: %v\n%s", err, out)
 	}
 	// A second Prometheus on the raw blocks plus the rules' blocks.
-	both := filepath.Join(t.TempDir(), "tsdb")
-	if err := os.MkdirAll(both, 0o755); err != nil {
+	both := backfillHistory(t, start)
+	entries, err := os.ReadDir(rulesDir)
+	if err != nil {
 		t.Fatal(err)
 	}
-	for _, dir := range []string{tsdb, rulesDir} {
-		entries, err := os.ReadDir(dir)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, e := range entries {
-			if e.IsDir() && len(e.Name()) == 26 { // a block's ULID
-				if out, err := exec.Command("cp", "-r", filepath.Join(dir, e.Name()), both).CombinedOutput(); err != nil {
-					t.Fatalf("cp: %v\n%s", err, out)
-				}
+	for _, e := range entries {
+		if e.IsDir() && len(e.Name()) == 26 { // a block's ULID
+			if err := os.CopyFS(filepath.Join(both, e.Name()), os.DirFS(filepath.Join(rulesDir, e.Name()))); err != nil {
+				t.Fatal(err)
 			}
 		}
 	}
 	url2 := "http://" + startPrometheusOn(t, both)
 	testenv.WaitFor(t, 60*time.Second, "Prometheus to load the recorded history", func() bool {
-		v, ok := promQuery(t, url2, fmt.Sprintf(`count(namespace_pod:gpu_utilization_ratio:avg @ %d)`, start.Add(time.Hour).Unix()))
+		v, ok := promQuery(t, url2, fmt.Sprintf(`count(namespace_pod:gpu_memory_used_bytes:sum @ %d)`, start.Add(time.Hour).Unix()))
 		return ok && v == 2
 	})
 	args := []string{"--prometheus.url=" + url2, "--from=" + start.Format(time.RFC3339), "--to=" + end.Format(time.RFC3339), "--format=json"}
 	// promtool cannot backfill a rule that reads another rule's output
 	// (namespace: and slurm_account: memory sum namespace_pod: and
-	// slurm_job:), so those two find their rules incomplete and fall back
+	// slurm_job:), so those two find their rules absent and fall back
 	// to the raw series: the fallback is tested too.
-	for by, fromRules := range map[string]bool{"namespace": false, "pod": true, "job": true, "account": false, "user": true, "container": true, "compose_service": true} {
+	fromRules := map[string]bool{"pod": true, "job": true, "user": true, "container": true, "compose_service": true}
+	for by, rule := range reportMemoryRules {
 		out, code := runReport(t, append(args, "--by="+by)...)
 		if code != 0 {
 			t.Fatalf("--by=%s: exit %d\n%s", by, code, out)
 		}
 		var src struct{ Sources string }
 		_ = json.Unmarshal([]byte(out), &src)
-		if got := strings.HasPrefix(src.Sources, "recording rule"); got != fromRules {
-			t.Errorf("--by=%s: sources %q; from the recording rules: %v, want %v", by, src.Sources, got, fromRules)
+		want := "raw series"
+		if fromRules[by] {
+			want = "recording rule " + rule + " (deploy/prometheus/recording.yml)"
+		}
+		if src.Sources != want {
+			t.Errorf("--by=%s: sources %q, want %q", by, src.Sources, want)
 		}
 		checkFigures(t, by, decodeReport(t, out), reportExpectations[by], 1e-9)
 		raw, code := runReport(t, append(args, "--by="+by, "--no-rules")...)
@@ -700,4 +632,48 @@ func TestReportUsesRecordingRules(t *testing.T) {
 			t.Errorf("--by=%s --no-rules: exit %d\n%s", by, code, raw)
 		}
 	}
+}
+
+// writeShippedRules writes to path the recording rules of
+// deploy/prometheus/recording.yml named in records, as they are there, in
+// their groups; it fails the test when one is not there.
+func writeShippedRules(t *testing.T, path string, records []string) {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join("..", "..", "deploy", "prometheus", "recording.yml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var file struct {
+		Groups []map[string]any `yaml:"groups"`
+	}
+	if err := yaml.Unmarshal(data, &file); err != nil {
+		t.Fatalf("deploy/prometheus/recording.yml: %v", err)
+	}
+	want := map[string]bool{}
+	for _, r := range records {
+		want[r] = true
+	}
+	var groups []map[string]any
+	for _, g := range file.Groups {
+		rules, _ := g["rules"].([]any)
+		var kept []any
+		for _, r := range rules {
+			if record, _ := r.(map[string]any)["record"].(string); want[record] {
+				kept = append(kept, r)
+				delete(want, record)
+			}
+		}
+		if kept != nil {
+			g["rules"] = kept
+			groups = append(groups, g)
+		}
+	}
+	for r := range want {
+		t.Fatalf("deploy/prometheus/recording.yml has no rule %s", r)
+	}
+	out, err := yaml.Marshal(map[string]any{"groups": groups})
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, path, string(out))
 }
