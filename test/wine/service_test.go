@@ -2,6 +2,7 @@ package wine
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"net/http"
 	"os"
@@ -41,9 +42,11 @@ func TestServiceUnderWine(t *testing.T) {
 	for name, file := range map[string]string{"FAKESMI_HELP": "help-query-gpu-r550.txt", "FAKESMI_GPUS": "gpu-h100.csv"} {
 		run(t, ctx, w.env, w.dir, w.wine, "reg", "add", key, "/v", name, "/d", windowsPath(filepath.Join(fixtures, file)), "/f")
 	}
-	kill := exec.CommandContext(ctx, filepath.Join(filepath.Dir(w.wine), "wineserver"), "-k")
-	kill.Env = w.env
-	_ = kill.Run()
+	for _, arg := range []string{"-k", "-w"} { // kill, then wait until it has exited
+		server := exec.CommandContext(ctx, filepath.Join(filepath.Dir(w.wine), "wineserver"), arg)
+		server.Env = w.env
+		_ = server.Run()
+	}
 	// services.exe keeps the standard error of the command that started
 	// it, and passes it to the services: a file, which the test reads (a
 	// pipe would stay open after the command).
@@ -54,10 +57,18 @@ func TestServiceUnderWine(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer events.Close()
-	boot := exec.CommandContext(ctx, w.wine, "wineboot")
-	boot.Env, boot.Dir, boot.Stdout, boot.Stderr = env, w.dir, events, events
-	if err := boot.Run(); err != nil {
-		t.Fatalf("wineboot: %v", err)
+	// A wineserver that outlives its clients (-p): one that exits between
+	// two commands of a slow test takes services.exe with it, and the next
+	// command's wineserver boots a new one, which starts the automatic
+	// service itself, its log going to that command's output.
+	for _, boot := range []*exec.Cmd{
+		exec.CommandContext(ctx, filepath.Join(filepath.Dir(w.wine), "wineserver"), "-p"),
+		exec.CommandContext(ctx, w.wine, "wineboot"),
+	} {
+		boot.Env, boot.Dir, boot.Stdout, boot.Stderr = env, w.dir, events, events
+		if err := boot.Run(); err != nil {
+			t.Fatalf("%s: %v", boot, err)
+		}
 	}
 
 	service := func(args ...string) (string, int) {
@@ -66,23 +77,41 @@ func TestServiceUnderWine(t *testing.T) {
 	}
 	addr := "127.0.0.1:" + strconv.Itoa(testenv.FreePort(t))
 	command := `["` + strings.ReplaceAll(windowsPath(smi), `\`, `\\`) + `"]`
-	out, code := service("install", "--web.listen-address="+addr, "--nvidia-smi.command="+command, "--collection.timeout=3s")
+	out, code := service("install", "--web.listen-address="+addr, "--nvidia-smi.command="+command,
+		// Each collection starts a Windows process under Wine, which a
+		// busy machine makes slow; a value of its own, to see it stored.
+		"--collection.timeout=20s")
 	if code != 0 || !strings.Contains(out, "installed service gpuwatch (account NT AUTHORITY\\LocalService, starts at boot)") {
 		t.Fatalf("service install: exit %d\n%s", code, out)
 	}
 	out, code = service("start")
-	if code != 0 || !strings.Contains(out, "service gpuwatch is running") {
+	if code != 0 || out != "service gpuwatch is running\n" {
 		t.Fatalf("service start: exit %d\n%s\nevents:\n%s", code, out, readFile(eventsPath))
 	}
-	testenv.WaitFor(t, time.Minute, "the service to serve both GPUs up", func() bool {
+	// The failure says what the page and the event log say: both GPUs
+	// down is another failure than no service.
+	testenv.Eventually(t, 2*time.Minute, func() error {
 		resp, err := http.Get("http://" + addr + "/metrics")
 		if err != nil {
-			return false
+			return fmt.Errorf("%v\nevents:\n%s", err, readFile(eventsPath))
 		}
 		defer resp.Body.Close()
 		body, err := io.ReadAll(resp.Body)
-		return err == nil && strings.Contains(string(body), `gpu_up{gpu="0",uuid="GPU-2f4a8e61-7c3b-4d0e-9a15-60b1c2d3e4f5"} 1`) &&
-			strings.Contains(string(body), `gpu_up{gpu="1",uuid="GPU-8b1d9c02-3e4f-4a5b-8c6d-7e8f90a1b2c3"} 1`)
+		if err != nil {
+			return err
+		}
+		page := string(body)
+		if strings.Contains(page, `gpu_up{gpu="0",uuid="GPU-2f4a8e61-7c3b-4d0e-9a15-60b1c2d3e4f5"} 1`) &&
+			strings.Contains(page, `gpu_up{gpu="1",uuid="GPU-8b1d9c02-3e4f-4a5b-8c6d-7e8f90a1b2c3"} 1`) {
+			return nil
+		}
+		var lines []string
+		for line := range strings.Lines(page) {
+			if strings.HasPrefix(line, "gpu_up") || strings.HasPrefix(line, "gpuwatch_collection") {
+				lines = append(lines, line)
+			}
+		}
+		return fmt.Errorf("the service does not serve both GPUs up; its page says:\n%s\nevents:\n%s", strings.Join(lines, ""), readFile(eventsPath))
 	})
 	out, code = service("status")
 	for _, want := range []string{"state:    running", `account:  NT AUTHORITY\LocalService`, "start:    automatic (at boot)",
