@@ -65,6 +65,7 @@ var dcgmNamingLint = []string{
 }
 
 func TestPromtoolCheckDCGM(t *testing.T) {
+	t.Parallel()
 	promtool := testenv.RequireTool(t, "promtool", "prometheus")
 	for _, profile := range profiles {
 		t.Run(profile, func(t *testing.T) {
@@ -96,6 +97,7 @@ func TestPromtoolCheckDCGM(t *testing.T) {
 // reports it there; the basic library lacks the function, so the series is
 // absent rather than a made-up 0.
 func TestFakeNVMLDCGMVGPULicense(t *testing.T) {
+	t.Parallel()
 	for variant, want := range map[string]bool{nvmlbranch.Newest().Name: true, "basic": false} {
 		t.Run(variant, func(t *testing.T) {
 			env := fakeEnv(t, variant, h100Config)
@@ -128,6 +130,7 @@ var dcgmTableColumns = []struct{ column, profile string }{
 // (on the GPUs not in MIG mode), one starting with – must not. The
 // profiles run unpinned, past their second collection, as a server does.
 func TestDCGMDefaultCounterTable(t *testing.T) {
+	t.Parallel()
 	doc, err := os.ReadFile(filepath.Join("..", "..", "docs", "dcgm-compat.md"))
 	if err != nil {
 		t.Fatal(err)

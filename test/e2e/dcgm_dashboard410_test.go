@@ -65,6 +65,7 @@ func dashboard410Panels(t *testing.T) (panels map[string][]string, vars map[stri
 // dashboard's is empty too, every graph series with its hostname, and
 // the converted panels equal to the native readings.
 func TestDCGMDashboard410Queries(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("starts Prometheus; skipped with -short")
 	}

@@ -178,6 +178,7 @@ func (h dcgmDashboardHost) emptyEverywhere(panel string, gpus []string) bool {
 // as well as All; every panel returns data except those listed as empty on
 // that GPU in dcgmDashboardHosts.
 func TestDCGMDashboardAndAdapterQueries(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("starts Prometheus; skipped with -short")
 	}
@@ -441,6 +442,7 @@ func promLabelValues(t *testing.T, promURL, label, match string) []string {
 // (dcgmDashboardHosts). An empty panel is a fact of the GPU: doctor stays
 // healthy. Without --compat=dcgm it says nothing about the dashboard.
 func TestDoctorDCGMDashboard(t *testing.T) {
+	t.Parallel()
 	dash := releasedDashboard(t)
 	for _, h := range dcgmDashboardHosts {
 		t.Run(h.profile, func(t *testing.T) {

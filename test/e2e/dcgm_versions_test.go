@@ -323,6 +323,7 @@ func seriesText(name string, m *dto.Metric) string {
 // read as either fails the check, naming the file; names it does not serve
 // leave the host healthy.
 func TestDoctorDCGMCheckFile(t *testing.T) {
+	t.Parallel()
 	dashboard := filepath.Join("..", "..", "internal", "exporter", "testdata", "dcgm-exporter", "dcgm-exporter-dashboard.json")
 	transition := filepath.Join("..", "..", "deploy", "prometheus", "dcgm-transition", "dcgm-4.8-names.yml")
 	base := []string{"--backend=sim", "--sim.profile=h100", "--compat=dcgm"}

@@ -20,6 +20,7 @@ import (
 // event, and checks that the right series appear and disappear while the
 // exporter keeps serving every other GPU.
 func TestFaults(t *testing.T) {
+	t.Parallel()
 	cfg := filepath.Join(t.TempDir(), "sim.yaml")
 	writeFile(t, cfg, `profile: dgx-h100
 faults:
@@ -95,6 +96,7 @@ faults:
 // its last reading is served, as a slow driver's is) and the other GPUs
 // up, and GPU 4 comes back afterwards.
 func TestHungGPU(t *testing.T) {
+	t.Parallel()
 	cfg := filepath.Join(t.TempDir(), "sim.yaml")
 	writeFile(t, cfg, "profile: dgx-h100\nfaults:\n  - {gpu: 4, hang_after: 1s, hang_for: 12s}\n")
 	// 2s: the healthy GPUs must answer within the collection timeout
@@ -148,6 +150,7 @@ func TestHungGPU(t *testing.T) {
 // TestReadyzWhenEveryGPUIsDown: /readyz turns 503, saying why, once the
 // host's only GPU is lost (the process stays up: /healthz is 200).
 func TestReadyzWhenEveryGPUIsDown(t *testing.T) {
+	t.Parallel()
 	cfg := filepath.Join(t.TempDir(), "sim.yaml")
 	writeFile(t, cfg, "profile: h100\nfaults:\n  - {gpu: 0, lost_after: 2s}\n")
 	base, _ := startGpuwatch(t, "--backend=sim", "--sim.config="+cfg)

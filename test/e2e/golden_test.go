@@ -114,6 +114,7 @@ func firstDifference(want, got string) string {
 // TestPromtoolCheckMetrics lints every profile's page with promtool, the
 // same linter Prometheus's maintainers use.
 func TestPromtoolCheckMetrics(t *testing.T) {
+	t.Parallel()
 	promtool := testenv.RequireTool(t, "promtool", "prometheus")
 	for _, profile := range profiles {
 		t.Run(profile, func(t *testing.T) {

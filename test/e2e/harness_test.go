@@ -7,10 +7,12 @@ package e2e
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"io"
 	"net/http"
 	"os"
+	"strconv"
 	"testing"
 	"time"
 
@@ -19,7 +21,23 @@ import (
 
 var gpuwatchBin string
 
+// e2eParallel is how many of this package's parallel tests run at once
+// unless -test.parallel is given: they spend most of their time waiting
+// (a hang to pass, Prometheus to scrape, a page to poll), not on the CPU,
+// so more than GOMAXPROCS of them at once share the CPUs without slowing
+// each other (docs/testing.md, Test time).
+const e2eParallel = 4
+
 func TestMain(m *testing.M) {
+	flag.Parse()
+	given := false
+	flag.Visit(func(f *flag.Flag) { given = given || f.Name == "test.parallel" })
+	if !given {
+		if err := flag.Set("test.parallel", strconv.Itoa(e2eParallel)); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(2)
+		}
+	}
 	code := testenv.RunWithGpuwatch(m, "e2e", &gpuwatchBin)
 	removeHistoryBlocks()
 	os.Exit(code)

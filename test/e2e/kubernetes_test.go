@@ -101,6 +101,7 @@ func gpuUUIDs(t *testing.T, profile string) []string {
 // on unix sockets and checks that gpuwatch names each GPU process's pod, and
 // attributes a GPU allocated to a pod whose processes are not running.
 func TestKubernetesOwners(t *testing.T) {
+	t.Parallel()
 	uuids := gpuUUIDs(t, "dgx-h100")
 	const (
 		trainerID = "aaa04036f0b02dc714c41a3849dbc987abed3f27a6170bc5c835b557befea24d" // fixture pid 1010
@@ -213,6 +214,7 @@ func labelsOf(fams map[string]*dto.MetricFamily, name string) []map[string]strin
 // backend, and the NVML backend through the fake libnvidia-ml.so.1 (MIG
 // placements come through nvmlGpuInstanceGetInfo's C struct).
 func TestKubernetesDRAOwners(t *testing.T) {
+	t.Parallel()
 	const (
 		trainerID = "aaa04036f0b02dc714c41a3849dbc987abed3f27a6170bc5c835b557befea24d" // fixture pid 1010
 		embedID   = "cf1ae8d7980913d50f110a21d52008427c84be577607e7d2bf2157feb39aa905" // fixture pid 1011

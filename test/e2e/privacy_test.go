@@ -57,6 +57,7 @@ func startSecretProcess(t *testing.T) (pid int, exe string) {
 // --attribution.full-command-lines every one of them shows the whole line.
 // `gpuwatch ps` always does, as ps(1) does.
 func TestCommandLinesArePrivateByDefault(t *testing.T) {
+	t.Parallel()
 	pid, exe := startSecretProcess(t)
 	cfg := filepath.Join(t.TempDir(), "sim.yaml")
 	writeFile(t, cfg, "profile: h100\nprocesses:\n  - {gpu: 0, pid: "+itoa(pid)+", used_memory_bytes: 1073741824, sm_utilization: 0.5}\n")

@@ -50,6 +50,7 @@ var everyGroup = []struct {
 // profile and a real Prometheus scraping it, then checks through PromQL that
 // every metric group arrives with the values the exporter serves.
 func TestPrometheusScrapesSimulatedDGX(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("starts Prometheus; skipped with -short")
 	}

@@ -96,6 +96,7 @@ func TestSamplesProbeTellsHowTheDriverAnswers(t *testing.T) {
 // last periods are in the buffer asked for, as the summary must say; a
 // process that runs throughout is no ending.
 func TestSamplesProbeTellsWhetherEndedProcessesAreAnswered(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("-short: builds and runs the probe for 6 s")
 	}

@@ -348,6 +348,7 @@ func TestSlowAndBogusDriverMatrix(t *testing.T) {
 // TestSickDriverEnergyReset: the driver's energy counter starts again (a
 // driver reload, 4s after start); gpu_energy_joules_total never goes down.
 func TestSickDriverEnergyReset(t *testing.T) {
+	t.Parallel()
 	env := fakeEnv(t, "R580", "profile: h100\nfaults:\n  - {gpu: 0, energy_reset_at: 4s}\n")
 	base, p, up := startWithEnv(t, env, append([]string{"--backend=nvml"}, isolated(t)...)...)
 	if !up {

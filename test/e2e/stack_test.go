@@ -50,6 +50,7 @@ func slurmCollector(sels []deploycheck.Selector) bool {
 // dashboard query as Grafana would and requires data from each. Then the
 // same scrape configuration with VictoriaMetrics.
 func TestStackDashboardsReturnData(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("starts Prometheus, VictoriaMetrics and node_exporter; skipped with -short")
 	}

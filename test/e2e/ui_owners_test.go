@@ -92,6 +92,7 @@ func checkOwners(t *testing.T, screen string, owners []cardOwner, wantVisible fu
 // GPU says why it has no utilization. With UI_SCREENSHOT_DIR set (to
 // docs), it writes the README's screenshots of both first screens.
 func TestLivePageOwnersFirst(t *testing.T) {
+	t.Parallel()
 	base, _ := startGpuwatch(t, "--backend=sim", "--sim.profile=dgx-h100", "--ui.interval=1s", "--ui.history=5m")
 	b := newBrowser(t)
 	// The charts have a few points: the screenshot shows lines.
@@ -233,6 +234,7 @@ func TestLivePageOwnersFirst(t *testing.T) {
 // the page fills with owners and charts, and nothing asks the proxy for a
 // path outside it.
 func TestLivePageBehindPathPrefix(t *testing.T) {
+	t.Parallel()
 	base, _ := startGpuwatch(t, "--backend=sim", "--sim.profile=dgx-h100", "--ui.interval=1s")
 	target, err := url.Parse(base)
 	if err != nil {

@@ -112,6 +112,7 @@ func TestLivePage(t *testing.T) {
 // samples at 100 ms make points of two intervals, so the newest point
 // grows between polls and must be replaced, not appended.
 func TestLivePageHistorySince(t *testing.T) {
+	t.Parallel()
 	base, _ := startGpuwatch(t, "--backend=sim", "--sim.profile=dgx-h100", "--ui.interval=100ms", "--ui.history=61s")
 	var doc struct {
 		BucketSeconds float64 `json:"bucket_seconds"`
