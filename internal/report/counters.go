@@ -151,6 +151,23 @@ func atMost(a, b string) string {
 // accounting counters.
 type ownerSeries struct {
 	held, sm, energy, idle, jobs string
+	// inHold is 1 per (owner, GPU) at a step where an allocation of the
+	// owner held the GPU through the step in its new-owner hold; "" where
+	// no allocation makes an owner.
+	inHold string
+}
+
+// liveSlurmJob is gpu_slurm_job_info with the counters' job label.
+const liveSlurmJob = `label_replace(` + slurmAlloc + `, "slurm_job", "$1", "job_id", "(.+)")`
+
+// inHoldSeries is, for an allocation's held-seconds series, 1 at a step
+// where the allocation held its GPU through the step while its counters
+// read 0 (gpuwatch's new-owner hold): the series reads 0 and was there a
+// step before, and live (the allocation's info series, joined on match)
+// still lists the allocation: one that ends inside its hold reads 0 until
+// the hold ends.
+func inHoldSeries(series string, step time.Duration, match, live string) string {
+	return "(((" + series + " == 0 and " + series + " offset " + promDuration(step) + ") + 1) and on(" + match + ") " + live + ")"
 }
 
 // ownerCounters builds the dimension's per (owner, GPU) step increases,
@@ -167,6 +184,7 @@ func ownerCounters(x *shared, dim dimension, c increases, held func(series strin
 		o.energy = "sum " + perOwnerGPU + " (" + c.proc("gpu_process_energy_joules_total", sel) + ")"
 		if dim.name == "user" {
 			o.held, o.sm, o.jobs, o.idle = userHeld(x, c, held)
+			o.inHold = "max by (user, " + counterGPU + ") " + inHoldSeries(`gpu_allocation_seconds_total{slurm_job!="",user!=""}`, c.step, "instance, uuid, slurm_job", liveSlurmJob)
 		}
 	case dim.alloc == k8sAlloc:
 		sel := `{pod!=""}`
@@ -176,6 +194,7 @@ func ownerCounters(x *shared, dim dimension, c increases, held func(series strin
 		// measured (its idle counter exists), used 0, not unknown.
 		o.sm = "(sum " + perOwnerGPU + " (" + c.proc("gpu_process_sm_seconds_total", sel) + ") or " + o.idle + " * 0)"
 		o.energy = "sum " + perOwnerGPU + " (" + c.proc("gpu_process_energy_joules_total", sel) + ")"
+		o.inHold = "max " + perOwnerGPU + " " + inHoldSeries("gpu_allocation_seconds_total"+sel, c.step, "instance, uuid, namespace, pod", k8sAlloc)
 	case dim.alloc == slurmAlloc:
 		// The counters carry the job id (slurm_job); account and partition
 		// come from gpu_slurm_job_info at the step, joined on the GPU and
@@ -190,8 +209,9 @@ func ownerCounters(x *shared, dim dimension, c increases, held func(series strin
 		o.idle = job("max", c.raw("gpu_allocation_idle_seconds_total"+sel))
 		o.sm = "(" + job("sum", c.proc("gpu_process_sm_seconds_total", sel)) + " or " + o.idle + " * 0)"
 		o.energy = job("sum", c.proc("gpu_process_energy_joules_total", sel))
+		o.inHold = job("max", inHoldSeries("gpu_allocation_seconds_total"+sel, c.step, "instance, uuid, slurm_job", liveSlurmJob))
 	}
-	o.held, o.sm, o.energy, o.idle, o.jobs = x.name(o.held), x.name(o.sm), x.name(o.energy), x.name(o.idle), x.name(o.jobs)
+	o.held, o.sm, o.energy, o.idle, o.jobs, o.inHold = x.name(o.held), x.name(o.sm), x.name(o.energy), x.name(o.idle), x.name(o.jobs), x.name(o.inHold)
 	return o
 }
 
@@ -220,9 +240,14 @@ func counterQueries(dim dimension, from time.Time, rng, step time.Duration, x *s
 	}
 	if allocated := x.name(allocatedPart(dim, part, jobs)); allocated != "" {
 		// The energy the counters give nobody (no process owner: an idle
-		// allocation) goes to the allocations that held the GPU, by their
-		// part of it.
-		heldIdleEnergy := x.name("(" + allocated + " / " + "on(" + counterGPU + ") group_left() (sum by (" + counterGPU + ") (" + allocated + ") > 0)" +
+		// allocation) goes to the owners whose allocations held the GPU in
+		// the step, equally, as the accounting splits a GPU's energy
+		// between holders that used no SM time. An allocation in its
+		// new-owner hold holds the GPU too: its held time reads 0 then,
+		// but the GPU's idle energy counter, which has no hold, does not
+		// wait for it.
+		holders := x.name("group by (" + strings.Join(dim.labels, ", ") + ", " + counterGPU + ") ((" + allocated + " > 0) or " + raw.inHold + ")")
+		heldIdleEnergy := x.name("(" + holders + " / on(" + counterGPU + ") group_left() count by (" + counterGPU + ") (" + holders + ")" +
 			" * on(" + counterGPU + ") group_left() sum by (" + counterGPU + ") (" + stepIncrease("gpu_idle_energy_joules_total", step) + "))")
 		// Both parts, each written once: a label keeps them apart in the
 		// union until the owner's sum adds them.

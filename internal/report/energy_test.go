@@ -18,47 +18,106 @@ import (
 )
 
 // energyGPU is one GPU of the synthetic history below: a constant draw, one
-// owner that appears at time 0 and reads 0 through a new-owner hold (as
+// owner that appears at time from and reads 0 through a new-owner hold (as
 // gpuwatch's accounting counters do), then shows everything since.
 type energyGPU struct {
 	uuid, gpu string
 	watts, sm float64
 	// owner are the labels of the owner's process and allocation series.
 	owner string
+	// idle: the owner is an allocation with no process (an idle job), so
+	// the GPU's whole draw is the accounting's idle energy.
+	idle bool
+	// from and until (seconds; until 0: the whole history) are when the
+	// allocation held the GPU; an allocation that ends inside its hold
+	// keeps reading 0 until the hold ends, as gpuwatch's counters do.
+	from, until int
 }
 
 // newOwnerHold is the hold of the synthetic owners: gpuwatch's default.
 const newOwnerHold = 60
 
+// historyEnd is the last second of the synthetic history.
+const historyEnd = 180
+
 var energyGPUs = []energyGPU{
 	{uuid: "GPU-A", gpu: "0", watts: 600, sm: 0.8, owner: `user="alice",slurm_job="7",pod="",namespace="",container="",compose_project="",compose_service="",mig_uuid=""`},
 	{uuid: "GPU-B", gpu: "1", watts: 300, sm: 0.5, owner: `user="bob",slurm_job="",pod="p",namespace="n",container="c",compose_project="",compose_service="",mig_uuid=""`},
+	// An idle job held through the history: its energy is its GPU's.
+	{uuid: "GPU-C", gpu: "2", watts: 80, idle: true, owner: `user="carol",slurm_job="8",pod="",namespace="",container="",compose_project="",compose_service="",mig_uuid=""`},
+	// An idle job that ends 10 s after it starts, inside its hold: its
+	// counters read 0 past its end, which gives it no energy.
+	{uuid: "GPU-D", gpu: "3", watts: 100, idle: true, from: 110, until: 120, owner: `user="dave",slurm_job="9",pod="",namespace="",container="",compose_project="",compose_service="",mig_uuid=""`},
+}
+
+// heldIn is the part of (start, at] in which g's owner held its GPU, in
+// seconds.
+func (g energyGPU) heldIn(start, at float64) float64 {
+	until := at
+	if g.until > 0 {
+		until = min(at, float64(g.until))
+	}
+	return max(0, until-max(start, float64(g.from)))
+}
+
+// shown is how much of (start, at] the owner's counters show at at: none
+// while they read 0, all of it after.
+func (g energyGPU) shown(start, at float64) float64 {
+	if at < float64(g.from+newOwnerHold) {
+		return 0
+	}
+	return g.heldIn(start, at)
 }
 
 // energyHistory is the promtool input: per GPU its energy counter, the
-// accounting's idle energy (none: the GPU is held throughout) and the
+// accounting's idle energy (none where a process holds the GPU) and the
 // owner's counters, one sample a second.
 func energyHistory() []map[string]string {
-	const end = 180
-	// counter is 0 through the hold, then rate per second since time 0.
-	counter := func(rate float64) string {
-		return fmt.Sprintf("0x%d %g+%gx%d", newOwnerHold-1, rate*newOwnerHold, rate, end-newOwnerHold)
-	}
+	const end = historyEnd
 	var in []map[string]string
 	add := func(series, values string) { in = append(in, map[string]string{"series": series, "values": values}) }
 	for _, g := range energyGPUs {
+		// counter is absent before the owner appears, 0 through the hold,
+		// then rate per second of the owner's held time.
+		counter := func(rate float64) string {
+			held := historyEnd - g.from
+			if g.until > 0 {
+				held = g.until - g.from
+			}
+			absent := ""
+			if g.from > 0 {
+				absent = fmt.Sprintf("_x%d ", g.from)
+			}
+			hold := min(newOwnerHold, end-g.from+1)
+			if g.until > 0 {
+				return fmt.Sprintf("%s0x%d %gx%d", absent, hold-1, rate*float64(held), end-g.from-hold)
+			}
+			return fmt.Sprintf("%s0x%d %g+%gx%d", absent, hold-1, rate*newOwnerHold, rate, end-g.from-hold)
+		}
 		dev := fmt.Sprintf(`instance="n1",gpu=%q,uuid=%q`, g.gpu, g.uuid)
 		add("gpu_energy_joules_total{"+dev+"}", fmt.Sprintf("1000000+%gx%d", g.watts, end))
-		add("gpu_idle_energy_joules_total{"+dev+"}", fmt.Sprintf("0x%d", end))
 		own := "{" + dev + "," + g.owner + "}"
-		add("gpu_process_seconds_total"+own, counter(1))
-		add("gpu_process_sm_seconds_total"+own, counter(g.sm))
-		add("gpu_process_energy_joules_total"+own, counter(g.watts))
+		if g.idle {
+			add("gpu_idle_energy_joules_total{"+dev+"}", fmt.Sprintf("0+%gx%d", g.watts, end))
+			add("gpu_allocation_idle_seconds_total"+own, counter(1))
+		} else {
+			add("gpu_idle_energy_joules_total{"+dev+"}", fmt.Sprintf("0x%d", end))
+			add("gpu_process_seconds_total"+own, counter(1))
+			add("gpu_process_sm_seconds_total"+own, counter(g.sm))
+			add("gpu_process_energy_joules_total"+own, counter(g.watts))
+			add("gpu_allocation_idle_seconds_total"+own, fmt.Sprintf("0x%d", end))
+		}
 		// Each owner is an allocation too: a Slurm job, a pod.
 		add("gpu_allocation_seconds_total"+own, counter(1))
-		add("gpu_allocation_idle_seconds_total"+own, fmt.Sprintf("0x%d", end))
-		if strings.Contains(g.owner, `slurm_job="7"`) {
-			add(`gpu_slurm_job_info{`+dev+`,job_id="7",user="alice",account="acct",partition="gpu"}`, fmt.Sprintf("1x%d", end))
+		if job := regexp.MustCompile(`slurm_job="(\d+)"`).FindStringSubmatch(g.owner); job != nil {
+			user := regexp.MustCompile(`user="(\w+)"`).FindStringSubmatch(g.owner)[1]
+			info := `gpu_slurm_job_info{` + dev + `,job_id="` + job[1] + `",user="` + user + `",account="acct",partition="gpu"}`
+			switch {
+			case g.until > 0:
+				add(info, fmt.Sprintf("_x%d 1x%d stale", g.from, g.until-g.from))
+			default:
+				add(info, fmt.Sprintf("1x%d", end))
+			}
 		}
 	}
 	return in
@@ -95,6 +154,7 @@ func TestCountersEnergyOfAWindowInsideANewOwnersHold(t *testing.T) {
 		// capped at the range (capGPU), its energy is not.
 		span := at.Seconds() - float64(stepsStart(from, w.step).Unix())
 		heldSpan := min(span, rng.Seconds())
+		start := float64(stepsStart(from, w.step).Unix())
 		var fleet float64
 		for _, g := range energyGPUs {
 			fleet += g.watts * span
@@ -105,20 +165,22 @@ func TestCountersEnergyOfAWindowInsideANewOwnersHold(t *testing.T) {
 				t.Fatalf("--by=%s: no counters' queries", by)
 			}
 			// The owners of this view and their GPUs.
-			var watts, held, used float64
+			var energy, held, used float64
 			for _, g := range energyGPUs {
-				job := strings.Contains(g.owner, `slurm_job="7"`)
+				job := !strings.Contains(g.owner, `slurm_job=""`)
 				pod := strings.Contains(g.owner, `pod="p"`)
-				if (by == "job" || by == "account") && !job || (by == "pod" || by == "namespace" || by == "container") && !pod {
+				if (by == "job" || by == "account") && !job || (by == "pod" || by == "namespace" || by == "container") && !pod || by == "container" && g.idle {
 					continue
 				}
-				watts += g.watts
-				held += heldSpan
-				used += g.sm * heldSpan
+				// Held time is capped at the range, energy is not.
+				energy += g.watts * g.heldIn(start, at.Seconds())
+				shown := g.shown(max(start, at.Seconds()-heldSpan), at.Seconds())
+				held += shown
+				used += g.sm * shown
 			}
 			name := fmt.Sprintf("from %s step %s --by=%s", w.from, w.step, by)
 			checks = append(checks,
-				energyCheck{name + " energy J", cs.energy, 3.6e6, watts * span},
+				energyCheck{name + " energy J", cs.energy, 3.6e6, energy},
 				energyCheck{name + " held s", cs.held, 3600, held},
 				energyCheck{name + " used s", cs.used, 3600, used})
 		}
