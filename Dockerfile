@@ -16,6 +16,10 @@ FROM ${BUILDER_IMAGE} AS build
 ENV PATH=/usr/local/go/bin:$PATH CGO_ENABLED=1 GOTOOLCHAIN=local GOTELEMETRY=off GOFLAGS=-mod=readonly
 # Empty: Go's default proxy. `make image` sets off (modules come mounted).
 ARG GOPROXY
+# Empty: Go's default. `make image` passes make release's: with the same
+# compiler (the same Debian 11 root) and the build cache mounted, the build
+# then reuses what make release compiled for linux/amd64, cgo included.
+ARG CGO_CFLAGS
 WORKDIR /src
 COPY go.mod go.sum ./
 RUN go mod download

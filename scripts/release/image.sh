@@ -35,7 +35,7 @@ if [ -z "${BUILDER_IMAGE:-}${BASE_IMAGE:-}" ]; then
   build_args+=(--volume "$goroot:/usr/local/go:ro"
                --volume "$(go env GOMODCACHE):/root/go/pkg/mod"
                --volume "$(go env GOCACHE):/root/.cache/go-build"
-               --build-arg GOPROXY=off)
+               --build-arg GOPROXY=off --build-arg CGO_CFLAGS="${CGO_CFLAGS:-}")
 fi
 
 image="localhost/gpuwatch:$VERSION"
