@@ -15,23 +15,35 @@ if [ -n "$unformatted" ]; then echo "gofmt would change: $unformatted" >&2; exit
 echo "== go vet"
 go vet ./...
 
-echo "== go vet (windows/amd64, no cgo)"
-# The Windows build and every package's tests for it: a Linux-only call
-# outside a platform file (_linux.go, _windows.go) or a build tag fails
-# here, not on a Windows machine. Tests of what only Linux or the cgo
-# build has (procfs, Slurm, the simulator) carry //go:build linux or cgo.
-GOOS=windows GOARCH=amd64 CGO_ENABLED=0 go vet ./...
+# The slow linters run in the background beside go test, after the -race
+# pass (below): while test/e2e waits on its servers the CPUs have room for
+# them. Each runs even when an earlier one found something; the status
+# says whether any did.
+slow_lints() {
+  local rc=0 findings
+  echo "== go vet (windows/amd64, no cgo)"
+  # The Windows build and every package's tests for it: a Linux-only call
+  # outside a platform file (_linux.go, _windows.go) or a build tag fails
+  # here, not on a Windows machine. Tests of what only Linux or the cgo
+  # build has (procfs, Slurm, the simulator) carry //go:build linux or cgo.
+  GOOS=windows GOARCH=amd64 CGO_ENABLED=0 go vet ./... || rc=1
 
-echo "== staticcheck"
-# Pinned, built once into .tools/ (scripts/staticcheck.sh); zero findings allowed.
-"$(./scripts/staticcheck.sh)" ./...
+  echo "== staticcheck"
+  # Pinned, built once into .tools/ (scripts/staticcheck.sh); zero findings allowed.
+  "$(./scripts/staticcheck.sh)" ./... || rc=1
 
-echo "== modernize"
-# golang.org/x/tools' modernize analyzer, pinned (scripts/modernize.sh): one idiom
-# per thing (slices, maps, range over int, min/max); zero findings allowed. The
-# findings it reports in cgo's generated files (under the build cache) are not ours.
-findings=$("$(./scripts/modernize.sh)" ./... 2>&1 | grep -F "$PWD/" || true)
-if [ -n "$findings" ]; then echo "$findings" >&2; echo "modernize: run \"\$(./scripts/modernize.sh)\" -fix ./..." >&2; exit 1; fi
+  echo "== modernize"
+  # golang.org/x/tools' modernize analyzer, pinned (scripts/modernize.sh): one idiom
+  # per thing (slices, maps, range over int, min/max); zero findings allowed. The
+  # findings it reports in cgo's generated files (under the build cache) are not ours.
+  findings=$("$(./scripts/modernize.sh)" ./... 2>&1 | grep -F "$PWD/" || true)
+  if [ -n "$findings" ]; then
+    echo "$findings" >&2
+    echo "modernize: run \"\$(./scripts/modernize.sh)\" -fix ./..." >&2
+    rc=1
+  fi
+  return "$rc"
+}
 
 echo "== gocyclo"
 # Cyclomatic complexity at most 20 per function (fzipp/gocyclo, pinned:
@@ -59,24 +71,30 @@ if [ -z "$short" ]; then
   echo "release and image took $((SECONDS - start))s"
 fi
 
-echo "== go test, and go test -race (concurrent packages) beside it"
+echo "== go test, and beside it go test -race (concurrent packages) and the slow linters"
 # The -race pass runs beside the plain one: test/e2e, the longest package,
 # spends most of its time waiting on Prometheus, Slurm and simulated time,
 # so the two CPUs have room for it (tests are held to passing beside two
 # CPU hogs, docs/testing.md, Flakiness). It stays in the background: none
 # of its packages needs SIGINT, which a background job starts with ignored
 # (test/e2e's TestLocalStack does, so the plain pass is the foreground one).
-# Its output goes to a file, printed once it ends. The real-Slurm tests
-# are left out of it: they run no goroutines of their own and the plain
-# pass runs them; the code they reach is raced by the fakes' tests.
-race_log="$PWD/build/test-race.log"
+# Its output, and the slow linters' after it, go to a file, printed once
+# they end. The real-Slurm tests are left out of it: they run no goroutines
+# of their own and the plain pass runs them; the code they reach is raced
+# by the fakes' tests.
+bg_log="$PWD/build/test-background.log"
 mkdir -p build
-go test $short -count=1 -race -skip '^(TestRealSlurm|TestAdminCommentNotFooledByTheJobNameOnRealSlurm)$' \
-  ./internal/pipeline/... ./internal/backend/... ./internal/exporter/... ./internal/attribution/... ./internal/slurm/... \
-  ./internal/server/... ./internal/webui/... ./internal/accounting/... ./internal/jobs/... \
-  >"$race_log" 2>&1 &
-race_pid=$!
-trap 'kill "$race_pid" 2>/dev/null || true' EXIT
+{
+  rc=0
+  echo "== go test -race (concurrent packages)"
+  go test $short -count=1 -race -skip '^(TestRealSlurm|TestAdminCommentNotFooledByTheJobNameOnRealSlurm)$' \
+    ./internal/pipeline/... ./internal/backend/... ./internal/exporter/... ./internal/attribution/... ./internal/slurm/... \
+    ./internal/server/... ./internal/webui/... ./internal/accounting/... ./internal/jobs/... || rc=1
+  slow_lints || rc=1
+  exit "$rc"
+} >"$bg_log" 2>&1 &
+bg_pid=$!
+trap 'kill "$bg_pid" 2>/dev/null || true' EXIT
 
 # The binary the end-to-end tests drive is the one just built. The live
 # page's screenshot is kept in build/screenshots to be looked at.
@@ -90,12 +108,11 @@ UI_SCREENSHOT_DIR="${UI_SCREENSHOT_DIR:-$PWD/build/screenshots}" \
 GPUWATCH_BIN="$PWD/bin/gpuwatch" GPUWATCH_FAKENVML="$PWD/build/fakenvml" go test $short -count=1 -timeout 25m \
   ./test/e2e ./test/faults ./test/wine ./test/deploy ./... || status=$?
 
-echo "== go test -race (concurrent packages)"
-race_status=0
-wait "$race_pid" || race_status=$?
+bg_status=0
+wait "$bg_pid" || bg_status=$?
 trap - EXIT
-cat "$race_log"
-if [ "$status" -ne 0 ] || [ "$race_status" -ne 0 ]; then
-  echo "go test: exit $status, go test -race: exit $race_status" >&2
+cat "$bg_log"
+if [ "$status" -ne 0 ] || [ "$bg_status" -ne 0 ]; then
+  echo "go test: exit $status; go test -race and the slow linters: exit $bg_status" >&2
   exit 1
 fi
