@@ -63,29 +63,38 @@ make --no-print-directory build
 if [ -z "$short" ]; then
   echo "== fake libnvidia-ml.so.1 per driver branch"
   make --no-print-directory fakenvml
-  echo "== release (make release image)"
-  # Release binaries for glibc >= 2.17, packages and the container image,
-  # checked by test/release below.
-  start=$SECONDS
-  make --no-print-directory release image
-  echo "release and image took $((SECONDS - start))s"
 fi
 
-echo "== go test, and beside it go test -race (concurrent packages) and the slow linters"
+echo "== go test, and beside it make release image, test/release, go test -race (concurrent packages) and the slow linters"
 # The -race pass runs beside the plain one: test/e2e, the longest package,
 # spends most of its time waiting on Prometheus, Slurm and simulated time,
 # so the two CPUs have room for it (tests are held to passing beside two
 # CPU hogs, docs/testing.md, Flakiness). It stays in the background: none
 # of its packages needs SIGINT, which a background job starts with ignored
 # (test/e2e's TestLocalStack does, so the plain pass is the foreground one).
-# Its output, and the slow linters' after it, go to a file, printed once
-# they end. The real-Slurm tests are left out of it: they run no goroutines
+# make release image and test/release come first in that job, the slow
+# linters last; its output goes to a file, printed once it ends. The
+# real-Slurm tests are left out of the -race pass: they run no goroutines
 # of their own and the plain pass runs them; the code they reach is raced
 # by the fakes' tests.
 bg_log="$PWD/build/test-background.log"
 mkdir -p build
 {
   rc=0
+  if [ -z "$short" ]; then
+    echo "== release (make release image)"
+    # Release binaries for glibc >= 2.17, packages and the container image,
+    # checked by test/release, which runs here, after it, and not in the
+    # plain pass.
+    start=$SECONDS
+    if make --no-print-directory release image; then
+      echo "release and image took $((SECONDS - start))s"
+    else
+      rc=1
+    fi
+  fi
+  echo "== go test ./test/release"
+  go test $short -count=1 ./test/release || rc=1
   echo "== go test -race (concurrent packages)"
   go test $short -count=1 -race -skip '^(TestRealSlurm|TestAdminCommentNotFooledByTheJobNameOnRealSlurm)$' \
     ./internal/pipeline/... ./internal/backend/... ./internal/exporter/... ./internal/attribution/... ./internal/slurm/... \
@@ -103,16 +112,18 @@ trap 'kill "$bg_pid" 2>/dev/null || true' EXIT
 # go test starts packages in the order given, two at a time: the longest
 # first, so that the short ones fill the other slot rather than test/e2e
 # starting last and running alone (docs/testing.md, Where the suite's time goes).
+# Every package but test/release, which the background job runs.
+mapfile -t packages < <(go list ./... | grep -vx "$(go list -m)/test/release")
 status=0
 UI_SCREENSHOT_DIR="${UI_SCREENSHOT_DIR:-$PWD/build/screenshots}" \
 GPUWATCH_BIN="$PWD/bin/gpuwatch" GPUWATCH_FAKENVML="$PWD/build/fakenvml" go test $short -count=1 -timeout 25m \
-  ./test/e2e ./test/faults ./test/wine ./test/deploy ./... || status=$?
+  ./test/e2e ./test/faults ./test/wine ./test/deploy "${packages[@]}" || status=$?
 
 bg_status=0
 wait "$bg_pid" || bg_status=$?
 trap - EXIT
 cat "$bg_log"
 if [ "$status" -ne 0 ] || [ "$bg_status" -ne 0 ]; then
-  echo "go test: exit $status; go test -race and the slow linters: exit $bg_status" >&2
+  echo "go test: exit $status; the background job (release, test/release, -race, slow linters): exit $bg_status" >&2
   exit 1
 fi
