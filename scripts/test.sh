@@ -98,7 +98,7 @@ mkdir -p build
   echo "== go test -race (concurrent packages)"
   go test $short -count=1 -race -skip '^(TestRealSlurm|TestAdminCommentNotFooledByTheJobNameOnRealSlurm)$' \
     ./internal/pipeline/... ./internal/backend/... ./internal/exporter/... ./internal/attribution/... ./internal/slurm/... \
-    ./internal/server/... ./internal/webui/... ./internal/accounting/... ./internal/jobs/... || rc=1
+    ./internal/server/... ./internal/webui/... ./internal/accounting/... ./internal/grpcunix/... ./internal/jobs/... || rc=1
   slow_lints || rc=1
   exit "$rc"
 } >"$bg_log" 2>&1 &
