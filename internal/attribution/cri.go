@@ -5,9 +5,8 @@ import (
 	"fmt"
 	"time"
 
-	"google.golang.org/grpc"
-	runtimev1 "k8s.io/cri-api/pkg/apis/runtime/v1"
-
+	"github.com/gpuwatch/gpuwatch/internal/grpcunix"
+	"github.com/gpuwatch/gpuwatch/internal/kubeapi"
 	"github.com/gpuwatch/gpuwatch/internal/snapshot"
 )
 
@@ -47,8 +46,7 @@ const criMaxMessageBytes = 16 << 20
 type CRIResolver struct {
 	socket  string // as configured, for error messages
 	timeout time.Duration
-	conn    *grpc.ClientConn
-	client  runtimev1.RuntimeServiceClient
+	conn    *grpcunix.Conn
 }
 
 // NewCRIResolver returns a resolver for the CRI runtime service at socket,
@@ -60,11 +58,11 @@ func NewCRIResolver(socket string, timeout time.Duration) (*CRIResolver, error) 
 	if timeout <= 0 {
 		timeout = time.Second
 	}
-	conn, err := DialUnixGRPC("--cri.socket", socket, timeout, criMaxMessageBytes)
+	conn, err := dialUnixGRPC("--cri.socket", socket, criMaxMessageBytes)
 	if err != nil {
 		return nil, err
 	}
-	return &CRIResolver{socket: socket, timeout: timeout, conn: conn, client: runtimev1.NewRuntimeServiceClient(conn)}, nil
+	return &CRIResolver{socket: socket, timeout: timeout, conn: conn}, nil
 }
 
 // Close releases the connection. Lookups after Close fail.
@@ -88,13 +86,13 @@ func (c *CRIResolver) Resolve(ctx context.Context, containerID string) (Containe
 	if err != nil {
 		return ContainerMeta{}, err
 	}
-	labels := st.GetLabels()
-	image := st.GetImage().GetUserSpecifiedImage()
+	labels := st.Labels
+	image := st.UserSpecifiedImage
 	if image == "" {
-		image = st.GetImage().GetImage()
+		image = st.Image
 	}
 	return ContainerMeta{
-		Name:         st.GetMetadata().GetName(),
+		Name:         st.Name,
 		Image:        image,
 		PodName:      labels[labelPodName],
 		PodNamespace: labels[labelPodNamespace],
@@ -110,7 +108,7 @@ func (c *CRIResolver) Pod(ctx context.Context, containerID string) (snapshot.Pod
 	if err != nil {
 		return snapshot.Pod{}, err
 	}
-	labels := st.GetLabels()
+	labels := st.Labels
 	return snapshot.Pod{
 		UID:       labels[labelPodUID],
 		Name:      labels[labelPodName],
@@ -121,16 +119,19 @@ func (c *CRIResolver) Pod(ctx context.Context, containerID string) (snapshot.Pod
 
 // status asks for one container. Non-verbose: the verbose info map is a
 // JSON dump of the whole OCI spec, much larger and not needed.
-func (c *CRIResolver) status(ctx context.Context, containerID string) (*runtimev1.ContainerStatus, error) {
+func (c *CRIResolver) status(ctx context.Context, containerID string) (kubeapi.ContainerStatus, error) {
 	ctx, cancel := context.WithTimeout(ctx, c.timeout)
 	defer cancel()
-	resp, err := c.client.ContainerStatus(ctx, &runtimev1.ContainerStatusRequest{ContainerId: containerID})
+	resp, err := c.conn.Invoke(ctx, kubeapi.MethodContainerStatus, kubeapi.EncodeContainerStatusRequest(containerID))
 	if err != nil {
-		return nil, fmt.Errorf("CRI %s: ContainerStatus %s: %w", c.socket, containerID, grpcFailure(err))
+		return kubeapi.ContainerStatus{}, fmt.Errorf("CRI %s: ContainerStatus %s: %w", c.socket, containerID, grpcFailure(err))
 	}
-	st := resp.GetStatus()
-	if st == nil {
-		return nil, fmt.Errorf("CRI %s: ContainerStatus %s: answer has no status", c.socket, containerID)
+	st, ok, err := kubeapi.DecodeContainerStatusResponse(resp)
+	if err != nil {
+		return kubeapi.ContainerStatus{}, fmt.Errorf("CRI %s: ContainerStatus %s: %w", c.socket, containerID, err)
+	}
+	if !ok {
+		return kubeapi.ContainerStatus{}, fmt.Errorf("CRI %s: ContainerStatus %s: answer has no status", c.socket, containerID)
 	}
 	return st, nil
 }

@@ -4,8 +4,7 @@ import (
 	"strconv"
 	"strings"
 
-	podresourcesv1 "k8s.io/kubelet/pkg/apis/podresources/v1"
-
+	"github.com/gpuwatch/gpuwatch/internal/kubeapi"
 	"github.com/gpuwatch/gpuwatch/internal/snapshot"
 )
 
@@ -35,18 +34,18 @@ const nvidiaDRADriver = "gpu.nvidia.com"
 // draGPUAllocations appends the devices of NVIDIA's DRA driver that
 // container c of pod pr holds through its resource claims. A claim shared
 // by several pods (or containers) appears under each of them.
-func draGPUAllocations(out []PodAllocation, pr *podresourcesv1.PodResources, c *podresourcesv1.ContainerResources, add func(PodAllocation) bool) []PodAllocation {
-	for _, dr := range c.GetDynamicResources() {
-		for _, cr := range dr.GetClaimResources() {
-			if cr.GetDriverName() != nvidiaDRADriver || cr.GetDeviceName() == "" {
+func draGPUAllocations(out []PodAllocation, pr *kubeapi.PodResources, c *kubeapi.ContainerResources, add func(PodAllocation) bool) []PodAllocation {
+	for _, dr := range c.DynamicResources {
+		for _, cr := range dr.ClaimResources {
+			if cr.DriverName != nvidiaDRADriver || cr.DeviceName == "" {
 				continue
 			}
 			a := PodAllocation{
-				DeviceID: cr.GetDeviceName(),
-				Driver:   cr.GetDriverName(),
-				Pool:     cr.GetPoolName(),
-				Claim:    dr.GetClaimNamespace() + "/" + dr.GetClaimName(),
-				Pod:      snapshot.Pod{Name: pr.GetName(), Namespace: pr.GetNamespace(), Container: c.GetName()},
+				DeviceID: cr.DeviceName,
+				Driver:   cr.DriverName,
+				Pool:     cr.PoolName,
+				Claim:    dr.ClaimNamespace + "/" + dr.ClaimName,
+				Pod:      snapshot.Pod{Name: pr.Name, Namespace: pr.Namespace, Container: c.Name},
 			}
 			if add(a) {
 				out = append(out, a)

@@ -5,8 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/http"
-	"net/url"
 	"os"
 	"slices"
 	"strconv"
@@ -14,13 +12,8 @@ import (
 	"sync"
 	"time"
 
-	"google.golang.org/grpc"
-	"google.golang.org/grpc/backoff"
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/credentials/insecure"
-	"google.golang.org/grpc/status"
-	podresourcesv1 "k8s.io/kubelet/pkg/apis/podresources/v1"
-
+	"github.com/gpuwatch/gpuwatch/internal/grpcunix"
+	"github.com/gpuwatch/gpuwatch/internal/kubeapi"
 	"github.com/gpuwatch/gpuwatch/internal/snapshot"
 )
 
@@ -70,8 +63,7 @@ type KubeletResolver struct {
 	maxStale   time.Duration
 	now        func() time.Time
 
-	conn   *grpc.ClientConn
-	client podresourcesv1.PodResourcesListerClient
+	conn *grpcunix.Conn
 
 	mu        sync.Mutex
 	allocs    []PodAllocation // last good answer; shared with callers, never modified
@@ -118,7 +110,7 @@ func NewKubeletResolver(socket string, timeout, ttl time.Duration) (*KubeletReso
 	if ttl <= 0 {
 		ttl = DefaultKubeletTTL
 	}
-	conn, err := DialUnixGRPC("--kubelet.pod-resources-socket", socket, timeout, kubeletMaxMessageBytes)
+	conn, err := dialUnixGRPC("--kubelet.pod-resources-socket", socket, kubeletMaxMessageBytes)
 	if err != nil {
 		return nil, err
 	}
@@ -130,7 +122,6 @@ func NewKubeletResolver(socket string, timeout, ttl time.Duration) (*KubeletReso
 		maxStale:   2 * kubeletRetryAfter,
 		now:        time.Now,
 		conn:       conn,
-		client:     podresourcesv1.NewPodResourcesListerClient(conn),
 	}, nil
 }
 
@@ -221,8 +212,12 @@ func (k *KubeletResolver) staleLocked(now time.Time) []PodAllocation {
 // context: a caller that stops waiting does not waste the call.
 func (k *KubeletResolver) fetch(call *kubeletCall) {
 	ctx, cancel := context.WithTimeout(context.Background(), k.timeout)
-	resp, err := k.client.List(ctx, &podresourcesv1.ListPodResourcesRequest{})
+	resp, err := k.conn.Invoke(ctx, kubeapi.MethodList, nil)
 	cancel()
+	var pods []kubeapi.PodResources
+	if err == nil {
+		pods, err = kubeapi.DecodeListPodResourcesResponse(resp)
+	}
 
 	k.mu.Lock()
 	defer k.mu.Unlock()
@@ -232,7 +227,7 @@ func (k *KubeletResolver) fetch(call *kubeletCall) {
 		call.allocs = nil
 		k.retryAt = now.Add(k.retryAfter)
 	} else {
-		call.allocs = gpuAllocations(resp.GetPodResources())
+		call.allocs = gpuAllocations(pods)
 		k.allocs, k.fetchedAt, k.retryAt = call.allocs, now, time.Time{}
 		k.fetches++
 	}
@@ -254,7 +249,7 @@ func isGPUResource(name string) bool {
 // and of NVIDIA's DRA driver, one entry per (container, device):
 // time-sliced replicas of one GPU given to the same container
 // ("GPU-x::0", "GPU-x::3") are one allocation.
-func gpuAllocations(pods []*podresourcesv1.PodResources) []PodAllocation {
+func gpuAllocations(pods []kubeapi.PodResources) []PodAllocation {
 	var out []PodAllocation
 	type key struct{ ns, pod, container, driver, device string }
 	seen := make(map[key]struct{})
@@ -267,27 +262,27 @@ func gpuAllocations(pods []*podresourcesv1.PodResources) []PodAllocation {
 		return true
 	}
 	for _, pr := range pods {
-		for _, c := range pr.GetContainers() {
-			for _, dev := range c.GetDevices() {
-				if !isGPUResource(dev.GetResourceName()) {
+		for _, c := range pr.Containers {
+			for _, dev := range c.Devices {
+				if !isGPUResource(dev.ResourceName) {
 					continue
 				}
-				for _, id := range dev.GetDeviceIds() {
+				for _, id := range dev.DeviceIDs {
 					id = stripReplica(id)
 					if id == "" {
 						continue
 					}
 					a := PodAllocation{
 						DeviceID: id,
-						Resource: dev.GetResourceName(),
-						Pod:      snapshot.Pod{Name: pr.GetName(), Namespace: pr.GetNamespace(), Container: c.GetName()},
+						Resource: dev.ResourceName,
+						Pod:      snapshot.Pod{Name: pr.Name, Namespace: pr.Namespace, Container: c.Name},
 					}
 					if add(a) {
 						out = append(out, a)
 					}
 				}
 			}
-			out = draGPUAllocations(out, pr, c, add)
+			out = draGPUAllocations(out, &pr, &c, add)
 		}
 	}
 	return out
@@ -425,7 +420,7 @@ func compareAllocations(x, y snapshot.Allocation) int {
 	return strings.Compare(x.Pod.Container, y.Pod.Container)
 }
 
-// --- gRPC over a unix socket, shared with cri.go and doctor ------------
+// --- gRPC over a unix socket, shared with cri.go -----------------------
 
 // DetectSocket returns the first of paths that is a unix socket now, or ""
 // when none is. It lets a socket flag default to "wherever the runtime
@@ -440,56 +435,19 @@ func DetectSocket(paths ...string) string {
 	return ""
 }
 
-// grpcMaxHeaderListBytes bounds the headers and trailers of an answer of a
-// kubelet or CRI runtime (the message itself is bounded by the caller's
-// maxRecvBytes): net/http's DefaultMaxHeaderBytes, ample for a status and
-// its message.
-const grpcMaxHeaderListBytes = http.DefaultMaxHeaderBytes
-
-// DialUnixGRPC makes the gRPC client of a unix socket given as a path or
-// "unix:///path"; flag names the setting in errors. maxRecvBytes bounds
-// one answer. timeout is a call's budget; a handshake is given up at twice
-// that (grpc-go allows it at least its backoff delay): no call waits for
-// it longer than its budget anyway, and one given up at the same moment
-// would make a call past its deadline report the closed connection rather
-// than the deadline.
-//
-// grpc.NewClient does not connect: the first call does, and every call is
-// bounded by its context, so an absent socket fails that call at once and
-// a socket that accepts but never completes the HTTP/2 handshake fails it
-// at its deadline. A lost connection is dialled again by a later call,
-// within the backoff below, so a restarted kubelet or runtime is found
-// again by the same client. Close the client to release its connection.
-func DialUnixGRPC(flag, socket string, timeout time.Duration, maxRecvBytes int) (*grpc.ClientConn, error) {
+// dialUnixGRPC prepares a gRPC client for a unix socket given as a path or
+// "unix:///path"; flag names the setting in errors. Nothing is dialled: the
+// first call does, and every call is bounded by its context, so an absent
+// socket fails that call at once and a socket that accepts but never
+// completes the HTTP/2 handshake fails it at its deadline. A lost
+// connection is redialled by the next call, so a restarted kubelet or
+// runtime is seen at once.
+func dialUnixGRPC(flag, socket string, maxRecvBytes int) (*grpcunix.Conn, error) {
 	path := strings.TrimPrefix(socket, "unix://")
 	if path == "" || !strings.HasPrefix(path, "/") {
 		return nil, fmt.Errorf("%s %q: want an absolute socket path or unix:///path", flag, socket)
 	}
-	// grpc-go parses the target as a URL and dials its decoded path:
-	// escaping keeps a '#', '?' or '%' in a path from being read as a
-	// fragment, a query or an escape.
-	target := (&url.URL{Scheme: "unix", Path: path}).String()
-	conn, err := grpc.NewClient(target,
-		grpc.WithTransportCredentials(insecure.NewCredentials()),
-		grpc.WithConnectParams(grpc.ConnectParams{
-			// gRPC's default backoff grows to two minutes between
-			// attempts, which would hide a restarted kubelet or
-			// runtime for that long.
-			Backoff: backoff.Config{
-				BaseDelay:  100 * time.Millisecond,
-				Multiplier: 1.6,
-				Jitter:     0.2,
-				MaxDelay:   5 * time.Second,
-			},
-			MinConnectTimeout: 2 * timeout,
-		}),
-		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(maxRecvBytes)),
-		grpc.WithMaxHeaderListSize(grpcMaxHeaderListBytes),
-	)
-	if err != nil {
-		return nil, fmt.Errorf("%s %q: %w", flag, socket, err)
-	}
-	return conn, nil
+	return grpcunix.New(path, maxRecvBytes), nil
 }
 
 // grpcFailure marks err as ErrUnavailable when it is a failure of the
@@ -499,9 +457,9 @@ func grpcFailure(err error) error {
 	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
 		return fmt.Errorf("%w: %w", ErrUnavailable, err)
 	}
-	switch status.Code(err) {
-	case codes.Unavailable, codes.DeadlineExceeded, codes.Canceled,
-		codes.Unimplemented, codes.PermissionDenied, codes.Unauthenticated:
+	switch grpcunix.CodeOf(err) {
+	case grpcunix.Unavailable, grpcunix.DeadlineExceeded, grpcunix.Canceled,
+		grpcunix.Unimplemented, grpcunix.PermissionDenied, grpcunix.Unauthenticated:
 		return fmt.Errorf("%w: %w", ErrUnavailable, err)
 	}
 	return err

@@ -13,7 +13,7 @@ import (
 	"slices"
 	"time"
 
-	"google.golang.org/grpc"
+	"github.com/gpuwatch/gpuwatch/internal/grpcunix"
 )
 
 // Options describe the simulated host the demo serves.
@@ -97,7 +97,7 @@ func Start(opts Options) (env *Env, err error) {
 	}
 	env.DockerSocket = "unix://" + docker
 	env.CRISocket = filepath.Join(dir, "containerd.sock")
-	if err := env.serveGRPC(env.CRISocket, NewCRI(env.Workloads).Register); err != nil {
+	if err := env.serveGRPC(env.CRISocket, NewCRI(env.Workloads).Methods()); err != nil {
 		return nil, err
 	}
 	env.KubeletSocket = filepath.Join(dir, "kubelet.sock")
@@ -105,7 +105,7 @@ func Start(opts Options) (env *Env, err error) {
 	if opts.Ended != nil {
 		k.endWith(env.Workloads, opts.Ended)
 	}
-	if err := env.serveGRPC(env.KubeletSocket, k.Register); err != nil {
+	if err := env.serveGRPC(env.KubeletSocket, k.Methods()); err != nil {
 		return nil, err
 	}
 	env.Slurm = NewSlurmCommands(env.Workloads, opts.Node)
@@ -131,21 +131,8 @@ func (e *Env) serveHTTP(socket string, h http.Handler, logger *slog.Logger) erro
 	return nil
 }
 
-// ServeGRPC serves a gRPC server, its services set up by register, on a
-// new unix socket until stop is called.
-func ServeGRPC(socket string, register func(*grpc.Server)) (stop func(), err error) {
-	l, err := net.Listen("unix", socket)
-	if err != nil {
-		return nil, err
-	}
-	srv := grpc.NewServer()
-	register(srv)
-	go func() { _ = srv.Serve(l) }()
-	return srv.Stop, nil
-}
-
-func (e *Env) serveGRPC(socket string, register func(*grpc.Server)) error {
-	stop, err := ServeGRPC(socket, register)
+func (e *Env) serveGRPC(socket string, methods map[string]grpcunix.Handler) error {
+	stop, err := grpcunix.Serve(socket, methods)
 	if err != nil {
 		return fmt.Errorf("demo: %w", err)
 	}

@@ -10,9 +10,10 @@
 //     and an /etc/passwd under a temporary directory (--path.procfs,
 //     --path.rootfs);
 //   - the Docker Engine API on a unix socket (GET /containers/ID/json);
-//   - a CRI runtime service and the kubelet pod-resources service, grpc-go
-//     servers on unix sockets of the services generated in k8s.io/cri-api
-//     and k8s.io/kubelet, as containerd and the kubelet serve them;
+//   - a CRI runtime service and the kubelet pod-resources service, gRPC on
+//     unix sockets (internal/grpcunix, with the messages of k8s.io/cri-api
+//     and k8s.io/kubelet encoded by internal/kubeapi; grpc-go clients are
+//     served as containerd and the kubelet serve them, TestDemoServesGRPCClients);
 //   - Slurm's scontrol and squeue, as a slurm.CommandRunner that prints
 //     what those commands print, for the real parser to read.
 //

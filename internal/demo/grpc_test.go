@@ -17,9 +17,9 @@ import (
 	"github.com/gpuwatch/gpuwatch/internal/demo"
 )
 
-// grpcConn is a grpc-go client of a demo socket, as gpuwatch's own and
-// crictl are: the demo's servers must answer it as containerd and the
-// kubelet would.
+// grpcConn is a grpc-go client of a demo socket, as the real kubelet and
+// crictl are: the demo's servers (internal/grpcunix, internal/kubeapi) must
+// answer it as containerd and the kubelet would.
 func grpcConn(t *testing.T, socket string) *grpc.ClientConn {
 	t.Helper()
 	conn, err := grpc.NewClient("unix://"+socket, grpc.WithTransportCredentials(insecure.NewCredentials()))

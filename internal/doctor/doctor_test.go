@@ -14,11 +14,10 @@ import (
 	"testing"
 	"time"
 
-	"google.golang.org/grpc"
-
 	"github.com/gpuwatch/gpuwatch/internal/backend/nvmlbackend"
 	"github.com/gpuwatch/gpuwatch/internal/demo"
 	"github.com/gpuwatch/gpuwatch/internal/fakedriver/sim"
+	"github.com/gpuwatch/gpuwatch/internal/grpcunix"
 	"github.com/gpuwatch/gpuwatch/internal/slurm"
 	"github.com/gpuwatch/gpuwatch/internal/snapshot"
 	"github.com/gpuwatch/gpuwatch/internal/testenv"
@@ -223,11 +222,11 @@ func TestSocketChecks(t *testing.T) {
 		{Kind: demo.KindKubernetes, PodName: "q", PodNamespace: "ns", PodContainer: "c", ContainerID: "def", GPUs: []int{0}, DRADevice: "gpu-0", DRAPool: "node"},
 	}
 	cri, kubelet := filepath.Join(dir, "cri.sock"), filepath.Join(dir, "kubelet.sock")
-	for socket, register := range map[string]func(*grpc.Server){
-		cri:     demo.NewCRI(workloads).Register,
-		kubelet: demo.NewKubelet(workloads, []demo.GPU{{Index: 0, UUID: "GPU-x"}}).Register,
+	for socket, methods := range map[string]map[string]grpcunix.Handler{
+		cri:     demo.NewCRI(workloads).Methods(),
+		kubelet: demo.NewKubelet(workloads, []demo.GPU{{Index: 0, UUID: "GPU-x"}}).Methods(),
 	} {
-		stop, err := demo.ServeGRPC(socket, register)
+		stop, err := grpcunix.Serve(socket, methods)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -11,10 +11,8 @@ import (
 	"strings"
 	"time"
 
-	runtimev1 "k8s.io/cri-api/pkg/apis/runtime/v1"
-	podresourcesv1 "k8s.io/kubelet/pkg/apis/podresources/v1"
-
-	"github.com/gpuwatch/gpuwatch/internal/attribution"
+	"github.com/gpuwatch/gpuwatch/internal/grpcunix"
+	"github.com/gpuwatch/gpuwatch/internal/kubeapi"
 )
 
 // checkSources: each runtime socket is present, reachable and answers
@@ -93,45 +91,47 @@ func pingDocker(ctx context.Context, path string) (string, error) {
 const doctorMaxRecv = 16 << 20
 
 func pingCRI(ctx context.Context, path string) (string, error) {
-	conn, err := attribution.DialUnixGRPC("--cri.socket", path, timeoutOf(ctx), doctorMaxRecv)
-	if err != nil {
-		return "", err
-	}
+	conn := grpcunix.New(path, doctorMaxRecv)
 	defer conn.Close()
-	v, err := runtimev1.NewRuntimeServiceClient(conn).Version(ctx, &runtimev1.VersionRequest{Version: "v1"})
+	resp, err := conn.Invoke(ctx, kubeapi.MethodVersion, kubeapi.EncodeVersionRequest("v1"))
 	if err != nil {
 		return "", err
 	}
-	return fmt.Sprintf("%s %s (CRI %s)", v.GetRuntimeName(), v.GetRuntimeVersion(), v.GetRuntimeApiVersion()), nil
+	v, err := kubeapi.DecodeVersion(resp)
+	if err != nil {
+		return "", err
+	}
+	return fmt.Sprintf("%s %s (CRI %s)", v.RuntimeName, v.RuntimeVersion, v.RuntimeAPIVersion), nil
 }
 
 func listKubelet(ctx context.Context, path string) (string, error) {
-	conn, err := attribution.DialUnixGRPC("--kubelet.pod-resources-socket", path, timeoutOf(ctx), doctorMaxRecv)
+	conn := grpcunix.New(path, doctorMaxRecv)
+	defer conn.Close()
+	resp, err := conn.Invoke(ctx, kubeapi.MethodList, nil)
 	if err != nil {
 		return "", err
 	}
-	defer conn.Close()
-	resp, err := podresourcesv1.NewPodResourcesListerClient(conn).List(ctx, &podresourcesv1.ListPodResourcesRequest{})
+	podResources, err := kubeapi.DecodeListPodResourcesResponse(resp)
 	if err != nil {
 		return "", err
 	}
 	var names, drivers []string
 	pods := 0
-	for _, p := range resp.GetPodResources() {
+	for _, p := range podResources {
 		holds := false
-		for _, c := range p.GetContainers() {
-			for _, d := range c.GetDevices() {
-				if !slices.Contains(names, d.GetResourceName()) {
-					names = append(names, d.GetResourceName())
+		for _, c := range p.Containers {
+			for _, d := range c.Devices {
+				if !slices.Contains(names, d.ResourceName) {
+					names = append(names, d.ResourceName)
 				}
 				holds = true
 			}
 			// DRA claims (kubelet 1.34+, or earlier with the
 			// KubeletPodResourcesDynamicResources feature gate).
-			for _, dr := range c.GetDynamicResources() {
-				for _, cr := range dr.GetClaimResources() {
-					if !slices.Contains(drivers, cr.GetDriverName()) {
-						drivers = append(drivers, cr.GetDriverName())
+			for _, dr := range c.DynamicResources {
+				for _, cr := range dr.ClaimResources {
+					if !slices.Contains(drivers, cr.DriverName) {
+						drivers = append(drivers, cr.DriverName)
 					}
 					holds = true
 				}
@@ -157,13 +157,4 @@ func listKubelet(ctx context.Context, path string) (string, error) {
 		return "1 pod holds devices; " + strings.Join(held, "; "), nil
 	}
 	return fmt.Sprintf("%d pods hold devices; %s", pods, strings.Join(held, "; ")), nil
-}
-
-// timeoutOf is what is left of ctx's budget: the call's budget that
-// DialUnixGRPC bounds the connection's handshake by.
-func timeoutOf(ctx context.Context) time.Duration {
-	if deadline, ok := ctx.Deadline(); ok {
-		return time.Until(deadline)
-	}
-	return 0
 }
