@@ -82,16 +82,24 @@ func connect() (*mgr.Mgr, error) {
 	return m, nil
 }
 
-// open opens the named service, saying how to install it when it is not.
-func (c *serviceCommand) open(m *mgr.Mgr) (*mgr.Service, error) {
+// withService connects to the service manager, opens the named service
+// (saying how to install it when it is not there) and runs do on it,
+// closing both handles after.
+func (c *serviceCommand) withService(do func(*mgr.Service) error) error {
+	m, err := connect()
+	if err != nil {
+		return err
+	}
+	defer m.Disconnect()
 	s, err := m.OpenService(c.flags.name)
 	if errors.Is(err, windows.ERROR_SERVICE_DOES_NOT_EXIST) {
-		return nil, fmt.Errorf("no service %q (gpuwatch service install installs it; --service.name names another)", c.flags.name)
+		return fmt.Errorf("no service %q (gpuwatch service install installs it; --service.name names another)", c.flags.name)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("service %q: %w", c.flags.name, err)
+		return fmt.Errorf("service %q: %w", c.flags.name, err)
 	}
-	return s, nil
+	defer s.Close()
+	return do(s)
 }
 
 func (c *serviceCommand) install() error {
@@ -153,82 +161,58 @@ func escapeArgs(args []string) []string {
 }
 
 func (c *serviceCommand) uninstall() error {
-	m, err := connect()
-	if err != nil {
-		return err
-	}
-	defer m.Disconnect()
-	s, err := c.open(m)
-	if err != nil {
-		return err
-	}
-	defer s.Close()
-	if st, err := s.Query(); err == nil && st.State != svc.Stopped {
-		if err := stopAndWait(s); err != nil {
-			return err
+	return c.withService(func(s *mgr.Service) error {
+		if st, err := s.Query(); err == nil && st.State != svc.Stopped {
+			if err := stopAndWait(s); err != nil {
+				return err
+			}
 		}
-	}
-	if err := s.Delete(); err != nil {
-		return fmt.Errorf("removing service %q: %w", c.flags.name, err)
-	}
-	if err := eventlog.Remove(c.flags.name); err != nil {
-		fmt.Fprintf(os.Stderr, "gpuwatch: warning: event log source %q not removed: %v\n", c.flags.name, err)
-	}
-	fmt.Printf("removed service %s\n", c.flags.name)
-	return nil
+		if err := s.Delete(); err != nil {
+			return fmt.Errorf("removing service %q: %w", c.flags.name, err)
+		}
+		if err := eventlog.Remove(c.flags.name); err != nil {
+			fmt.Fprintf(os.Stderr, "gpuwatch: warning: event log source %q not removed: %v\n", c.flags.name, err)
+		}
+		fmt.Printf("removed service %s\n", c.flags.name)
+		return nil
+	})
 }
 
 func (c *serviceCommand) start() error {
-	m, err := connect()
-	if err != nil {
-		return err
-	}
-	defer m.Disconnect()
-	s, err := c.open(m)
-	if err != nil {
-		return err
-	}
-	defer s.Close()
-	if err := s.Start(); errors.Is(err, windows.ERROR_SERVICE_ALREADY_RUNNING) {
-		fmt.Printf("service %s is running already\n", c.flags.name)
+	return c.withService(func(s *mgr.Service) error {
+		if err := s.Start(); errors.Is(err, windows.ERROR_SERVICE_ALREADY_RUNNING) {
+			fmt.Printf("service %s is running already\n", c.flags.name)
+			return nil
+		} else if err != nil {
+			return fmt.Errorf("starting service %q: %w", c.flags.name, err)
+		}
+		st, err := waitState(s, func(st svc.State) bool { return st == svc.Running || st == svc.Stopped })
+		if err == nil && st.State == svc.Running {
+			// The service says Running as soon as serve starts; a flag
+			// value or a taken port ends it moments later.
+			time.Sleep(serviceSettle)
+			st, err = s.Query()
+		}
+		if err != nil {
+			return fmt.Errorf("service %q: %w", c.flags.name, err)
+		}
+		if st.State != svc.Running {
+			return fmt.Errorf("service %q stopped right after its start (%s); the Application event log says why "+
+				"(Get-EventLog -LogName Application -Source %s -Newest 10)", c.flags.name, exitDescription(st), c.flags.name)
+		}
+		fmt.Printf("service %s is running\n", c.flags.name)
 		return nil
-	} else if err != nil {
-		return fmt.Errorf("starting service %q: %w", c.flags.name, err)
-	}
-	st, err := waitState(s, func(st svc.State) bool { return st == svc.Running || st == svc.Stopped })
-	if err == nil && st.State == svc.Running {
-		// The service says Running as soon as serve starts; a flag
-		// value or a taken port ends it moments later.
-		time.Sleep(serviceSettle)
-		st, err = s.Query()
-	}
-	if err != nil {
-		return fmt.Errorf("service %q: %w", c.flags.name, err)
-	}
-	if st.State != svc.Running {
-		return fmt.Errorf("service %q stopped right after its start (%s); the Application event log says why "+
-			"(Get-EventLog -LogName Application -Source %s -Newest 10)", c.flags.name, exitDescription(st), c.flags.name)
-	}
-	fmt.Printf("service %s is running\n", c.flags.name)
-	return nil
+	})
 }
 
 func (c *serviceCommand) stop() error {
-	m, err := connect()
-	if err != nil {
-		return err
-	}
-	defer m.Disconnect()
-	s, err := c.open(m)
-	if err != nil {
-		return err
-	}
-	defer s.Close()
-	if err := stopAndWait(s); err != nil {
-		return err
-	}
-	fmt.Printf("service %s stopped\n", c.flags.name)
-	return nil
+	return c.withService(func(s *mgr.Service) error {
+		if err := stopAndWait(s); err != nil {
+			return err
+		}
+		fmt.Printf("service %s stopped\n", c.flags.name)
+		return nil
+	})
 }
 
 // stopAndWait asks the service to stop and waits until it has.
@@ -259,45 +243,37 @@ func waitState(s *mgr.Service, done func(svc.State) bool) (svc.Status, error) {
 }
 
 func (c *serviceCommand) status() error {
-	m, err := connect()
-	if err != nil {
-		return err
-	}
-	defer m.Disconnect()
-	s, err := c.open(m)
-	if err != nil {
-		return err
-	}
-	defer s.Close()
-	st, err := s.Query()
-	if err != nil {
-		return fmt.Errorf("service %q: %w", c.flags.name, err)
-	}
-	cfg, err := queryConfig(s)
-	if err != nil {
-		return fmt.Errorf("service %q: %w", c.flags.name, err)
-	}
-	fmt.Printf("service:  %s\nstate:    %s", c.flags.name, stateName(st.State))
-	if st.State == svc.Stopped {
-		fmt.Printf(" (%s)", exitDescription(st))
-	}
-	fmt.Printf("\naccount:  %s\nstart:    %s\ncommand:  %s\n", windows.UTF16PtrToString(cfg.ServiceStartName),
-		startTypeName(cfg.StartType), windows.UTF16PtrToString(cfg.BinaryPathName))
-	if actions, err := s.RecoveryActions(); err != nil {
-		fmt.Printf("recovery: not readable (%v)\n", err)
-	} else {
-		var parts []string
-		for _, a := range actions {
-			if a.Type == mgr.ServiceRestart {
-				parts = append(parts, "restart after "+a.Delay.String())
+	return c.withService(func(s *mgr.Service) error {
+		st, err := s.Query()
+		if err != nil {
+			return fmt.Errorf("service %q: %w", c.flags.name, err)
+		}
+		cfg, err := queryConfig(s)
+		if err != nil {
+			return fmt.Errorf("service %q: %w", c.flags.name, err)
+		}
+		fmt.Printf("service:  %s\nstate:    %s", c.flags.name, stateName(st.State))
+		if st.State == svc.Stopped {
+			fmt.Printf(" (%s)", exitDescription(st))
+		}
+		fmt.Printf("\naccount:  %s\nstart:    %s\ncommand:  %s\n", windows.UTF16PtrToString(cfg.ServiceStartName),
+			startTypeName(cfg.StartType), windows.UTF16PtrToString(cfg.BinaryPathName))
+		if actions, err := s.RecoveryActions(); err != nil {
+			fmt.Printf("recovery: not readable (%v)\n", err)
+		} else {
+			var parts []string
+			for _, a := range actions {
+				if a.Type == mgr.ServiceRestart {
+					parts = append(parts, "restart after "+a.Delay.String())
+				}
 			}
+			if len(parts) == 0 {
+				parts = []string{"none"}
+			}
+			fmt.Printf("recovery: %s\n", strings.Join(parts, ", "))
 		}
-		if len(parts) == 0 {
-			parts = []string{"none"}
-		}
-		fmt.Printf("recovery: %s\n", strings.Join(parts, ", "))
-	}
-	return nil
+		return nil
+	})
 }
 
 // queryConfig reads the service's configuration with QueryServiceConfig
