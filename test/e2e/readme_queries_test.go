@@ -4,7 +4,6 @@ package e2e
 
 import (
 	"encoding/json"
-	"fmt"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -80,23 +79,19 @@ func (e *queryError) Error() string { return e.msg }
 // TestREADMEQueriesAgainstTheDemo runs every README example query against
 // a real Prometheus scraping the README's demo (no attribution flag: the
 // owners come from internal/demo): each must return data, as a new user
-// trying them would expect.
+// trying them would expect. The demo and its Prometheus are the ones
+// TestReportInvariants reads later (sharedDemoPrometheus), whose history
+// grows meanwhile; their faster accounting tick and the recording rules
+// they evaluate only bring the accounting series sooner.
 func TestREADMEQueriesAgainstTheDemo(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts Prometheus; skipped with -short")
 	}
-	promBin := testenv.RequireTool(t, "prometheus", "prometheus")
 	queries := readmeQueries(t)
 	if len(queries) < 8 {
 		t.Fatalf("found %d README queries, want at least the 8 of 'Who uses each GPU': %q", len(queries), queries)
 	}
-	base, _ := startGpuwatch(t, "--backend=sim", "--sim.profile=dgx-h100")
-	dir := t.TempDir()
-	promPort := testenv.FreePort(t)
-	promConfig := filepath.Join(dir, "prometheus.yml")
-	writeFile(t, promConfig, fmt.Sprintf("global:\n  scrape_interval: 1s\n  scrape_timeout: 1s\nscrape_configs:\n  - job_name: gpuwatch\n    static_configs:\n      - targets: [%q]\n", base[len("http://"):]))
-	promURL := fmt.Sprintf("http://127.0.0.1:%d", promPort)
-	testenv.StartProcess(t, nil, promBin, "--config.file="+promConfig, "--storage.tsdb.path="+filepath.Join(dir, "tsdb"), "--web.listen-address="+promURL[len("http://"):])
+	promURL, _ := sharedDemoPrometheus(t)
 	testenv.WaitFor(t, 60*time.Second, "Prometheus to scrape gpuwatch", func() bool {
 		v, ok := promQuery(t, promURL, `up{job="gpuwatch"}`)
 		return ok && v == 1

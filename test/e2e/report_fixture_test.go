@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -16,56 +17,85 @@ import (
 )
 
 // What the report tests share within one run of the package: the
-// backfilled history (promtool runs once per start) and one Prometheus
-// serving it to the tests that only query it. Both outlive the test that
-// makes them; removeHistoryBlocks, from TestMain, ends them.
+// backfilled history (promtool runs once per start), one Prometheus
+// serving it to the tests that only query it, and the demo with a
+// Prometheus scraping it. Each outlives the test that starts it;
+// removeHistoryBlocks, from TestMain, ends those still running.
 
-// packageCleanups are the shared fixtures' cleanups, run in reverse order
-// by removeHistoryBlocks.
-var packageCleanups struct {
-	sync.Mutex
+// fixture holds what one shared fixture started, as cleanups that stop
+// and remove it.
+type fixture struct {
+	mu  sync.Mutex
 	fns []func()
 }
 
-func addPackageCleanup(f func()) {
-	packageCleanups.Lock()
-	defer packageCleanups.Unlock()
-	packageCleanups.fns = append(packageCleanups.fns, f)
+// fixtures are every fixture made, in order.
+var fixtures struct {
+	sync.Mutex
+	all []*fixture
+}
+
+func newFixture() *fixture {
+	f := &fixture{}
+	fixtures.Lock()
+	defer fixtures.Unlock()
+	fixtures.all = append(fixtures.all, f)
+	return f
+}
+
+func (f *fixture) add(fn func()) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.fns = append(f.fns, fn)
+}
+
+// stop runs the fixture's cleanups, the last added first (a server before
+// its directory); a second stop does nothing.
+func (f *fixture) stop() {
+	f.mu.Lock()
+	fns := f.fns
+	f.fns = nil
+	f.mu.Unlock()
+	for _, fn := range slices.Backward(fns) {
+		fn()
+	}
 }
 
 // removeHistoryBlocks ends what the report tests share: it stops the
-// shared Prometheus servers and removes the history blocks and the
-// fixtures' other files, the last made first (a server before the
-// directory it serves). TestMain calls it after the tests.
+// shared servers and removes the history blocks and the fixtures' other
+// files, the last fixture first. TestMain calls it after the tests.
 func removeHistoryBlocks() {
-	packageCleanups.Lock()
-	fns := packageCleanups.fns
-	packageCleanups.fns = nil
-	packageCleanups.Unlock()
-	for _, f := range slices.Backward(fns) {
-		f()
+	fixtures.Lock()
+	all := fixtures.all
+	fixtures.all = nil
+	fixtures.Unlock()
+	for _, f := range slices.Backward(all) {
+		f.stop()
 	}
 }
 
 // fixtureTB stands for the test that starts a shared fixture, so that what
 // the fixture starts (a process, its port, its files) lasts until the
-// package's tests end: its cleanups and temporary directories are the
-// package's. It never counts as failed, because its cleanups run after the
+// fixture stops: its cleanups and temporary directories are the
+// fixture's. It never counts as failed, because its cleanups run after the
 // test has ended, when it can no longer log; a test that uses the fixture
 // logs the fixture's output when it fails instead.
-type fixtureTB struct{ testing.TB }
+type fixtureTB struct {
+	testing.TB
+	f *fixture
+}
 
-func (fixtureTB) Cleanup(f func()) { addPackageCleanup(f) }
+func (tb fixtureTB) Cleanup(fn func()) { tb.f.add(fn) }
 
 func (fixtureTB) Failed() bool { return false }
 
-func (f fixtureTB) TempDir() string {
-	f.Helper()
+func (tb fixtureTB) TempDir() string {
+	tb.Helper()
 	dir, err := os.MkdirTemp("", "gpuwatch-e2e-fixture-")
 	if err != nil {
-		f.Fatal(err)
+		tb.Fatal(err)
 	}
-	addPackageCleanup(func() { _ = os.RemoveAll(dir) })
+	tb.f.add(func() { _ = os.RemoveAll(dir) })
 	return dir
 }
 
@@ -107,7 +137,7 @@ func historyBlocksFrom(t *testing.T, start time.Time) string {
 	}
 	built := backfill(t, start, writeReportHistory)
 	// Moved out of the caller's TempDir, which goes when the caller ends.
-	blocks := filepath.Join(fixtureTB{t}.TempDir(), "tsdb")
+	blocks := filepath.Join(fixtureTB{t, newFixture()}.TempDir(), "tsdb")
 	if err := os.Rename(built, blocks); err != nil {
 		t.Fatal(err)
 	}
@@ -189,7 +219,7 @@ func sharedHistoryPrometheus(t *testing.T, start time.Time) string {
 		logOnFailure(t, s.proc)
 		return s.url
 	}
-	ftb := fixtureTB{t}
+	ftb := fixtureTB{t, newFixture()}
 	addr, p := startPrometheusProcess(ftb, copyHistory(t, start, ftb.TempDir()))
 	logOnFailure(t, p)
 	url := "http://" + addr
@@ -198,11 +228,65 @@ func sharedHistoryPrometheus(t *testing.T, start time.Time) string {
 	return url
 }
 
-// logOnFailure logs the shared server p's output when t fails.
-func logOnFailure(t *testing.T, p *testenv.Process) {
+// logOnFailure logs the shared processes' output when t fails.
+func logOnFailure(t *testing.T, procs ...*testenv.Process) {
 	t.Cleanup(func() {
-		if t.Failed() {
-			t.Logf("output of the shared %s:\n%s", filepath.Base(p.Cmd.Path), p.Output.String())
+		if !t.Failed() {
+			return
+		}
+		for _, p := range procs {
+			t.Logf("output of the shared %s:\n%s", strings.Join(p.Cmd.Args, " "), p.Output.String())
 		}
 	})
+}
+
+// demoMaxAge is the oldest history sharedDemoPrometheus hands out, well
+// inside the hour over which the gpu_hours rules count (checkRulesAgree
+// compares them with a report from before the first scrape).
+const demoMaxAge = 10 * time.Minute
+
+// sharedDemo is the demo and its Prometheus (demoPrometheus) that the
+// tests which only query its history share.
+var sharedDemo struct {
+	sync.Mutex
+	f     *fixture
+	url   string
+	first time.Time
+	procs []*testenv.Process
+}
+
+// sharedDemoPrometheus returns the URL of demoPrometheus's Prometheus and
+// the time of its first scrape, starting them for the first test that asks
+// and keeping them for the next until stopSharedDemo: history accumulates
+// while the tests in between run, and the test that needs the most of it
+// waits the less. When the test fails, it logs their output.
+func sharedDemoPrometheus(t *testing.T) (string, time.Time) {
+	t.Helper()
+	sharedDemo.Lock()
+	defer sharedDemo.Unlock()
+	if sharedDemo.f != nil && time.Since(sharedDemo.first) > demoMaxAge {
+		sharedDemo.f.stop()
+		sharedDemo.f = nil
+	}
+	if sharedDemo.f == nil {
+		f := newFixture()
+		url, procs := demoPrometheus(fixtureTB{t, f})
+		logOnFailure(t, procs...)
+		first := firstScrape(t, url)
+		sharedDemo.f, sharedDemo.url, sharedDemo.first, sharedDemo.procs = f, url, first, procs
+		return url, first
+	}
+	logOnFailure(t, sharedDemo.procs...)
+	return sharedDemo.url, sharedDemo.first
+}
+
+// stopSharedDemo stops the shared demo, so that it costs the tests after
+// the last that needs it nothing; a later test that asks starts a new one.
+func stopSharedDemo() {
+	sharedDemo.Lock()
+	defer sharedDemo.Unlock()
+	if sharedDemo.f != nil {
+		sharedDemo.f.stop()
+		sharedDemo.f = nil
+	}
 }
