@@ -4,6 +4,10 @@
 #   ./scripts/test.sh -short     unit tests only (no Prometheus, Slurm, Podman)
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# The Makefile's cgo flags, so that go vet and go test reuse make build's
+# compile of go-nvml instead of compiling it again with other flags, and
+# print none of the deprecation warnings the Makefile explains.
+export CGO_CFLAGS="${CGO_CFLAGS:--O2 -g -Wno-deprecated-declarations}"
 
 short=""
 if [ "${1:-}" = "-short" ]; then short="-short"; else ./scripts/install-deps.sh; fi
