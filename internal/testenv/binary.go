@@ -13,9 +13,13 @@ import (
 // GpuwatchBinary is the gpuwatch binary an end-to-end suite drives:
 // $GPUWATCH_BIN when scripts/test.sh built it, else one built here (with
 // lazy binding, as `make build` does) so that the package also runs on its
-// own. cleanup removes what was built; call it after m.Run.
+// own; $GPUWATCH_BIN older than its sources is an error (checkFresh).
+// cleanup removes what was built; call it after m.Run.
 func GpuwatchBinary(suite string) (bin string, cleanup func(), err error) {
 	if bin := os.Getenv("GPUWATCH_BIN"); bin != "" {
+		if err := checkFresh(bin); err != nil {
+			return "", nil, err
+		}
 		return bin, func() {}, nil
 	}
 	dir, err := os.MkdirTemp("", "gpuwatch-"+suite+"-")
